@@ -1,0 +1,50 @@
+/**
+ * The host port: everything fhirgate needs from the Medplum server it is loaded into. The plugin reaches the
+ * server only through this interface, so the same plugin code runs in a Medplum server (see
+ * `hosts/medplum-server.ts`) and in the standalone host (`hosts/standalone/`).
+ */
+import type { ProfileResource, WithId } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { AccessPolicy, Device, Login, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
+import type { Request } from 'express';
+import type { Redis } from 'ioredis';
+
+/** The authenticated caller of one request: what Medplum's `getAuthenticatedContext()` gives its own routes. */
+export interface CallerContext {
+  /** A repository bound to the caller's project and AccessPolicy: every read and write is checked as Medplum checks it. */
+  readonly repo: FhirRepository;
+  readonly project: WithId<Project>;
+  readonly membership: WithId<ProjectMembership>;
+  /** The caller's profile, e.g. `Practitioner/123`. */
+  readonly profile: Reference<ProfileResource>;
+  readonly login: WithId<Login>;
+}
+
+/** Structured logger with Medplum's logger methods; `data` never carries secrets or message text at info level. */
+export interface HostLogger {
+  debug(message: string, data?: Record<string, unknown>): void;
+  info(message: string, data?: Record<string, unknown>): void;
+  warn(message: string, data?: Record<string, unknown>): void;
+  error(message: string, data?: Record<string, unknown>): void;
+}
+
+/** What the plugin receives from the server that mounts it. */
+export interface FhirgateHost {
+  /**
+   * Authenticates a request from its bearer token, as the server authenticates its own routes.
+   * Resolves to undefined when the request carries no valid user credential (missing, malformed, expired,
+   * revoked, or signed by someone else); the plugin answers 401 then.
+   */
+  authenticate(request: Request): Promise<CallerContext | undefined>;
+
+  /** A repository with system rights inside one project: for records the caller may not write (AuditEvent, the AI agent's Device). */
+  getSystemRepo(projectId: string): Promise<FhirRepository>;
+
+  /** A repository for a device acting in a project under the given AccessPolicy, authored as that device. */
+  getDeviceRepo(projectId: string, accessPolicy: AccessPolicy, device: Reference<Device>): Promise<FhirRepository>;
+
+  /** The server's Redis client, shared by all instances (Medplum always has one); absent in a single-process host. */
+  readonly redis?: Redis;
+
+  readonly logger?: HostLogger;
+}

@@ -1,0 +1,72 @@
+/**
+ * Access tokens in Medplum's format: RS256 JWTs with header `kid` and `typ: JWT`, claims `login_id`, `sub`,
+ * `username`, `scope`, `profile`, `client_id`, issued by the host's issuer URL, one hour by default.
+ */
+import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
+import type { SigningKeys } from './signing-keys.ts';
+
+/** Claims of a Medplum access token. */
+export interface AccessTokenClaims extends JWTPayload {
+  readonly login_id: string;
+  readonly sub: string;
+  readonly username: string;
+  readonly scope: string;
+  /** The caller's profile, e.g. `Practitioner/123`. */
+  readonly profile: string;
+  readonly client_id?: string;
+}
+
+/** Signs and verifies access tokens for one issuer. */
+export interface AccessTokenService {
+  readonly lifetimeSeconds: number;
+  sign(claims: AccessTokenClaims): Promise<string>;
+  /** The token's claims when its signature, issuer, algorithm and expiry check out; otherwise undefined. */
+  verify(token: string): Promise<AccessTokenClaims | undefined>;
+}
+
+/** Options of the access token service. */
+export interface AccessTokenServiceOptions {
+  readonly keys: SigningKeys;
+  /** The server's base URL, e.g. `http://localhost:8103/`, as Medplum's `issuer`. */
+  readonly issuer: string;
+  readonly lifetimeSeconds?: number;
+}
+
+/** Creates the access token service. */
+export function createAccessTokenService(options: AccessTokenServiceOptions): AccessTokenService {
+  const { keys, issuer } = options;
+  const lifetimeSeconds = options.lifetimeSeconds ?? 3600;
+  return {
+    lifetimeSeconds,
+    sign: (claims) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: keys.algorithm, kid: keys.keyId, typ: 'JWT' })
+        .setIssuedAt()
+        .setIssuer(issuer)
+        .setAudience(claims.client_id ?? issuer)
+        .setExpirationTime(`${lifetimeSeconds}s`)
+        .sign(keys.privateKey),
+    verify: async (token) => {
+      try {
+        const { payload } = await jwtVerify(token, keys.resolveVerificationKey, {
+          issuer,
+          algorithms: [keys.algorithm],
+          requiredClaims: ['exp', 'iat', 'login_id', 'sub', 'profile'],
+        });
+        return isAccessTokenClaims(payload) ? payload : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+function isAccessTokenClaims(payload: JWTPayload): payload is AccessTokenClaims {
+  return (
+    typeof payload.login_id === 'string' &&
+    typeof payload.sub === 'string' &&
+    typeof payload.profile === 'string' &&
+    // A device token (issued by the plugin) is never a user token.
+    payload.is_device === undefined
+  );
+}

@@ -1,0 +1,137 @@
+/**
+ * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials), the public keys at
+ * `/.well-known/jwks.json`, and `GET /auth/me`, the session `MedplumClient` reads after every login.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { Operator, createReference, type WithId } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { ClientApplication, ProjectMembership, Resource } from '@medplum/fhirtypes';
+import express, { type Request, type Response, type Router } from 'express';
+import type { CallerContext } from '../../../host.ts';
+import type { AccessTokenService } from './access-tokens.ts';
+import { authenticateRequest } from './authenticate-request.ts';
+import { startLogin } from './logins.ts';
+import type { SigningKeys } from './signing-keys.ts';
+
+/** What the OAuth routes work with. */
+export interface OAuthRoutesOptions {
+  readonly store: FhirRepository;
+  readonly tokens: AccessTokenService;
+  readonly keys: SigningKeys;
+}
+
+/** Creates the router for `/oauth2/token`, `/.well-known/jwks.json` and `/auth/me`. */
+export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
+  const { store, tokens, keys } = options;
+  const router = express.Router();
+  router.get('/.well-known/jwks.json', (_request, response) => {
+    response.json(keys.jwks);
+  });
+  router.post(
+    '/oauth2/token',
+    express.urlencoded({ extended: false, limit: '16kb' }),
+    express.json({ limit: '16kb' }),
+    async (request, response) => {
+      await handleTokenRequest(request, response, store, tokens);
+    }
+  );
+  router.get('/auth/me', async (request, response) => {
+    const caller = await authenticateRequest(request.headers, store, tokens);
+    if (!caller) {
+      response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
+      return;
+    }
+    response.json(await describeSession(store, caller));
+  });
+  return router;
+}
+
+async function handleTokenRequest(request: Request, response: Response, store: FhirRepository, tokens: AccessTokenService): Promise<void> {
+  const body = (request.body ?? {}) as Record<string, unknown>;
+  if (body.grant_type !== 'client_credentials') {
+    sendTokenError(response, 400, 'unsupported_grant_type', 'Only the client_credentials grant is supported by this host.');
+    return;
+  }
+  const credentials = readClientCredentials(request, body);
+  if (!credentials) {
+    sendTokenError(response, 400, 'invalid_request', 'Missing client_id or client_secret.');
+    return;
+  }
+  const client = await store.readResource<ClientApplication>('ClientApplication', credentials.id).catch(() => undefined);
+  if (!client?.secret || client.status === 'off' || !secretsMatch(client.secret, credentials.secret)) {
+    sendTokenError(response, 401, 'invalid_client', 'Invalid client credentials.');
+    return;
+  }
+  const membership = await findClientMembership(store, client);
+  if (!membership) {
+    sendTokenError(response, 400, 'invalid_request', 'The client has no active project membership.');
+    return;
+  }
+  const scope = typeof body.scope === 'string' && body.scope ? body.scope : 'openid';
+  const issued = await startLogin(store, tokens, {
+    membership,
+    authMethod: 'client',
+    client: createReference(client),
+    scope,
+    remoteAddress: request.ip,
+  });
+  response.set('Cache-Control', 'no-store').json({
+    token_type: 'Bearer',
+    access_token: issued.accessToken,
+    expires_in: issued.expiresInSeconds,
+    scope,
+    project: membership.project,
+    profile: membership.profile,
+  });
+}
+
+function readClientCredentials(request: Request, body: Record<string, unknown>): { id: string; secret: string } | undefined {
+  const basic = request.headers.authorization?.match(/^Basic\s+(.+)$/i)?.[1];
+  if (basic) {
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const separator = decoded.indexOf(':');
+    if (separator > 0) {
+      return { id: decodeURIComponent(decoded.slice(0, separator)), secret: decodeURIComponent(decoded.slice(separator + 1)) };
+    }
+  }
+  const { client_id: id, client_secret: secret } = body;
+  return typeof id === 'string' && typeof secret === 'string' && id && secret ? { id, secret } : undefined;
+}
+
+function secretsMatch(expected: string, given: string): boolean {
+  const expectedBytes = Buffer.from(expected);
+  const givenBytes = Buffer.from(given);
+  return expectedBytes.length === givenBytes.length && timingSafeEqual(expectedBytes, givenBytes);
+}
+
+async function findClientMembership(store: FhirRepository, client: WithId<ClientApplication>): Promise<WithId<ProjectMembership> | undefined> {
+  const memberships = await store.searchResources<ProjectMembership>({
+    resourceType: 'ProjectMembership',
+    filters: [{ code: 'user', operator: Operator.EQUALS, value: `ClientApplication/${client.id}` }],
+  });
+  return memberships.find((membership) => membership.active !== false);
+}
+
+function sendTokenError(response: Response, status: number, error: string, description: string): void {
+  response.status(status).set('Cache-Control', 'no-store').json({ error, error_description: description });
+}
+
+/** The session as Medplum's `/auth/me` answers it; never a secret (client secrets, password hashes). */
+async function describeSession(store: FhirRepository, caller: CallerContext): Promise<Record<string, unknown>> {
+  const profile = await store.readReference(caller.profile).catch(() => undefined);
+  const user = caller.membership.user ? await store.readReference(caller.membership.user).catch(() => undefined) : undefined;
+  const { secret: _projectSecret, ...project } = caller.project;
+  return {
+    user: user ? withoutSecrets(user) : undefined,
+    project,
+    membership: caller.membership,
+    profile: profile ? withoutSecrets(profile) : undefined,
+    config: { resourceType: 'UserConfiguration', name: 'fhirgate', menu: [] },
+  };
+}
+
+function withoutSecrets(resource: Resource): Resource {
+  const { secret: _secret, retiringSecret: _retiring, passwordHash: _hash, mfaSecret: _mfa, ...rest } = resource as Resource &
+    Record<'secret' | 'retiringSecret' | 'passwordHash' | 'mfaSecret', unknown>;
+  return rest as Resource;
+}

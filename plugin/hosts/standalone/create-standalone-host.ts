@@ -1,0 +1,97 @@
+/**
+ * The standalone host: a Medplum-compatible server built from Medplum's published packages (FhirRouter,
+ * AccessPolicy evaluation) and ours, with fhirgate mounted. `npm start`, every test, the demo and the
+ * benchmarks run on it.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FhirRepository } from '@medplum/fhir-router';
+import express, { type Express } from 'express';
+import type { Redis } from 'ioredis';
+import { createFhirgatePlugin, type FhirgatePlugin } from '../../index.ts';
+import type { FhirgateHost, HostLogger } from '../../host.ts';
+import type { FhirgateOptionsInput } from '../../options.ts';
+import { createAccessTokenService, type AccessTokenService } from './auth/access-tokens.ts';
+import { authenticateRequest } from './auth/authenticate-request.ts';
+import { createOAuthRoutes } from './auth/oauth-routes.ts';
+import { loadSigningKeys } from './auth/signing-keys.ts';
+import { loadFhirDefinitions } from './fhir-definitions.ts';
+import { createFhirRoutes } from './fhir-routes.ts';
+import { createJsonLogger } from './logger.ts';
+import { ProjectRepository } from './project-repository.ts';
+
+/** What a standalone host is built from. */
+export interface StandaloneHostOptions {
+  /** The system-level store (a SqliteRepository in production use, a MemoryRepository in unit tests). */
+  readonly store: FhirRepository;
+  /** The public base URL, used as the token issuer, e.g. `http://localhost:8103/`. */
+  readonly baseUrl: string;
+  readonly redis?: Redis;
+  readonly logger?: HostLogger;
+  readonly plugin?: FhirgateOptionsInput;
+  readonly accessTokenLifetimeSeconds?: number;
+}
+
+/** A built host: the Express app, the host port given to the plugin, and the token service (for tools and tests). */
+export interface StandaloneHost {
+  readonly app: Express;
+  readonly host: FhirgateHost;
+  readonly plugin: FhirgatePlugin;
+  readonly tokens: AccessTokenService;
+  readonly store: FhirRepository;
+  /** Starts listening; resolves to the bound server and its URL. */
+  listen(port: number, hostname?: string): Promise<{ server: Server; url: string }>;
+  close(): Promise<void>;
+}
+
+/** Builds the standalone host around a store. */
+export async function createStandaloneHost(options: StandaloneHostOptions): Promise<StandaloneHost> {
+  loadFhirDefinitions();
+  const { store } = options;
+  const logger = options.logger ?? createJsonLogger('info');
+  const keys = await loadSigningKeys(store);
+  const tokens = createAccessTokenService({ keys, issuer: options.baseUrl, lifetimeSeconds: options.accessTokenLifetimeSeconds });
+  const host: FhirgateHost = {
+    authenticate: (request) => authenticateRequest(request.headers, store, tokens),
+    getSystemRepo: async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
+    getDeviceRepo: async (projectId, accessPolicy, device) => new ProjectRepository(store, { projectId, author: device, accessPolicy }),
+    redis: options.redis,
+    logger,
+  };
+  const plugin = createFhirgatePlugin(host, options.plugin);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.get('/healthcheck', (_request, response) => {
+    response.json({ ok: true, version: 'fhirgate-standalone' });
+  });
+  app.use(createOAuthRoutes({ store, tokens, keys }));
+  app.use('/fhir/R4', createFhirRoutes(host.authenticate));
+  app.use(plugin);
+
+  const servers: Server[] = [];
+  return {
+    app,
+    host,
+    plugin,
+    tokens,
+    store,
+    listen: (port, hostname = '127.0.0.1') =>
+      new Promise((resolve, reject) => {
+        const server = app.listen(port, hostname, (error?: Error) => {
+          if (error) {
+            reject(error);
+            return;
+          }
+          servers.push(server);
+          const address = server.address() as AddressInfo;
+          resolve({ server, url: `http://${hostname}:${address.port}/` });
+        });
+      }),
+    close: async () => {
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+      await plugin.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * `npm start`: the standalone host with fhirgate mounted, on a SQLite file under the data folder, with the demo
+ * project loaded. Binds to loopback by default.
+ */
+import { mkdirSync } from 'node:fs';
+import { readStandaloneConfig } from './standalone-config.ts';
+import { createJsonLogger } from './logger.ts';
+import { openStandaloneStore } from './open-store.ts';
+import { createStandaloneHost } from './create-standalone-host.ts';
+import { readProjectFixture, seedProject } from './seed.ts';
+
+const config = readStandaloneConfig();
+const logger = createJsonLogger(config.logLevel);
+mkdirSync(config.dataDir, { recursive: true });
+const store = openStandaloneStore(config.dataDir);
+const standalone = await createStandaloneHost({ store, baseUrl: config.baseUrl, logger });
+const demo = config.seedDemo ? await seedProject(store, await readProjectFixture(), { freshIds: false }) : undefined;
+const { url } = await standalone.listen(config.port, config.hostname);
+
+logger.info('fhirgate standalone host started', { url, dataDir: config.dataDir, demoProject: demo?.projectId });
+if (demo) {
+  process.stdout.write(
+    [
+      '',
+      `fhirgate is listening on ${url}`,
+      `  FHIR API:        ${url}fhir/R4/`,
+      `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
+      '  Access token for Dr. Alice Carter:  npm run -s token',
+      '  Client credentials of the demo integration:  npm run -s token -- --client',
+      '',
+    ].join('\n')
+  );
+}
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopping) {
+      return;
+    }
+    stopping = true;
+    logger.info('fhirgate standalone host stopping', { signal });
+    standalone
+      .close()
+      .then(() => store.close())
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        logger.error('Shutdown failed', { error: String(error) });
+        process.exit(1);
+      });
+  });
+}

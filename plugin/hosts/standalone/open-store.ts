@@ -1,0 +1,13 @@
+import { join } from 'node:path';
+import { SqliteRepository } from './store/sqlite-repository.ts';
+
+/** The store of a standalone host: a FhirRepository on a SQLite file, closed when the host stops. */
+export type StandaloneStore = SqliteRepository;
+
+/** The SQLite file inside a data folder. */
+export const STORE_FILE_NAME = 'fhirgate.sqlite';
+
+/** Opens (creating if needed) the store of a data folder. */
+export function openStandaloneStore(dataDir: string): StandaloneStore {
+  return SqliteRepository.open(join(dataDir, STORE_FILE_NAME));
+}

@@ -1,0 +1,33 @@
+/**
+ * `npm run -s token`: prints an access token for the demo practitioner (Dr. Alice Carter), signed with the
+ * host's keys in the data folder, for curl and the openai SDK. `--client` prints the demo integration's client
+ * credentials instead (for `MedplumClient.startClientLogin`). `--membership <id>` picks another membership.
+ */
+import { parseArgs } from 'node:util';
+import type { ProjectMembership } from '@medplum/fhirtypes';
+import { createAccessTokenService } from './auth/access-tokens.ts';
+import { startLogin } from './auth/logins.ts';
+import { loadSigningKeys } from './auth/signing-keys.ts';
+import { loadFhirDefinitions } from './fhir-definitions.ts';
+import { openStandaloneStore } from './open-store.ts';
+import { readProjectFixture, seedProject } from './seed.ts';
+import { readStandaloneConfig } from './standalone-config.ts';
+
+const { values } = parseArgs({ options: { client: { type: 'boolean', default: false }, membership: { type: 'string' } } });
+const config = readStandaloneConfig();
+loadFhirDefinitions();
+const store = openStandaloneStore(config.dataDir);
+try {
+  const demo = await seedProject(store, await readProjectFixture(), { freshIds: false });
+  if (values.client) {
+    process.stdout.write(`${JSON.stringify({ client_id: demo.client?.id, client_secret: demo.client?.secret, project_id: demo.projectId })}\n`);
+  } else {
+    const membershipId = values.membership ?? demo.ids['practitioner-membership'];
+    const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);
+    const tokens = createAccessTokenService({ keys: await loadSigningKeys(store), issuer: config.baseUrl });
+    const issued = await startLogin(store, tokens, { membership, authMethod: 'pre-authorized' });
+    process.stdout.write(`${issued.accessToken}\n`);
+  }
+} finally {
+  store.close();
+}

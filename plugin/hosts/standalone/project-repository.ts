@@ -1,0 +1,274 @@
+/**
+ * The caller's repository: a view of the shared store limited to one project and checked against one
+ * AccessPolicy, as Medplum's server `Repository` is for a login. Writes get `meta.project`, `meta.author` and
+ * `meta.compartment` from here, never from the caller; a denied write throws 403 and stores nothing; reads of
+ * what the policy hides are 404; searches return only what the policy allows.
+ */
+import {
+  AccessPolicyInteraction,
+  DEFAULT_SEARCH_COUNT,
+  OperationOutcomeError,
+  Operator,
+  accessPolicySupportsInteraction,
+  forbidden,
+  isResourceType,
+  notFound,
+  parseReference,
+  satisfiedAccessPolicy,
+  type SearchRequest,
+  type WithId,
+} from '@medplum/core';
+import {
+  FhirRepository,
+  type CreateResourceOptions,
+  type DeleteResourceOptions,
+  type ReadHistoryOptions,
+  type RepositoryMode,
+  type SearchOptions,
+  type TransactionOptions,
+  type UpdateResourceOptions,
+} from '@medplum/fhir-router';
+import type { AccessPolicy, Bundle, BundleEntry, Meta, Reference, Resource } from '@medplum/fhirtypes';
+
+type PatchOperations = Parameters<FhirRepository['patchResource']>[2];
+
+/** Who the repository acts for. */
+export interface ProjectRepositoryOptions {
+  readonly projectId: string;
+  /** Written to `meta.author` of everything created or updated. */
+  readonly author: Reference;
+  /** The effective policy; undefined means system rights inside the project. */
+  readonly accessPolicy?: AccessPolicy;
+}
+
+/** Searches that the policy narrows read at most this many candidates before paging. */
+const POLICY_SCAN_LIMIT = 10_000;
+
+/** A FhirRepository limited to one project and one AccessPolicy, over a system-level store. */
+export class ProjectRepository extends FhirRepository {
+  readonly #store: FhirRepository;
+  readonly #options: ProjectRepositoryOptions;
+
+  constructor(store: FhirRepository, options: ProjectRepositoryOptions) {
+    super();
+    this.#store = store;
+    this.#options = options;
+  }
+
+  /** The project this repository is limited to. */
+  get projectId(): string {
+    return this.#options.projectId;
+  }
+
+  setMode(mode: RepositoryMode): void {
+    this.#store.setMode(mode);
+  }
+
+  generateId(): string {
+    return this.#store.generateId();
+  }
+
+  async createResource<T extends Resource>(resource: T, options?: CreateResourceOptions): Promise<WithId<T>> {
+    this.#requireTypeInteraction(resource.resourceType, AccessPolicyInteraction.CREATE);
+    // The id is fixed before the write (as Medplum does) so that compartments can name it.
+    const id = options?.assignedId && resource.id ? resource.id : this.generateId();
+    const prepared = this.#withServerMeta({ ...resource, id }, undefined);
+    this.#requireSatisfied(prepared, AccessPolicyInteraction.CREATE);
+    return this.#store.createResource(prepared, { ...options, assignedId: true });
+  }
+
+  async readResource<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
+    this.#requireTypeInteraction(resourceType, AccessPolicyInteraction.READ);
+    const resource = await this.#store.readResource<T>(resourceType, id);
+    return this.#visibleOrNotFound(resource, AccessPolicyInteraction.READ);
+  }
+
+  async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
+    const [resourceType, id] = parseReference(reference);
+    return this.readResource<T>(resourceType, id);
+  }
+
+  async readReferences<T extends Resource>(references: readonly Reference<T>[]): Promise<(T | Error)[]> {
+    return Promise.all(references.map((reference) => this.readReference(reference).catch((error: unknown) => toError(error))));
+  }
+
+  async readHistory<T extends Resource>(resourceType: string, id: string, options?: ReadHistoryOptions): Promise<Bundle<WithId<T>>> {
+    this.#requireTypeInteraction(resourceType, AccessPolicyInteraction.HISTORY);
+    const history = await this.#store.readHistory<T>(resourceType, id, options);
+    const newest = history.entry?.find((entry) => entry.resource)?.resource;
+    if (!newest) {
+      throw new OperationOutcomeError(notFound);
+    }
+    this.#visibleOrNotFound(newest, AccessPolicyInteraction.HISTORY);
+    return history;
+  }
+
+  async readVersion<T extends Resource>(resourceType: string, id: string, versionId: string): Promise<WithId<T>> {
+    this.#requireTypeInteraction(resourceType, AccessPolicyInteraction.VREAD);
+    const resource = await this.#store.readVersion<T>(resourceType, id, versionId);
+    return this.#visibleOrNotFound(resource, AccessPolicyInteraction.VREAD);
+  }
+
+  async updateResource<T extends Resource>(resource: T, options?: UpdateResourceOptions): Promise<WithId<T>> {
+    this.#requireTypeInteraction(resource.resourceType, AccessPolicyInteraction.UPDATE);
+    if (!resource.id) {
+      throw new OperationOutcomeError(notFound);
+    }
+    const existing = await this.#store.readResource<T>(resource.resourceType, resource.id);
+    this.#visibleOrNotFound(existing, AccessPolicyInteraction.READ);
+    this.#requireSatisfied(existing, AccessPolicyInteraction.UPDATE);
+    const prepared = this.#withServerMeta(resource, existing.meta);
+    this.#requireSatisfied(prepared, AccessPolicyInteraction.UPDATE);
+    return this.#store.updateResource(prepared, options);
+  }
+
+  async patchResource<T extends Resource>(
+    resourceType: T['resourceType'],
+    id: string,
+    patch: PatchOperations,
+    options?: UpdateResourceOptions
+  ): Promise<WithId<T>> {
+    this.#requireTypeInteraction(resourceType, AccessPolicyInteraction.UPDATE);
+    const existing = await this.#store.readResource<T>(resourceType, id);
+    this.#visibleOrNotFound(existing, AccessPolicyInteraction.READ);
+    this.#requireSatisfied(existing, AccessPolicyInteraction.UPDATE);
+    // The patched result is checked inside the transaction, so a patch that leaves the caller's rights rolls back.
+    return this.#store.withTransaction(
+      async (transaction) => {
+        const patched = await transaction.patchResource<T>(resourceType, id, patch, options);
+        if (patched.meta?.project !== this.projectId || patched.meta.author?.reference !== this.#options.author.reference) {
+          return transaction.updateResource(this.#withServerMeta(patched, existing.meta));
+        }
+        this.#requireSatisfied(patched, AccessPolicyInteraction.UPDATE);
+        return patched;
+      },
+      { resourceTypes: [resourceType] }
+    );
+  }
+
+  async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
+    this.#requireTypeInteraction(resourceType, AccessPolicyInteraction.DELETE);
+    const existing = await this.#store.readResource(resourceType, id);
+    this.#visibleOrNotFound(existing, AccessPolicyInteraction.READ);
+    this.#requireSatisfied(existing, AccessPolicyInteraction.DELETE);
+    await this.#store.deleteResource(resourceType, id, options);
+  }
+
+  async search<T extends Resource>(searchRequest: SearchRequest<T>, options?: SearchOptions): Promise<Bundle<WithId<T>>> {
+    this.#requireTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
+    const scoped: SearchRequest<T> = {
+      ...searchRequest,
+      filters: [...(searchRequest.filters ?? []), { code: '_project', operator: Operator.EQUALS, value: this.projectId }],
+    };
+    if (!this.#policyNarrows(searchRequest.resourceType)) {
+      const bundle = await this.#store.search(scoped, options);
+      return { ...bundle, entry: this.#visibleEntries(bundle.entry) };
+    }
+    // The policy's criteria are evaluated per resource: read the candidates, keep the allowed ones, then page.
+    const candidates = await this.#store.search({ ...scoped, offset: 0, count: POLICY_SCAN_LIMIT, total: 'none' }, options);
+    const allowed = this.#visibleEntries(candidates.entry) ?? [];
+    const matches = allowed.filter((entry) => entry.search?.mode !== 'include');
+    const included = allowed.filter((entry) => entry.search?.mode === 'include');
+    const offset = searchRequest.offset ?? 0;
+    const count = searchRequest.count ?? DEFAULT_SEARCH_COUNT;
+    const page = [...matches.slice(offset, offset + count), ...included];
+    return { resourceType: 'Bundle', type: 'searchset', entry: page.length ? page : undefined, total: matches.length };
+  }
+
+  async searchByReference<T extends Resource>(
+    searchRequest: SearchRequest<T>,
+    referenceField: string,
+    references: string[]
+  ): Promise<Record<string, WithId<T>[]>> {
+    const result: Record<string, WithId<T>[]> = {};
+    for (const reference of references) {
+      const filters = [...(searchRequest.filters ?? []), { code: referenceField, operator: Operator.EQUALS, value: reference }];
+      result[reference] = await this.searchResources({ ...searchRequest, filters });
+    }
+    return result;
+  }
+
+  async withTransaction<TResult>(callback: (transactionRepo: this) => Promise<TResult>, options: TransactionOptions): Promise<TResult> {
+    return this.#store.withTransaction(
+      (transactionStore) => callback(new ProjectRepository(transactionStore, this.#options) as this),
+      options
+    );
+  }
+
+  /** Server-owned meta: the project, the author and the compartments are set here, never taken from the caller. */
+  #withServerMeta<T extends Resource>(resource: T, existingMeta: Meta | undefined): T {
+    const projectReference = { reference: `Project/${this.projectId}` };
+    const meta: Meta = {
+      ...resource.meta,
+      versionId: undefined,
+      lastUpdated: undefined,
+      project: this.projectId,
+      author: this.#options.author,
+      account: resource.meta?.account ?? existingMeta?.account,
+      compartment: [projectReference, ...patientCompartments(resource)],
+    };
+    return { ...resource, meta };
+  }
+
+  #requireTypeInteraction(resourceType: string, interaction: AccessPolicyInteraction): void {
+    const policy = this.#options.accessPolicy;
+    if (!isResourceType(resourceType)) {
+      throw new OperationOutcomeError(notFound);
+    }
+    if (policy && !accessPolicySupportsInteraction(policy, interaction, resourceType)) {
+      throw new OperationOutcomeError(forbidden);
+    }
+  }
+
+  #requireSatisfied(resource: Resource, interaction: AccessPolicyInteraction): void {
+    const policy = this.#options.accessPolicy;
+    if (policy && !satisfiedAccessPolicy(resource, interaction, policy)) {
+      throw new OperationOutcomeError(forbidden);
+    }
+  }
+
+  #isVisible(resource: Resource, interaction: AccessPolicyInteraction): boolean {
+    if (resource.meta?.project !== this.projectId) {
+      return false;
+    }
+    const policy = this.#options.accessPolicy;
+    return !policy || satisfiedAccessPolicy(resource, interaction, policy) !== undefined;
+  }
+
+  #visibleOrNotFound<T extends Resource>(resource: WithId<T>, interaction: AccessPolicyInteraction): WithId<T> {
+    if (!this.#isVisible(resource, interaction)) {
+      throw new OperationOutcomeError(notFound);
+    }
+    return resource;
+  }
+
+  #visibleEntries<T extends Resource>(entries: BundleEntry<WithId<T>>[] | undefined): BundleEntry<WithId<T>>[] | undefined {
+    const visible = entries?.filter((entry) => entry.resource && this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH));
+    return visible?.length ? visible : undefined;
+  }
+
+  /** True when some rule for the type has criteria or a compartment, so results must be checked one by one. */
+  #policyNarrows(resourceType: string): boolean {
+    const rules = this.#options.accessPolicy?.resource ?? [];
+    return rules.some(
+      (rule) => (rule.resourceType === resourceType || rule.resourceType === '*') && (rule.criteria || rule.compartment)
+    );
+  }
+}
+
+/** The patient compartments a resource belongs to (the patient itself, or the patient it is about). */
+function patientCompartments(resource: Resource): Reference[] {
+  if (resource.resourceType === 'Patient') {
+    return resource.id ? [{ reference: `Patient/${resource.id}` }] : [];
+  }
+  const candidates = [
+    (resource as { subject?: Reference }).subject,
+    (resource as { patient?: Reference }).patient,
+  ];
+  return candidates.filter((reference): reference is Reference => !!reference?.reference?.startsWith('Patient/'))
+    .map((reference) => ({ reference: reference.reference }));
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

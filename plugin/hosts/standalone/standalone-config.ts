@@ -1,0 +1,51 @@
+/**
+ * Configuration of the standalone host, read once from the environment at start-up.
+ */
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { parseLogLevel, type LogLevel } from './logger.ts';
+
+/** The standalone host's settings. */
+export interface StandaloneConfig {
+  readonly port: number;
+  /** Interface to bind; loopback unless told otherwise. */
+  readonly hostname: string;
+  /** Public base URL (token issuer); defaults to `http://localhost:<port>/`. */
+  readonly baseUrl: string;
+  /** Folder of the SQLite file (`fhirgate.sqlite`). */
+  readonly dataDir: string;
+  readonly redisUrl?: string;
+  readonly logLevel: LogLevel;
+  /** Load the demo project at start-up (default on). */
+  readonly seedDemo: boolean;
+}
+
+const environmentSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8103),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  FHIRGATE_BASE_URL: z.url().optional(),
+  FHIRGATE_DATA_DIR: z.string().min(1).default('./data'),
+  FHIRGATE_SEED_DEMO: z.enum(['true', 'false']).default('true'),
+  REDIS_URL: z.string().min(1).optional(),
+  LOG_LEVEL: z.string().optional(),
+});
+
+/** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
+export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.env): StandaloneConfig {
+  const parsed = environmentSchema.safeParse(environment);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  const values = parsed.data;
+  const baseUrl = values.FHIRGATE_BASE_URL ?? `http://localhost:${values.PORT}/`;
+  return {
+    port: values.PORT,
+    hostname: values.HOST,
+    baseUrl: baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
+    dataDir: resolve(values.FHIRGATE_DATA_DIR),
+    redisUrl: values.REDIS_URL,
+    logLevel: parseLogLevel(values.LOG_LEVEL),
+    seedDemo: values.FHIRGATE_SEED_DEMO === 'true',
+  };
+}

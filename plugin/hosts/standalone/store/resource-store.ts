@@ -1,0 +1,292 @@
+/**
+ * Row-level access to the store's tables: every statement is prepared once and reused. No FHIR rules here;
+ * the repository decides what to write and this class writes it.
+ */
+import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
+import type { IndexRow } from './search-index.ts';
+
+/** The current row of a resource. */
+export interface CurrentRow {
+  readonly pk: number;
+  readonly versionId: string;
+  readonly lastUpdated: string;
+  readonly deleted: boolean;
+  /** JSON of the current version; undefined once deleted. */
+  readonly content: string | undefined;
+}
+
+/** One version of a resource. */
+export interface VersionRow {
+  readonly versionId: string;
+  readonly lastUpdated: string;
+  /** JSON of the version; undefined for a delete. */
+  readonly content: string | undefined;
+}
+
+/** A version to store. */
+export interface VersionWrite {
+  readonly resourceType: string;
+  readonly id: string;
+  readonly versionId: string;
+  readonly lastUpdated: string;
+  /** Lower-cased `meta.project`, the value `_project` searches compare with. */
+  readonly project: string | undefined;
+  readonly content: string;
+  readonly indexRows: readonly IndexRow[];
+}
+
+const INDEX_FINGERPRINT_KEY = 'search_index_fingerprint';
+/** Search SQL varies with the shape of the request; a bounded cache keeps the common shapes prepared. */
+const MAX_CACHED_QUERIES = 256;
+
+/** Prepared statements over one open database. */
+export class ResourceStore {
+  readonly #database: DatabaseSync;
+  readonly #queries = new Map<string, StatementSync>();
+  readonly #findCurrent: StatementSync;
+  readonly #insertResource: StatementSync;
+  readonly #updateResource: StatementSync;
+  readonly #markDeleted: StatementSync;
+  readonly #insertHistory: StatementSync;
+  readonly #insertIndexRow: StatementSync;
+  readonly #deleteIndexRows: StatementSync;
+  readonly #history: StatementSync;
+  readonly #version: StatementSync;
+  readonly #content: StatementSync;
+  readonly #readInfo: StatementSync;
+  readonly #writeInfo: StatementSync;
+
+  constructor(database: DatabaseSync) {
+    this.#database = database;
+    this.#findCurrent = database.prepare(
+      'SELECT pk, version_id, last_updated, deleted, content FROM resources WHERE resource_type = ? AND id = ?'
+    );
+    this.#insertResource = database.prepare(
+      'INSERT INTO resources (resource_type, id, version_id, last_updated, project, deleted, content) ' +
+        'VALUES (?, ?, ?, ?, ?, 0, ?)'
+    );
+    this.#updateResource = database.prepare(
+      'UPDATE resources SET version_id = ?, last_updated = ?, project = ?, deleted = 0, content = ? WHERE pk = ?'
+    );
+    this.#markDeleted = database.prepare(
+      'UPDATE resources SET version_id = ?, last_updated = ?, deleted = 1, content = NULL WHERE pk = ?'
+    );
+    this.#insertHistory = database.prepare(
+      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, ?)'
+    );
+    this.#insertIndexRow = database.prepare(
+      'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
+    );
+    this.#deleteIndexRows = database.prepare('DELETE FROM search_index WHERE resource_pk = ?');
+    this.#history = database.prepare(
+      'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? ' +
+        'ORDER BY seq DESC LIMIT ? OFFSET ?'
+    );
+    this.#version = database.prepare(
+      'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? AND version_id = ?'
+    );
+    this.#content = database.prepare('SELECT content FROM resources WHERE pk = ?');
+    this.#readInfo = database.prepare('SELECT value FROM store_info WHERE key = ?');
+    this.#writeInfo = database.prepare('INSERT OR REPLACE INTO store_info (key, value) VALUES (?, ?)');
+  }
+
+  /**
+   * Runs `work` atomically: its own IMMEDIATE transaction (taking the write lock up front, so that it waits for
+   * another process rather than failing on upgrade), or a savepoint inside a transaction already open.
+   */
+  atomically<T>(work: () => T): T {
+    if (this.#database.isTransaction) {
+      this.#database.exec('SAVEPOINT store_write');
+      try {
+        const result = work();
+        this.#database.exec('RELEASE store_write');
+        return result;
+      } catch (error) {
+        this.#database.exec('ROLLBACK TO store_write');
+        this.#database.exec('RELEASE store_write');
+        throw error;
+      }
+    }
+    this.begin();
+    try {
+      const result = work();
+      this.commit();
+      return result;
+    } catch (error) {
+      this.rollback();
+      throw error;
+    }
+  }
+
+  /** Opens a transaction holding the write lock. */
+  begin(): void {
+    this.#database.exec('BEGIN IMMEDIATE');
+  }
+
+  /** Commits the open transaction. */
+  commit(): void {
+    this.#database.exec('COMMIT');
+  }
+
+  /** Rolls back the open transaction, if SQLite has not already. */
+  rollback(): void {
+    if (this.#database.isTransaction) {
+      this.#database.exec('ROLLBACK');
+    }
+  }
+
+  findCurrent(resourceType: string, id: string): CurrentRow | undefined {
+    const row = this.#findCurrent.get(resourceType, id);
+    if (!row) {
+      return undefined;
+    }
+    return {
+      pk: toNumber(row.pk),
+      versionId: toText(row.version_id),
+      lastUpdated: toText(row.last_updated),
+      deleted: toNumber(row.deleted) !== 0,
+      content: toOptionalText(row.content),
+    };
+  }
+
+  /** Stores the first version of a new resource; returns its pk. */
+  insertVersion(write: VersionWrite): number {
+    const { lastInsertRowid } = this.#insertResource.run(
+      write.resourceType,
+      write.id,
+      write.versionId,
+      write.lastUpdated,
+      write.project ?? null,
+      write.content
+    );
+    const pk = Number(lastInsertRowid);
+    this.#insertHistory.run(pk, write.versionId, write.lastUpdated, write.content);
+    this.#insertIndexRows(pk, write);
+    return pk;
+  }
+
+  /** Stores a new current version of the resource `pk` (also reviving a deleted one). */
+  replaceVersion(pk: number, write: VersionWrite): void {
+    this.#updateResource.run(write.versionId, write.lastUpdated, write.project ?? null, write.content, pk);
+    this.#insertHistory.run(pk, write.versionId, write.lastUpdated, write.content);
+    this.#deleteIndexRows.run(pk);
+    this.#insertIndexRows(pk, write);
+  }
+
+  /** Records a delete: the resource leaves searches, its history gains an entry without content. */
+  markDeleted(pk: number, versionId: string, lastUpdated: string): void {
+    this.#markDeleted.run(versionId, lastUpdated, pk);
+    this.#insertHistory.run(pk, versionId, lastUpdated, null);
+    this.#deleteIndexRows.run(pk);
+  }
+
+  /** Versions of the resource `pk`, newest first. */
+  history(pk: number, limit: number, offset: number): VersionRow[] {
+    return this.#history.all(pk, limit, offset).map(toVersionRow);
+  }
+
+  version(pk: number, versionId: string): VersionRow | undefined {
+    const row = this.#version.get(pk, versionId);
+    return row ? toVersionRow(row) : undefined;
+  }
+
+  /** The current JSON of the resource `pk`, undefined when deleted. */
+  contentOf(pk: number): string | undefined {
+    return toOptionalText(this.#content.get(pk)?.content);
+  }
+
+  /** Runs a (cached) query and returns all rows. */
+  queryAll(sql: string, params: readonly SQLInputValue[]): Record<string, SQLOutputValue>[] {
+    return this.#prepared(sql).all(...params);
+  }
+
+  /** Runs a (cached) query and yields rows as SQLite produces them; stop early by leaving the loop. */
+  queryIterate(sql: string, params: readonly SQLInputValue[]): Iterable<Record<string, SQLOutputValue>> {
+    const statement = this.#prepared(sql);
+    return { [Symbol.iterator]: () => statement.iterate(...params) };
+  }
+
+  /** The search index fingerprint recorded in the file. */
+  indexFingerprint(): string | undefined {
+    return toOptionalText(this.#readInfo.get(INDEX_FINGERPRINT_KEY)?.value);
+  }
+
+  /**
+   * Rebuilds every index row with `rowsFor` when the file was indexed for another fingerprint (a changed list of
+   * indexed parameters, or a new file), in one transaction.
+   */
+  ensureIndex(fingerprint: string, rowsFor: (content: string) => readonly IndexRow[]): void {
+    if (this.indexFingerprint() === fingerprint) {
+      return;
+    }
+    this.atomically(() => {
+      if (this.indexFingerprint() === fingerprint) {
+        return; // another process rebuilt it while this one waited for the lock
+      }
+      this.#database.exec('DELETE FROM search_index');
+      const live = this.#database.prepare('SELECT pk, resource_type, content FROM resources WHERE deleted = 0');
+      for (const row of live.iterate()) {
+        const pk = toNumber(row.pk);
+        const resourceType = toText(row.resource_type);
+        for (const indexRow of rowsFor(toText(row.content))) {
+          this.#insertIndexRow.run(resourceType, indexRow.param, indexRow.value, indexRow.extra, pk);
+        }
+      }
+      this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
+    });
+  }
+
+  #insertIndexRows(pk: number, write: VersionWrite): void {
+    for (const row of write.indexRows) {
+      this.#insertIndexRow.run(write.resourceType, row.param, row.value, row.extra, pk);
+    }
+  }
+
+  #prepared(sql: string): StatementSync {
+    let statement = this.#queries.get(sql);
+    if (statement) {
+      // Re-insert so that the Map's order is least recently used first.
+      this.#queries.delete(sql);
+    } else {
+      statement = this.#database.prepare(sql);
+      if (this.#queries.size >= MAX_CACHED_QUERIES) {
+        const oldest = this.#queries.keys().next().value;
+        if (oldest !== undefined) {
+          this.#queries.delete(oldest);
+        }
+      }
+    }
+    this.#queries.set(sql, statement);
+    return statement;
+  }
+}
+
+function toVersionRow(row: Record<string, SQLOutputValue>): VersionRow {
+  return {
+    versionId: toText(row.version_id),
+    lastUpdated: toText(row.last_updated),
+    content: toOptionalText(row.content),
+  };
+}
+
+/** Reads an INTEGER column. */
+export function toNumber(value: SQLOutputValue | undefined): number {
+  if (typeof value === 'number') {
+    return value;
+  }
+  if (typeof value === 'bigint') {
+    return Number(value);
+  }
+  throw new Error(`Expected an integer column, found ${typeof value}`);
+}
+
+function toText(value: SQLOutputValue | undefined): string {
+  if (typeof value !== 'string') {
+    throw new Error(`Expected a text column, found ${typeof value}`);
+  }
+  return value;
+}
+
+function toOptionalText(value: SQLOutputValue | undefined): string | undefined {
+  return value === null || value === undefined ? undefined : toText(value);
+}

@@ -1,0 +1,118 @@
+/**
+ * The SQLite file behind the standalone store: connection settings and the versioned schema.
+ *
+ * Tables:
+ * - `resources`: the current version of every resource ever created (a deleted one keeps its row, content NULL).
+ * - `resource_history`: every version, oldest first by `seq`; a delete is a row with content NULL.
+ * - `search_index`: one row per (resource, search parameter, normalized value) for the indexed parameters.
+ * - `store_info`: key/value facts about the file (which search parameters `search_index` was built for).
+ */
+import { DatabaseSync } from 'node:sqlite';
+
+/** The schema version this code writes; kept in `PRAGMA user_version`. */
+export const STORE_SCHEMA_VERSION = 1;
+
+/** SQLite `synchronous` levels the store accepts. FULL: a commit that returned survives power loss. */
+export type SynchronousMode = 'FULL' | 'EXTRA' | 'NORMAL';
+
+/** How the database file is opened. */
+export interface StoreDatabaseOptions {
+  /** Defaults to FULL: the store is an audit trail, a write that returned must survive a crash. */
+  readonly synchronous?: SynchronousMode;
+  /** How long a write waits for another process's lock before failing; defaults to 5000 ms. */
+  readonly busyTimeoutMs?: number;
+}
+
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+/** Negative means KiB: a 64 MiB page cache keeps the hot parts of large indexes in memory. */
+const CACHE_SIZE_KIB = -65536;
+
+/** Each entry moves the schema from version `index` to `index + 1`. */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE resources (
+    pk INTEGER PRIMARY KEY,
+    resource_type TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    last_updated TEXT NOT NULL,
+    project TEXT,
+    deleted INTEGER NOT NULL DEFAULT 0,
+    content TEXT
+  );
+  CREATE UNIQUE INDEX resources_by_id ON resources (resource_type, id);
+  CREATE INDEX resources_by_last_updated ON resources (resource_type, last_updated);
+  CREATE INDEX resources_by_project ON resources (resource_type, project, last_updated);
+
+  CREATE TABLE resource_history (
+    seq INTEGER PRIMARY KEY,
+    resource_pk INTEGER NOT NULL,
+    version_id TEXT NOT NULL,
+    last_updated TEXT NOT NULL,
+    content TEXT
+  );
+  CREATE INDEX resource_history_by_resource ON resource_history (resource_pk, seq);
+
+  CREATE TABLE search_index (
+    resource_type TEXT NOT NULL,
+    param TEXT NOT NULL,
+    value TEXT NOT NULL,
+    extra TEXT NOT NULL,
+    resource_pk INTEGER NOT NULL,
+    PRIMARY KEY (resource_type, param, value, extra, resource_pk)
+  ) WITHOUT ROWID;
+  CREATE INDEX search_index_by_resource ON search_index (resource_pk, param, value);
+
+  CREATE TABLE store_info (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  ) WITHOUT ROWID;
+  `,
+];
+
+/**
+ * Opens (creating if missing) a store file, or ':memory:', with WAL, a busy timeout so that several processes
+ * can share the file, the requested durability, and the schema migrated to {@link STORE_SCHEMA_VERSION}.
+ */
+export function openStoreDatabase(path: string, options: StoreDatabaseOptions = {}): DatabaseSync {
+  const database = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+  try {
+    database.exec('PRAGMA journal_mode = WAL');
+    database.exec(`PRAGMA synchronous = ${options.synchronous ?? 'FULL'}`);
+    database.exec(`PRAGMA cache_size = ${CACHE_SIZE_KIB}`);
+    database.exec('PRAGMA temp_store = MEMORY');
+    migrateSchema(database);
+    return database;
+  } catch (error) {
+    database.close();
+    throw error;
+  }
+}
+
+/** Reads `PRAGMA user_version`. */
+export function readSchemaVersion(database: DatabaseSync): number {
+  const row = database.prepare('PRAGMA user_version').get();
+  return Number(row?.user_version ?? 0);
+}
+
+function migrateSchema(database: DatabaseSync): void {
+  if (readSchemaVersion(database) === STORE_SCHEMA_VERSION) {
+    return;
+  }
+  database.exec('BEGIN IMMEDIATE');
+  try {
+    // Read again under the write lock: another process may have migrated the file meanwhile.
+    const found = readSchemaVersion(database);
+    if (found > STORE_SCHEMA_VERSION) {
+      throw new Error(`Store schema version ${found} is newer than this code understands (${STORE_SCHEMA_VERSION})`);
+    }
+    for (let version = found; version < STORE_SCHEMA_VERSION; version++) {
+      database.exec(MIGRATIONS[version]);
+    }
+    database.exec(`PRAGMA user_version = ${STORE_SCHEMA_VERSION}`);
+    database.exec('COMMIT');
+  } catch (error) {
+    database.exec('ROLLBACK');
+    throw error;
+  }
+}

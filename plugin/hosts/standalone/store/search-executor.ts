@@ -1,0 +1,165 @@
+/**
+ * Runs the match part of a search (filters, sort, offset, count, total) against the store.
+ *
+ * `matchesSearchRequest` from @medplum/core decides what matches: SQL only narrows the candidates (see
+ * search-plan.ts) and orders them when it can (see sort.ts); every returned resource has passed the matcher.
+ * - Exact plan and SQL order: SQL pages with LIMIT/OFFSET and counts the total; only the page is loaded.
+ * - Inexact plan and SQL order: candidates are read in order and checked one by one until the page is full
+ *   (or all of them, when a total is asked for).
+ * - Order SQL cannot give (a sort on a parameter outside the index): all candidates are loaded, checked and sorted.
+ */
+import {
+  DEFAULT_SEARCH_COUNT,
+  OperationOutcomeError,
+  badRequest,
+  matchesSearchRequest,
+  validateResourceType,
+  type SearchRequest,
+  type WithId,
+} from '@medplum/core';
+import type { Resource } from '@medplum/fhirtypes';
+import type { SQLInputValue } from 'node:sqlite';
+import { toNumber, type ResourceStore } from './resource-store.ts';
+import type { IndexedParameter } from './search-index.ts';
+import { planFilters, type FilterPlan } from './search-plan.ts';
+import { resolveSortRules, sortResources, sqlOrderBy, type ResolvedSortRule } from './sort.ts';
+
+/** The matching resources of one page, and the total when the request asked for one. */
+export interface SearchPage<T extends Resource> {
+  readonly resources: WithId<T>[];
+  readonly total: number | undefined;
+}
+
+interface PageWindow {
+  readonly offset: number;
+  readonly count: number;
+  readonly wantsTotal: boolean;
+}
+
+/** Runs `searchRequest` with `indexed` as the parameters the search index holds for its resource type. */
+export function executeSearch<T extends Resource>(
+  store: ResourceStore,
+  indexed: ReadonlyMap<string, IndexedParameter>,
+  searchRequest: SearchRequest<T>
+): SearchPage<T> {
+  if (searchRequest.types?.length) {
+    throw new OperationOutcomeError(badRequest('Searching several resource types at once is not supported'));
+  }
+  validateResourceType(searchRequest.resourceType);
+  const window: PageWindow = {
+    offset: nonNegative(searchRequest.offset, 0),
+    count: nonNegative(searchRequest.count, DEFAULT_SEARCH_COUNT),
+    // Medplum's server counts only when asked; 'estimate' is answered with the exact count.
+    wantsTotal: searchRequest.total === 'accurate' || searchRequest.total === 'estimate',
+  };
+  const plan = planFilters(searchRequest.resourceType, searchRequest.filters ?? [], indexed);
+  const rules = resolveSortRules(searchRequest.resourceType, searchRequest.sortRules);
+  if (plan.matchesNothing) {
+    return { resources: [], total: window.wantsTotal ? 0 : undefined };
+  }
+  const orderBy = sqlOrderBy(rules, indexed);
+  if (!orderBy) {
+    return searchSortedInMemory(store, plan, rules, searchRequest, window);
+  }
+  const select = `SELECT r.pk FROM resources r WHERE ${plan.where.sql} ORDER BY ${orderBy.sql}`;
+  const params = [...plan.where.params, ...orderBy.params];
+  if (plan.exact) {
+    const pageRows = store.queryAll(`${select} LIMIT ? OFFSET ?`, [...params, window.count, window.offset]);
+    const resources = loadMatching(store, pageRows.map((row) => toNumber(row.pk)), searchRequest);
+    return { resources, total: window.wantsTotal ? countMatches(store, plan) : undefined };
+  }
+  return searchCheckingInOrder(store, select, params, searchRequest, window);
+}
+
+function searchCheckingInOrder<T extends Resource>(
+  store: ResourceStore,
+  select: string,
+  params: readonly SQLInputValue[],
+  searchRequest: SearchRequest<T>,
+  window: PageWindow
+): SearchPage<T> {
+  const resources: WithId<T>[] = [];
+  if (window.count === 0 && !window.wantsTotal) {
+    return { resources, total: undefined };
+  }
+  let matched = 0;
+  for (const row of store.queryIterate(select, params)) {
+    const resource = loadIfMatching(store, toNumber(row.pk), searchRequest);
+    if (!resource) {
+      continue;
+    }
+    if (matched >= window.offset && resources.length < window.count) {
+      resources.push(resource);
+    }
+    matched++;
+    if (!window.wantsTotal && resources.length >= window.count) {
+      break;
+    }
+  }
+  return { resources, total: window.wantsTotal ? matched : undefined };
+}
+
+function searchSortedInMemory<T extends Resource>(
+  store: ResourceStore,
+  plan: FilterPlan,
+  rules: readonly ResolvedSortRule[],
+  searchRequest: SearchRequest<T>,
+  window: PageWindow
+): SearchPage<T> {
+  // Loaded in insertion order (reversed for a descending first rule), the tie order sqlOrderBy gives.
+  const direction = rules[0]?.descending ? 'DESC' : 'ASC';
+  const rows = store.queryAll(
+    `SELECT r.content FROM resources r WHERE ${plan.where.sql} ORDER BY r.pk ${direction}`,
+    plan.where.params
+  );
+  const matches: WithId<T>[] = [];
+  for (const row of rows) {
+    const resource = parseResource<T>(row.content);
+    if (resource && matchesSearchRequest(resource, searchRequest)) {
+      matches.push(resource);
+    }
+  }
+  const sorted = sortResources(matches, rules);
+  return {
+    resources: sorted.slice(window.offset, window.offset + window.count),
+    total: window.wantsTotal ? sorted.length : undefined,
+  };
+}
+
+function countMatches(store: ResourceStore, plan: FilterPlan): number {
+  const [row] = store.queryAll(`SELECT COUNT(*) AS total FROM resources r WHERE ${plan.where.sql}`, plan.where.params);
+  return toNumber(row?.total);
+}
+
+function loadMatching<T extends Resource>(
+  store: ResourceStore,
+  pks: readonly number[],
+  searchRequest: SearchRequest<T>
+): WithId<T>[] {
+  const resources: WithId<T>[] = [];
+  for (const pk of pks) {
+    const resource = loadIfMatching(store, pk, searchRequest);
+    if (resource) {
+      resources.push(resource);
+    }
+  }
+  return resources;
+}
+
+function loadIfMatching<T extends Resource>(
+  store: ResourceStore,
+  pk: number,
+  searchRequest: SearchRequest<T>
+): WithId<T> | undefined {
+  const resource = parseResource<T>(store.contentOf(pk));
+  return resource && matchesSearchRequest(resource, searchRequest) ? resource : undefined;
+}
+
+/** `_count` and `_offset` as given when they are whole numbers of at least 0, else the default. */
+function nonNegative(value: number | undefined, fallback: number): number {
+  return value !== undefined && Number.isInteger(value) && value >= 0 ? value : fallback;
+}
+
+function parseResource<T extends Resource>(content: unknown): WithId<T> | undefined {
+  return typeof content === 'string' ? (JSON.parse(content) as WithId<T>) : undefined;
+}

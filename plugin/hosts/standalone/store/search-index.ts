@@ -1,0 +1,165 @@
+/**
+ * Which search parameters the store keeps in its `search_index` table, and the rows a resource gives them.
+ *
+ * Values are normalized exactly as `matchesSearchRequest` from @medplum/core normalizes them, so that an SQL
+ * condition over the rows selects the same resources the matcher would:
+ * - reference: `value` = the reference string ('Type/id'), `extra` = ''
+ * - token: `value` = lower-cased code (or Identifier.value, or text), `extra` = lower-cased system or ''
+ * - date: `value` = start of the period as a UTC instant ('0000' when open), `extra` = its end ('9999' when open)
+ */
+import {
+  convertToSearchableDates,
+  convertToSearchableReferences,
+  convertToSearchableTokens,
+  evalFhirPathTyped,
+  getParsedExpressionForResourceType,
+  getSearchParameter,
+  toTypedValue,
+  type FhirPathAtom,
+  type TypedValue,
+} from '@medplum/core';
+import type { Resource } from '@medplum/fhirtypes';
+
+/** Indexed search parameter codes by resource type; '*' applies to every resource type. */
+export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[]>> = {
+  '*': ['_compartment'],
+  Communication: [
+    'part-of',
+    'subject',
+    'category',
+    'sent',
+    'identifier',
+    // Not an R4 search parameter: indexed when the host registers a SearchParameter with this code.
+    'in-response-to',
+    'sender',
+    'recipient',
+    'status',
+  ],
+  Observation: ['identifier', 'device', 'subject', 'code', 'status'],
+  Device: ['identifier', 'status'],
+};
+
+/** Search parameter types the index can hold. */
+export type IndexedParameterType = 'reference' | 'token' | 'date';
+
+/** One indexed search parameter of one resource type. */
+export interface IndexedParameter {
+  readonly code: string;
+  readonly type: IndexedParameterType;
+  readonly expression: string;
+  readonly atom: FhirPathAtom;
+}
+
+/** One `search_index` row of a resource. */
+export interface IndexRow {
+  readonly param: string;
+  readonly value: string;
+  readonly extra: string;
+}
+
+const NO_PARAMETERS: ReadonlyMap<string, IndexedParameter> = new Map();
+
+/**
+ * The indexed parameters, resolved against the search parameters loaded when the store opens (a parameter that
+ * is not defined then is not indexed, and its searches fall back to the matcher).
+ */
+export class SearchIndexSpec {
+  readonly #spec: Readonly<Record<string, readonly string[]>>;
+  readonly #byType = new Map<string, ReadonlyMap<string, IndexedParameter>>();
+  readonly #fingerprint: string;
+
+  constructor(spec: Readonly<Record<string, readonly string[]>> = INDEXED_SEARCH_PARAMETERS) {
+    this.#spec = spec;
+    const described: string[] = [`*:${(spec['*'] ?? []).join(',')}`];
+    for (const resourceType of Object.keys(spec).filter((key) => key !== '*').sort()) {
+      for (const parameter of this.parametersFor(resourceType).values()) {
+        described.push(`${resourceType}:${parameter.code}:${parameter.type}:${parameter.expression}`);
+      }
+    }
+    this.#fingerprint = described.join('\n');
+  }
+
+  /** Identifies what the index holds; a file whose recorded fingerprint differs is re-indexed on open. */
+  get fingerprint(): string {
+    return this.#fingerprint;
+  }
+
+  /** The indexed parameters of a resource type, by code. */
+  parametersFor(resourceType: string): ReadonlyMap<string, IndexedParameter> {
+    let parameters = this.#byType.get(resourceType);
+    if (!parameters) {
+      parameters = this.#resolve(resourceType);
+      this.#byType.set(resourceType, parameters);
+    }
+    return parameters;
+  }
+
+  /** The index rows of a resource, without duplicates. */
+  rowsFor(resource: Resource): IndexRow[] {
+    const parameters = this.parametersFor(resource.resourceType);
+    if (parameters.size === 0) {
+      return [];
+    }
+    const typedResource = [toTypedValue(resource)];
+    const rows: IndexRow[] = [];
+    const seen = new Set<string>();
+    for (const parameter of parameters.values()) {
+      for (const [value, extra] of indexValues(parameter, typedResource)) {
+        const key = `${parameter.code}\0${value}\0${extra}`;
+        if (!seen.has(key)) {
+          seen.add(key);
+          rows.push({ param: parameter.code, value, extra });
+        }
+      }
+    }
+    return rows;
+  }
+
+  #resolve(resourceType: string): ReadonlyMap<string, IndexedParameter> {
+    const codes = [...(this.#spec['*'] ?? []), ...(this.#spec[resourceType] ?? [])];
+    if (codes.length === 0) {
+      return NO_PARAMETERS;
+    }
+    const parameters = new Map<string, IndexedParameter>();
+    for (const code of codes) {
+      const searchParameter = getSearchParameter(resourceType, code);
+      const type = searchParameter?.type;
+      const expression = searchParameter?.expression;
+      if (!expression || (type !== 'reference' && type !== 'token' && type !== 'date')) {
+        continue;
+      }
+      const atom = getParsedExpressionForResourceType(resourceType, expression);
+      parameters.set(code, { code, type, expression, atom });
+    }
+    return parameters;
+  }
+}
+
+function indexValues(parameter: IndexedParameter, typedResource: TypedValue[]): [string, string][] {
+  let typedValues: TypedValue[];
+  try {
+    typedValues = evalFhirPathTyped(parameter.atom, typedResource);
+  } catch {
+    // A value the FHIRPath engine cannot evaluate is not searchable by the matcher either.
+    return [];
+  }
+  switch (parameter.type) {
+    case 'reference':
+      return convertToSearchableReferences(typedValues).map((reference) => [reference, '']);
+    case 'token':
+      return convertToSearchableTokens(typedValues).map((token) => [
+        (token.value ?? '').toLowerCase(),
+        (token.system ?? '').toLowerCase(),
+      ]);
+    case 'date':
+      return safeDates(typedValues).map((period) => [period.start ?? '0000', period.end ?? '9999']);
+  }
+}
+
+function safeDates(typedValues: TypedValue[]): ReturnType<typeof convertToSearchableDates> {
+  try {
+    return convertToSearchableDates(typedValues);
+  } catch {
+    return [];
+  }
+}

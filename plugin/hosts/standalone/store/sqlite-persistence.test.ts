@@ -1,0 +1,128 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { parseSearchRequest } from '@medplum/core';
+import type { Communication } from '@medplum/fhirtypes';
+import { STORE_SCHEMA_VERSION, openStoreDatabase } from './schema.ts';
+import { SqliteRepository } from './sqlite-repository.ts';
+
+const execFileAsync = promisify(execFile);
+
+let directory: string;
+let path: string;
+const opened: SqliteRepository[] = [];
+
+function open(): SqliteRepository {
+  const repository = SqliteRepository.open(path);
+  opened.push(repository);
+  return repository;
+}
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'fhirgate-store-'));
+  path = join(directory, 'store.sqlite');
+});
+
+afterEach(() => {
+  for (const repository of opened.splice(0)) {
+    repository.close();
+  }
+  rmSync(directory, { recursive: true, force: true });
+});
+
+const turn = (conversation: string): Communication => ({
+  resourceType: 'Communication',
+  status: 'completed',
+  partOf: [{ reference: `Communication/${conversation}` }],
+  meta: { project: 'p1' },
+});
+
+async function partOfTotal(repository: SqliteRepository, conversation: string): Promise<number | undefined> {
+  const bundle = await repository.search(parseSearchRequest(`Communication?part-of=Communication/${conversation}&_total=accurate`));
+  return bundle.total;
+}
+
+describe('SqliteRepository on a file', () => {
+  test('creates a versioned schema in WAL mode; connections sync fully unless told otherwise', () => {
+    const database = openStoreDatabase(path);
+    const relaxed = openStoreDatabase(path, { synchronous: 'NORMAL' });
+    try {
+      expect(database.prepare('PRAGMA user_version').get()?.user_version).toBe(STORE_SCHEMA_VERSION);
+      expect(database.prepare('PRAGMA journal_mode').get()?.journal_mode).toBe('wal');
+      expect(database.prepare('PRAGMA synchronous').get()?.synchronous).toBe(2); // FULL
+      expect(relaxed.prepare('PRAGMA synchronous').get()?.synchronous).toBe(1); // NORMAL
+    } finally {
+      database.close();
+      relaxed.close();
+    }
+  });
+
+  test('data, history and the search index survive close and reopen', async () => {
+    const first = open();
+    const created = await first.createResource(turn('c1'));
+    const updated = await first.updateResource({ ...created, status: 'entered-in-error' as const });
+    const deleted = await first.createResource(turn('c1'));
+    await first.deleteResource('Communication', deleted.id);
+    first.close();
+
+    const reopened = open();
+    expect(await reopened.readResource('Communication', created.id)).toEqual(updated);
+    expect((await reopened.readHistory('Communication', created.id)).entry).toHaveLength(2);
+    expect(await partOfTotal(reopened, 'c1')).toBe(1);
+    await expect(reopened.readResource('Communication', deleted.id)).rejects.toThrow('Gone');
+  });
+
+  test('two repositories on one file see each other’s writes', async () => {
+    const first = open();
+    const second = open();
+    const fromFirst = await first.createResource(turn('shared'));
+    expect((await second.readResource('Communication', fromFirst.id)).id).toBe(fromFirst.id);
+    const fromSecond = await second.createResource(turn('shared'));
+    expect(await partOfTotal(first, 'shared')).toBe(2);
+    await second.updateResource({ ...fromFirst, status: 'stopped' as const });
+    expect((await first.readResource<Communication>('Communication', fromFirst.id)).status).toBe('stopped');
+    await first.deleteResource('Communication', fromSecond.id);
+    expect(await partOfTotal(second, 'shared')).toBe(1);
+  });
+
+  test('a file indexed for another parameter list is re-indexed on open', async () => {
+    const first = open();
+    const created = await first.createResource(turn('c2'));
+    first.close();
+    const database = new DatabaseSync(path);
+    database.exec("DELETE FROM search_index; UPDATE store_info SET value = 'an older list' WHERE key = 'search_index_fingerprint'");
+    database.close();
+
+    const reopened = open();
+    const found = await reopened.searchResources(parseSearchRequest('Communication?part-of=Communication/c2'));
+    expect(found.map((resource) => resource.id)).toEqual([created.id]);
+  });
+
+  test('two processes writing the same file at once lose nothing', async () => {
+    open(); // creates the file and its schema
+    const moduleUrl = new URL('./sqlite-repository.ts', import.meta.url).href;
+    const script = join(directory, 'writer.mjs');
+    writeFileSync(
+      script,
+      `import { SqliteRepository } from ${JSON.stringify(moduleUrl)};
+const repository = SqliteRepository.open(process.argv[2]);
+for (let index = 0; index < 150; index++) {
+  await repository.createResource({ resourceType: 'Communication', status: 'completed', partOf: [{ reference: 'Communication/race' }] });
+}
+repository.close();
+`
+    );
+    const child = execFileAsync(process.execPath, [script, path], { cwd: fileURLToPath(new URL('.', import.meta.url)) });
+    const repository = open();
+    for (let index = 0; index < 150; index++) {
+      await repository.createResource(turn('race'));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await child;
+    expect(await partOfTotal(repository, 'race')).toBe(300);
+  });
+});

@@ -1,0 +1,326 @@
+import { OperationOutcomeError, getStatus, normalizeOperationOutcome } from '@medplum/core';
+import type { Communication, Patient } from '@medplum/fhirtypes';
+import { SqliteRepository } from './sqlite-repository.ts';
+
+const repositories: SqliteRepository[] = [];
+
+function openRepository(): SqliteRepository {
+  const repository = SqliteRepository.open(':memory:');
+  repositories.push(repository);
+  return repository;
+}
+
+afterEach(() => {
+  for (const repository of repositories.splice(0)) {
+    repository.close();
+  }
+});
+
+/** The HTTP status FhirRouter would answer with for what `promise` rejects with. */
+async function statusOf(promise: Promise<unknown>): Promise<number> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(OperationOutcomeError);
+    return getStatus(normalizeOperationOutcome(error));
+  }
+  throw new Error('expected a rejection');
+}
+
+const patient: Patient = { resourceType: 'Patient', name: [{ given: ['Ada'], family: 'Lovelace' }] };
+
+describe('SqliteRepository writes and reads', () => {
+  test('create assigns id, versionId and lastUpdated and keeps the meta the caller set', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource<Patient>({
+      ...patient,
+      id: 'ignored-without-assignedId',
+      meta: {
+        versionId: 'caller-version',
+        lastUpdated: '2000-01-01T00:00:00.000Z',
+        project: 'project-1',
+        author: { reference: 'Practitioner/p1' },
+        compartment: [{ reference: 'Project/project-1' }],
+        account: { reference: 'Organization/o1' },
+      },
+    });
+    expect(created.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(created.meta?.versionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(created.meta?.versionId).not.toBe('caller-version');
+    expect(created.meta?.lastUpdated).not.toBe('2000-01-01T00:00:00.000Z');
+    expect(Date.parse(created.meta?.lastUpdated ?? '')).toBeGreaterThan(Date.now() - 60_000);
+    expect(created.meta).toMatchObject({
+      project: 'project-1',
+      author: { reference: 'Practitioner/p1' },
+      compartment: [{ reference: 'Project/project-1' }],
+      account: { reference: 'Organization/o1' },
+    });
+    expect(await repository.readResource('Patient', created.id)).toEqual(created);
+  });
+
+  test('assignedId keeps the caller id and refuses one already in use', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource({ ...patient, id: 'ada' }, { assignedId: true });
+    expect(created.id).toBe('ada');
+    expect(await statusOf(repository.createResource({ ...patient, id: 'ada' }, { assignedId: true }))).toBe(400);
+    expect(await statusOf(repository.createResource({ ...patient, id: 'bad id!' }, { assignedId: true }))).toBe(400);
+  });
+
+  test('unknown resource types and missing resources map to 400 and 404', async () => {
+    const repository = openRepository();
+    expect(await statusOf(repository.readResource('NotAType', 'x'))).toBe(400);
+    expect(await statusOf(repository.readResource('Patient', 'missing'))).toBe(404);
+    expect(await statusOf(repository.updateResource({ ...patient, id: 'missing' }))).toBe(404);
+    expect(await statusOf(repository.updateResource(patient))).toBe(400);
+    expect(await statusOf(repository.deleteResource('Patient', 'missing'))).toBe(404);
+    expect(await statusOf(repository.readHistory('Patient', 'missing'))).toBe(404);
+  });
+
+  test('returned resources are copies: changing them does not change the store', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    created.name = [{ family: 'Changed' }];
+    const read = await repository.readResource<Patient>('Patient', created.id);
+    expect(read.name?.[0]?.family).toBe('Lovelace');
+  });
+
+  test('update writes a new version; history is newest first; vread returns each version', async () => {
+    const repository = openRepository();
+    const first = await repository.createResource(patient);
+    const second = await repository.updateResource({ ...first, active: true });
+    const third = await repository.updateResource({ ...second, active: false });
+    expect(new Set([first.meta?.versionId, second.meta?.versionId, third.meta?.versionId]).size).toBe(3);
+
+    const history = await repository.readHistory<Patient>('Patient', first.id);
+    expect(history.type).toBe('history');
+    expect(history.entry?.map((entry) => entry.resource?.meta?.versionId)).toEqual([
+      third.meta?.versionId,
+      second.meta?.versionId,
+      first.meta?.versionId,
+    ]);
+    expect(history.entry?.[0]?.request).toEqual({
+      method: 'GET',
+      url: `Patient/${first.id}/_history/${third.meta?.versionId}`,
+    });
+    expect(history.entry?.[0]?.response?.status).toBe('200');
+
+    const paged = await repository.readHistory<Patient>('Patient', first.id, { offset: 1, limit: 1 });
+    expect(paged.entry?.map((entry) => entry.resource?.meta?.versionId)).toEqual([second.meta?.versionId]);
+
+    const old = await repository.readVersion<Patient>('Patient', first.id, second.meta?.versionId as string);
+    expect(old.active).toBe(true);
+    expect(await statusOf(repository.readVersion('Patient', first.id, 'no-such-version'))).toBe(404);
+  });
+
+  test('an update that changes nothing keeps the current version', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    const same = await repository.updateResource({ ...created, meta: { ...created.meta, lastUpdated: undefined } });
+    expect(same.meta?.versionId).toBe(created.meta?.versionId);
+    expect((await repository.readHistory('Patient', created.id)).entry).toHaveLength(1);
+  });
+
+  test('ifMatch: a stale version is refused with 412 and stores nothing', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    const updated = await repository.updateResource({ ...created, active: true }, { ifMatch: created.meta?.versionId });
+    expect(updated.active).toBe(true);
+    const stale = { ifMatch: created.meta?.versionId };
+    expect(await statusOf(repository.updateResource({ ...created, active: false }, stale))).toBe(412);
+    expect(await statusOf(repository.deleteResource('Patient', created.id, { ifMatch: 'stale' }))).toBe(412);
+    expect(
+      await statusOf(
+        repository.patchResource('Patient', created.id, [{ op: 'add', path: '/gender', value: 'female' }], { ifMatch: 'stale' })
+      )
+    ).toBe(412);
+    const read = await repository.readResource<Patient>('Patient', created.id);
+    expect(read.active).toBe(true);
+    expect(read.gender).toBeUndefined();
+  });
+
+  test('patch applies JSON Patch operations and rejects a failing test op', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource<Patient>({ ...patient, active: false });
+    const patched = await repository.patchResource<Patient>('Patient', created.id, [
+      { op: 'test', path: '/active', value: false },
+      { op: 'replace', path: '/active', value: true },
+      { op: 'add', path: '/gender', value: 'female' },
+      { op: 'copy', from: '/name/0/family', path: '/name/0/text' },
+      { op: 'remove', path: '/name/0/given' },
+    ]);
+    expect(patched).toMatchObject({ active: true, gender: 'female', name: [{ family: 'Lovelace', text: 'Lovelace' }] });
+    expect(patched.name?.[0]?.given).toBeUndefined();
+    expect(patched.meta?.versionId).not.toBe(created.meta?.versionId);
+    const failingTest = [{ op: 'test' as const, path: '/active', value: false }];
+    expect(await statusOf(repository.patchResource('Patient', created.id, failingTest))).toBe(400);
+    const changingId = [{ op: 'replace' as const, path: '/id', value: 'other' }];
+    expect(await statusOf(repository.patchResource('Patient', created.id, changingId))).toBe(400);
+    expect(await statusOf(repository.patchResource('Patient', 'missing', []))).toBe(404);
+  });
+
+  test('patch also takes a FHIRPath Patch Parameters resource', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    const patched = await repository.patchResource<Patient>('Patient', created.id, {
+      resourceType: 'Parameters',
+      parameter: [
+        {
+          name: 'operation',
+          part: [
+            { name: 'type', valueCode: 'add' },
+            { name: 'path', valueString: 'Patient' },
+            { name: 'name', valueString: 'gender' },
+            { name: 'value', valueCode: 'female' },
+          ],
+        },
+      ],
+    });
+    expect(patched.gender).toBe('female');
+  });
+
+  test('delete: later reads are 410 Gone, history keeps a deleted entry, searches no longer find it', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    await repository.deleteResource('Patient', created.id);
+    expect(await statusOf(repository.readResource('Patient', created.id))).toBe(410);
+    expect(await statusOf(repository.readReference({ reference: `Patient/${created.id}` }))).toBe(410);
+    expect(await statusOf(repository.deleteResource('Patient', created.id))).toBe(410);
+    expect(await statusOf(repository.patchResource('Patient', created.id, []))).toBe(410);
+
+    const history = await repository.readHistory('Patient', created.id);
+    expect(history.entry).toHaveLength(2);
+    expect(history.entry?.[0]?.resource).toBeUndefined();
+    expect(history.entry?.[0]?.response?.status).toBe('410');
+    expect(history.entry?.[1]?.resource?.id).toBe(created.id);
+    const deletedVersion = history.entry?.[0]?.request?.url?.split('/').pop() as string;
+    expect(await statusOf(repository.readVersion('Patient', created.id, deletedVersion))).toBe(410);
+    expect((await repository.readVersion('Patient', created.id, created.meta?.versionId as string)).id).toBe(created.id);
+    expect(await repository.searchResources({ resourceType: 'Patient' })).toEqual([]);
+  });
+
+  test('an update after a delete brings the resource back as a new version', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    await repository.deleteResource('Patient', created.id);
+    const revived = await repository.updateResource({ ...created, active: true });
+    expect(revived.active).toBe(true);
+    expect((await repository.readResource<Patient>('Patient', created.id)).active).toBe(true);
+    expect((await repository.readHistory('Patient', created.id)).entry).toHaveLength(3);
+  });
+
+  test('readReference and readReferences resolve references, with errors in place for bad ones', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource(patient);
+    expect((await repository.readReference<Patient>({ reference: `Patient/${created.id}` })).id).toBe(created.id);
+    expect(await statusOf(repository.readReference({ reference: 'not-a-reference' }))).toBe(400);
+    const results = await repository.readReferences([
+      { reference: `Patient/${created.id}` },
+      { reference: 'Patient/missing' },
+    ]);
+    expect((results[0] as Patient).id).toBe(created.id);
+    expect(results[1]).toBeInstanceOf(OperationOutcomeError);
+  });
+});
+
+describe('SqliteRepository transactions', () => {
+  const communication: Communication = { resourceType: 'Communication', status: 'completed' };
+
+  test('withTransaction commits everything the callback wrote', async () => {
+    const repository = openRepository();
+    const ids = await repository.withTransaction(
+      async (transaction) => {
+        const first = await transaction.createResource(communication);
+        const second = await transaction.createResource({ ...communication, partOf: [{ reference: `Communication/${first.id}` }] });
+        return [first.id, second.id];
+      },
+      { resourceTypes: ['Communication'] }
+    );
+    for (const id of ids) {
+      expect((await repository.readResource('Communication', id)).id).toBe(id);
+    }
+  });
+
+  test('a throw inside withTransaction rolls back every write, including updates and deletes', async () => {
+    const repository = openRepository();
+    const existing = await repository.createResource(patient);
+    let createdId = '';
+    await expect(
+      repository.withTransaction(
+        async (transaction) => {
+          createdId = (await transaction.createResource(communication)).id;
+          await transaction.updateResource({ ...existing, active: true });
+          await transaction.createResource(patient);
+          await transaction.deleteResource('Patient', existing.id);
+          throw new Error('boom');
+        },
+        { resourceTypes: ['Communication', 'Patient'] }
+      )
+    ).rejects.toThrow('boom');
+    expect(await statusOf(repository.readResource('Communication', createdId))).toBe(404);
+    expect(await repository.searchResources({ resourceType: 'Communication' })).toEqual([]);
+    expect(await repository.searchResources({ resourceType: 'Patient' })).toHaveLength(1);
+    expect((await repository.readResource<Patient>('Patient', existing.id)).active).toBeUndefined();
+    expect((await repository.readHistory('Patient', existing.id)).entry).toHaveLength(1);
+  });
+
+  test('a failed write inside a transaction undoes only itself', async () => {
+    const repository = openRepository();
+    await repository.withTransaction(
+      async (transaction) => {
+        await transaction.createResource({ ...patient, id: 'kept' }, { assignedId: true });
+        await expect(transaction.createResource({ ...patient, id: 'kept' }, { assignedId: true })).rejects.toThrow();
+      },
+      { resourceTypes: ['Patient'] }
+    );
+    expect(await repository.searchResources({ resourceType: 'Patient' })).toHaveLength(1);
+  });
+
+  test('a nested withTransaction runs in the outer one, and its failure rolls the outer one back', async () => {
+    const repository = openRepository();
+    await expect(
+      repository.withTransaction(
+        async (outer) => {
+          await outer.createResource(patient);
+          await outer.withTransaction(
+            async (inner) => {
+              await inner.createResource(patient);
+              throw new Error('inner failed');
+            },
+            { resourceTypes: ['Patient'] }
+          );
+        },
+        { resourceTypes: ['Patient'] }
+      )
+    ).rejects.toThrow('inner failed');
+    expect(await repository.searchResources({ resourceType: 'Patient' })).toEqual([]);
+  });
+
+  test('writes from outside wait for the transaction in progress and are not rolled back with it', async () => {
+    const repository = openRepository();
+    let releaseTransaction!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      releaseTransaction = resolve;
+    });
+    let transactionStarted!: () => void;
+    const started = new Promise<void>((resolve) => {
+      transactionStarted = resolve;
+    });
+    const transaction = repository.withTransaction(
+      async (inside) => {
+        await inside.createResource({ ...patient, id: 'inside' }, { assignedId: true });
+        transactionStarted();
+        await gate;
+        throw new Error('roll back');
+      },
+      { resourceTypes: ['Patient'] }
+    );
+    await started;
+    const outsideWrite = repository.createResource({ ...patient, id: 'outside' }, { assignedId: true });
+    const outsideRead = repository.searchResources({ resourceType: 'Patient' });
+    releaseTransaction();
+    await expect(transaction).rejects.toThrow('roll back');
+    expect((await outsideWrite).id).toBe('outside');
+    // The read queued behind the rollback and the outside write: it never saw the uncommitted 'inside'.
+    expect((await outsideRead).map((resource) => resource.id)).toEqual(['outside']);
+  });
+});

@@ -1,0 +1,411 @@
+/**
+ * The standalone host's system-level FHIR store: a FhirRepository over one SQLite file (or ':memory:').
+ *
+ * No project scoping and no AccessPolicy here: the repository layered on top does that and sets the server-owned
+ * meta (project, author, compartment), which this store keeps as given. Every write is one SQLite transaction
+ * (current version, history row and search index rows together); errors are OperationOutcomeErrors with the
+ * outcomes Medplum's server uses, so FhirRouter answers with the same HTTP statuses.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import type { DatabaseSync } from 'node:sqlite';
+import {
+  OperationOutcomeError,
+  Operator,
+  allOk,
+  badRequest,
+  deepEquals,
+  getStatus,
+  gone,
+  normalizeOperationOutcome,
+  notFound,
+  preconditionFailed,
+  serverError,
+  stringify,
+  validateResourceType,
+  type SearchRequest,
+  type WithId,
+} from '@medplum/core';
+import {
+  FhirRepository,
+  getExtraEntries,
+  type CreateResourceOptions,
+  type DeleteResourceOptions,
+  type ReadHistoryOptions,
+  type RepositoryMode,
+  type SearchOptions,
+  type TransactionOptions,
+  type UpdateResourceOptions,
+} from '@medplum/fhir-router';
+import type { Bundle, BundleEntry, OperationOutcome, Reference, Resource } from '@medplum/fhirtypes';
+import { loadFhirDefinitions } from '../fhir-definitions.ts';
+import { applyResourcePatch, type PatchOperations } from './apply-patch.ts';
+import { AsyncMutex } from './async-mutex.ts';
+import { ResourceStore, type CurrentRow, type VersionRow, type VersionWrite } from './resource-store.ts';
+import { openStoreDatabase, type StoreDatabaseOptions } from './schema.ts';
+import { executeSearch } from './search-executor.ts';
+import { SearchIndexSpec, type IndexedParameter } from './search-index.ts';
+
+/** How to open a {@link SqliteRepository}. */
+export interface SqliteRepositoryOptions extends StoreDatabaseOptions {
+  /** Builds `Bundle.entry.fullUrl` for search and history entries; without it, entries have no fullUrl. */
+  readonly fullUrl?: (resourceType: string, id: string) => string;
+}
+
+interface TransactionScope {
+  active: boolean;
+}
+
+/** History pages hold this many versions unless the caller asks otherwise (as on Medplum's server). */
+const DEFAULT_HISTORY_LIMIT = 100;
+const FHIR_ID = /^[A-Za-z0-9\-.]{1,64}$/;
+const NO_PARAMETERS: ReadonlyMap<string, IndexedParameter> = new Map();
+
+/** A FhirRepository persisted in SQLite; open with {@link SqliteRepository.open}, release with `close()`. */
+export class SqliteRepository extends FhirRepository {
+  readonly #database: DatabaseSync;
+  readonly #store: ResourceStore;
+  readonly #index: SearchIndexSpec;
+  readonly #fullUrl: SqliteRepositoryOptions['fullUrl'];
+  readonly #mutex = new AsyncMutex();
+  readonly #transaction = new AsyncLocalStorage<TransactionScope>();
+
+  private constructor(database: DatabaseSync, options: SqliteRepositoryOptions) {
+    super();
+    this.#database = database;
+    this.#store = new ResourceStore(database);
+    this.#index = new SearchIndexSpec();
+    this.#fullUrl = options.fullUrl;
+    this.#store.ensureIndex(this.#index.fingerprint, (content) => this.#index.rowsFor(JSON.parse(content) as Resource));
+  }
+
+  /** Opens the store at `path` (created with its schema if missing), or ':memory:' for a private in-memory one. */
+  static open(path: string, options: SqliteRepositoryOptions = {}): SqliteRepository {
+    loadFhirDefinitions();
+    const database = openStoreDatabase(path, options);
+    try {
+      return new SqliteRepository(database, options);
+    } catch (error) {
+      database.close();
+      throw error;
+    }
+  }
+
+  /** Closes the database; a transaction still open is rolled back. */
+  close(): void {
+    if (this.#database.isOpen) {
+      this.#database.close();
+    }
+  }
+
+  setMode(_mode: RepositoryMode): void {
+    // One connection serves reads and writes.
+  }
+
+  generateId(): string {
+    return randomUUID();
+  }
+
+  async createResource<T extends Resource>(resource: T, options?: CreateResourceOptions): Promise<WithId<T>> {
+    validateResourceType(resource.resourceType);
+    const id = options?.assignedId && resource.id ? resource.id : this.generateId();
+    if (!FHIR_ID.test(id)) {
+      throw new OperationOutcomeError(badRequest('Invalid id', `${resource.resourceType}.id`));
+    }
+    return this.#write(() => {
+      if (this.#store.findCurrent(resource.resourceType, id)) {
+        throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
+      }
+      const version = this.#newVersion({ ...resource, id });
+      this.#store.insertVersion(version.write);
+      return version.resource;
+    });
+  }
+
+  async readResource<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
+    validateResourceType(resourceType);
+    return this.#read(() => parseContent<T>(this.#requireLive(resourceType, id)));
+  }
+
+  async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
+    const parts = reference.reference?.split('/');
+    if (parts?.length !== 2 || !parts[0] || !parts[1]) {
+      throw new OperationOutcomeError(badRequest('Invalid reference'));
+    }
+    return this.readResource<T>(parts[0], parts[1]);
+  }
+
+  async readReferences<T extends Resource>(references: readonly Reference<T>[]): Promise<(T | Error)[]> {
+    return Promise.all(
+      references.map((reference) =>
+        this.readReference(reference).catch((error: unknown) =>
+          error instanceof OperationOutcomeError ? error : new OperationOutcomeError(normalizeOperationOutcome(error))
+        )
+      )
+    );
+  }
+
+  async readHistory<T extends Resource>(
+    resourceType: string,
+    id: string,
+    options?: ReadHistoryOptions
+  ): Promise<Bundle<WithId<T>>> {
+    validateResourceType(resourceType);
+    const rows = await this.#read(() => {
+      const current = this.#requireExisting(resourceType, id);
+      return this.#store.history(current.pk, options?.limit ?? DEFAULT_HISTORY_LIMIT, options?.offset ?? 0);
+    });
+    return {
+      resourceType: 'Bundle',
+      type: 'history',
+      entry: rows.map((row) => this.#historyEntry<T>(resourceType, id, row)),
+    };
+  }
+
+  async readVersion<T extends Resource>(resourceType: string, id: string, versionId: string): Promise<WithId<T>> {
+    validateResourceType(resourceType);
+    return this.#read(() => {
+      const current = this.#requireExisting(resourceType, id);
+      const version = this.#store.version(current.pk, versionId);
+      if (!version) {
+        throw new OperationOutcomeError(notFound);
+      }
+      if (version.content === undefined) {
+        throw new OperationOutcomeError(gone);
+      }
+      return JSON.parse(version.content) as WithId<T>;
+    });
+  }
+
+  async updateResource<T extends Resource>(resource: T, options?: UpdateResourceOptions): Promise<WithId<T>> {
+    validateResourceType(resource.resourceType);
+    const id = resource.id;
+    if (!id) {
+      throw new OperationOutcomeError(badRequest('Missing id'));
+    }
+    return this.#write(() => this.#updateNow({ ...resource, id }, options));
+  }
+
+  async patchResource<T extends Resource>(
+    resourceType: T['resourceType'],
+    id: string,
+    patch: PatchOperations,
+    options?: UpdateResourceOptions
+  ): Promise<WithId<T>> {
+    validateResourceType(resourceType);
+    return this.#write(() => {
+      const resource = parseContent<T>(this.#requireLive(resourceType, id));
+      applyResourcePatch(resource, patch);
+      if (resource.resourceType !== resourceType || resource.id !== id) {
+        throw new OperationOutcomeError(badRequest('A patch cannot change the resource type or id'));
+      }
+      return this.#updateNow(resource, options);
+    });
+  }
+
+  async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
+    validateResourceType(resourceType);
+    await this.#write(() => {
+      const current = this.#requireLive(resourceType, id);
+      if (options?.ifMatch && options.ifMatch !== current.versionId) {
+        throw new OperationOutcomeError(preconditionFailed);
+      }
+      this.#store.markDeleted(current.pk, this.generateId(), new Date().toISOString());
+    });
+  }
+
+  async search<T extends Resource>(
+    searchRequest: SearchRequest<T>,
+    _options?: SearchOptions
+  ): Promise<Bundle<WithId<T>>> {
+    const page = await this.#read(() =>
+      executeSearch(this.#store, this.#indexedFor(searchRequest.resourceType), searchRequest)
+    );
+    const entries: BundleEntry[] = page.resources.map((resource) => ({
+      ...this.#fullUrlOf(resource),
+      search: { mode: 'match' },
+      resource,
+    }));
+    if ((searchRequest.include?.length || searchRequest.revInclude?.length) && entries.length > 0) {
+      await getExtraEntries(this, searchRequest, page.resources, entries, { fullUrl: this.#fullUrl });
+    }
+    return {
+      resourceType: 'Bundle',
+      type: 'searchset',
+      ...(entries.length > 0 ? { entry: entries as BundleEntry<WithId<T>>[] } : undefined),
+      ...(page.total !== undefined ? { total: page.total } : undefined),
+    };
+  }
+
+  async searchByReference<T extends Resource>(
+    searchRequest: SearchRequest<T>,
+    referenceField: string,
+    references: string[]
+  ): Promise<Record<string, WithId<T>[]>> {
+    const results: Record<string, WithId<T>[]> = {};
+    for (const reference of references) {
+      const filter = { code: referenceField, operator: Operator.EQUALS, value: reference };
+      const filters = [...(searchRequest.filters ?? []), filter];
+      results[reference] = await this.searchResources<T>({ ...searchRequest, filters });
+    }
+    return results;
+  }
+
+  /**
+   * Runs `callback` in one SQLite transaction: committed when it resolves, rolled back when it throws. Other
+   * calls on this repository wait until it ends; calls made from inside it (any depth) run in it.
+   */
+  async withTransaction<TResult>(
+    callback: (transactionRepo: this) => Promise<TResult>,
+    _options?: TransactionOptions
+  ): Promise<TResult> {
+    if (this.#inTransaction()) {
+      return callback(this);
+    }
+    const release = await this.#mutex.acquire();
+    const scope: TransactionScope = { active: true };
+    try {
+      this.#guardStorage(() => this.#store.begin());
+      try {
+        const result = await this.#transaction.run(scope, () => callback(this));
+        this.#guardStorage(() => this.#store.commit());
+        return result;
+      } catch (error) {
+        try {
+          this.#store.rollback();
+        } catch {
+          // The callback's error says what went wrong; a failed rollback leaves nothing committed anyway.
+        }
+        throw error;
+      }
+    } finally {
+      scope.active = false;
+      release();
+    }
+  }
+
+  #updateNow<T extends Resource>(resource: WithId<T>, options: UpdateResourceOptions | undefined): WithId<T> {
+    const current = this.#store.findCurrent(resource.resourceType, resource.id);
+    if (!current) {
+      throw new OperationOutcomeError(notFound);
+    }
+    if (options?.ifMatch && options.ifMatch !== current.versionId) {
+      throw new OperationOutcomeError(preconditionFailed);
+    }
+    if (current.content !== undefined) {
+      // As on Medplum's server, an update that changes nothing keeps the current version.
+      const existing = JSON.parse(current.content) as WithId<T>;
+      if (deepEquals(existing, JSON.parse(stringify(resource)))) {
+        return existing;
+      }
+    }
+    const version = this.#newVersion(resource);
+    this.#store.replaceVersion(current.pk, version.write);
+    return version.resource;
+  }
+
+  /** The stored form of a new version: fresh versionId and lastUpdated, every other meta field as given. */
+  #newVersion<T extends Resource>(resource: WithId<T>): { resource: WithId<T>; write: VersionWrite } {
+    const versionId = this.generateId();
+    const lastUpdated = new Date().toISOString();
+    const content = stringify({ ...resource, meta: { ...resource.meta, versionId, lastUpdated } });
+    const stored = JSON.parse(content) as WithId<T>;
+    return {
+      resource: stored,
+      write: {
+        resourceType: stored.resourceType,
+        id: stored.id,
+        versionId,
+        lastUpdated,
+        project: stored.meta?.project?.toLowerCase(),
+        content,
+        indexRows: this.#index.rowsFor(stored),
+      },
+    };
+  }
+
+  #requireExisting(resourceType: string, id: string): CurrentRow {
+    const current = this.#store.findCurrent(resourceType, id);
+    if (!current) {
+      throw new OperationOutcomeError(notFound);
+    }
+    return current;
+  }
+
+  #requireLive(resourceType: string, id: string): CurrentRow {
+    const current = this.#requireExisting(resourceType, id);
+    if (current.deleted) {
+      throw new OperationOutcomeError(gone);
+    }
+    return current;
+  }
+
+  #indexedFor(resourceType: string): ReadonlyMap<string, IndexedParameter> {
+    // Another process may have re-indexed the file for another parameter list: then the index is not trusted.
+    const current = this.#store.indexFingerprint() === this.#index.fingerprint;
+    return current ? this.#index.parametersFor(resourceType) : NO_PARAMETERS;
+  }
+
+  #historyEntry<T extends Resource>(resourceType: string, id: string, row: VersionRow): BundleEntry<WithId<T>> {
+    const outcome: OperationOutcome =
+      row.content === undefined
+        ? {
+            resourceType: 'OperationOutcome',
+            id: 'gone',
+            issue: [{ severity: 'error', code: 'deleted', details: { text: 'Deleted on ' + row.lastUpdated } }],
+          }
+        : allOk;
+    return {
+      ...this.#fullUrlOf({ resourceType, id }),
+      request: { method: 'GET', url: `${resourceType}/${id}/_history/${row.versionId}` },
+      response: { status: getStatus(outcome).toString(), outcome },
+      ...(row.content !== undefined ? { resource: JSON.parse(row.content) as WithId<T> } : undefined),
+    };
+  }
+
+  #fullUrlOf(resource: { resourceType: string; id: string }): { fullUrl?: string } {
+    return this.#fullUrl ? { fullUrl: this.#fullUrl(resource.resourceType, resource.id) } : {};
+  }
+
+  #inTransaction(): boolean {
+    return this.#transaction.getStore()?.active === true;
+  }
+
+  /** Runs a read now, or after the transaction in progress when called from outside it. */
+  async #read<T>(work: () => T): Promise<T> {
+    if (this.#inTransaction() || !this.#mutex.isLocked) {
+      return this.#guardStorage(work);
+    }
+    return this.#mutex.runExclusive(() => this.#guardStorage(work));
+  }
+
+  /** Runs a write atomically, now or after the transaction in progress when called from outside it. */
+  async #write<T>(work: () => T): Promise<T> {
+    const atomic = (): T => this.#guardStorage(() => this.#store.atomically(work));
+    if (this.#inTransaction() || !this.#mutex.isLocked) {
+      return atomic();
+    }
+    return this.#mutex.runExclusive(atomic);
+  }
+
+  /** FHIR outcomes pass through; a storage failure becomes a 500 without SQLite's text in the response. */
+  #guardStorage<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof OperationOutcomeError) {
+        throw error;
+      }
+      throw new OperationOutcomeError(serverError(new Error('The FHIR store could not complete the operation')), {
+        cause: error,
+      });
+    }
+  }
+}
+
+function parseContent<T extends Resource>(current: CurrentRow): WithId<T> {
+  if (current.content === undefined) {
+    throw new OperationOutcomeError(gone);
+  }
+  return JSON.parse(current.content) as WithId<T>;
+}

@@ -1,0 +1,75 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError, toAppError } from '../errors.ts';
+import type { HostLogger } from '../host.ts';
+
+/** The spec's error body: `{error: {message, type, code}}`, as OpenAI clients expect it. */
+export interface OpenAiErrorBody {
+  readonly error: { readonly message: string; readonly type: string; readonly code: string; readonly param?: string };
+}
+
+const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'invalid_request_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+/** Renders an AppError in the spec's error body. */
+export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
+  const param = typeof error.details?.param === 'string' ? error.details.param : undefined;
+  return {
+    error: {
+      message: error.message,
+      type: ERROR_TYPE_BY_STATUS[error.status] ?? 'api_error',
+      code: error.code,
+      ...(param ? { param } : {}),
+    },
+  };
+}
+
+/** Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one. */
+export function sendOpenAiError(response: Response, error: AppError): void {
+  if (error.retryAfterSeconds !== undefined) {
+    response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+  }
+  response.status(error.status).json(toOpenAiErrorBody(error));
+}
+
+/** Express error handler for the spec's JSON routes: every failure leaves in the spec's error body. */
+export function createOpenAiErrorHandler(logger: HostLogger | undefined) {
+  return (thrown: unknown, _request: Request, response: Response, next: NextFunction): void => {
+    const error = toAppError(fromBodyParserError(thrown) ?? thrown);
+    if (error.status >= 500) {
+      logger?.error('Request failed', { code: error.code, cause: describeCause(error.cause) });
+    }
+    if (response.headersSent) {
+      next(thrown);
+      return;
+    }
+    sendOpenAiError(response, error);
+  };
+}
+
+/** Maps the errors of Express's body parser (malformed JSON, oversized body) onto AppErrors. */
+function fromBodyParserError(thrown: unknown): AppError | undefined {
+  if (typeof thrown !== 'object' || thrown === null || !('type' in thrown)) {
+    return undefined;
+  }
+  const { type } = thrown as { type: unknown };
+  if (type === 'entity.too.large') {
+    return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
+  }
+  if (type === 'entity.parse.failed') {
+    return new AppError('invalid_request', 'The request body is not valid JSON.');
+  }
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new AppError('invalid_request', 'The request body encoding is not supported.');
+  }
+  return undefined;
+}
+
+function describeCause(cause: unknown): string | undefined {
+  return cause instanceof Error ? `${cause.name}: ${cause.message}` : undefined;
+}

@@ -1,0 +1,60 @@
+// The mutable state behind one emulator: which behaviour answers the next request, and what was received.
+// Kept apart from the HTTP code so the in-process API and the control endpoints change it the same way.
+import type { ServerResponse } from 'node:http';
+import { InvalidBehaviourError, parseBehaviour } from './behaviour.ts';
+import type { EmulatorBehaviour } from './behaviour.ts';
+import { RequestLog } from './recording.ts';
+
+/** Everything one emulator remembers between requests. */
+export interface EmulatorState {
+  readonly startupBehaviour: EmulatorBehaviour;
+  defaultBehaviour: EmulatorBehaviour;
+  readonly queue: EmulatorBehaviour[];
+  readonly log: RequestLog;
+  readonly models: readonly string[];
+  /** Chat responses still open, so close() can wait until each has recorded its outcome. */
+  readonly openResponses: Set<ServerResponse>;
+  nextSequence: number;
+}
+
+/** Creates the state of a new emulator. */
+export function createEmulatorState(
+  startupBehaviour: EmulatorBehaviour,
+  models: readonly string[],
+  recordLimit: number,
+): EmulatorState {
+  return {
+    startupBehaviour,
+    defaultBehaviour: startupBehaviour,
+    queue: [],
+    log: new RequestLog(recordLimit),
+    models,
+    openResponses: new Set(),
+    nextSequence: 1,
+  };
+}
+
+/** Forgets received requests and queued behaviours, restores the startup behaviour, restarts sequence numbers. */
+export function resetState(state: EmulatorState): void {
+  state.defaultBehaviour = state.startupBehaviour;
+  state.queue.length = 0;
+  state.log.clear();
+  state.nextSequence = 1;
+}
+
+/**
+ * The behaviour for one chat request: the request's own header if it has one (the queue is left alone),
+ * else the next queued behaviour, else the default. Throws InvalidBehaviourError for a bad header.
+ */
+export function chooseBehaviour(state: EmulatorState, header: string | string[] | undefined): EmulatorBehaviour {
+  if (header === undefined) {
+    return state.queue.shift() ?? state.defaultBehaviour;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(Array.isArray(header) ? header.join(',') : header);
+  } catch {
+    throw new InvalidBehaviourError('not valid JSON');
+  }
+  return parseBehaviour(value);
+}

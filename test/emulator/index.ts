@@ -1,0 +1,11 @@
+// The loopback LLM emulator's public surface: what fhirgate's end-to-end tests, `npm start`'s offline demo
+// provider, the benchmarks and the chaos suite import.
+export { BEHAVIOUR_HEADER, startLlmEmulator } from './server.ts';
+export type { LlmEmulator, LlmEmulatorOptions } from './server.ts';
+export { InvalidBehaviourError, parseBehaviour } from './behaviour.ts';
+export type { EmulatorBehaviour } from './behaviour.ts';
+export { REDACTED } from './recording.ts';
+export type { ReceivedRequest, RequestOutcome, RequestTotals } from './recording.ts';
+export type { NormalizedMessage, ProviderName } from './provider-format.ts';
+export { createDefaultReplyText, countPromptTokens } from './reply-plan.ts';
+export { countTokens, splitIntoTokens } from './tokenizer.ts';

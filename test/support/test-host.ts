@@ -1,0 +1,75 @@
+/**
+ * Starts a standalone host on a fresh SQLite file and a loopback port, for end-to-end tests; each test loads
+ * its own project from the demo fixture (fresh ids), so tests never share records.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ProjectMembership } from '@medplum/fhirtypes';
+import { startLogin } from '../../plugin/hosts/standalone/auth/logins.ts';
+import { createStandaloneHost, type StandaloneHost } from '../../plugin/hosts/standalone/create-standalone-host.ts';
+import { createJsonLogger } from '../../plugin/hosts/standalone/logger.ts';
+import { openStandaloneStore, type StandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
+import { readProjectFixture, seedProject, type SeededProject } from '../../plugin/hosts/standalone/seed.ts';
+import type { FhirgateOptionsInput } from '../../plugin/options.ts';
+
+/** A running test host. */
+export interface TestHost {
+  /** Base URL with a trailing slash, e.g. `http://127.0.0.1:40123/`. */
+  readonly url: string;
+  readonly dataDir: string;
+  readonly store: StandaloneStore;
+  readonly standalone: StandaloneHost;
+  /** Loads a project of the test's own from the demo fixture. */
+  seedProject(): Promise<SeededProject>;
+  /** Signs in a membership as the token command does and returns its access token. */
+  accessTokenFor(membershipId: string): Promise<string>;
+  /** Stops the server and closes the store; with `keepData` the SQLite file stays for a restart. */
+  close(options?: { keepData?: boolean }): Promise<void>;
+}
+
+/** Options of a test host. */
+export interface TestHostOptions {
+  /** Reuse a data folder (to restart on the same SQLite file). */
+  readonly dataDir?: string;
+  readonly plugin?: FhirgateOptionsInput;
+  readonly accessTokenLifetimeSeconds?: number;
+  /** Token issuer; all test hosts share `TEST_ISSUER` unless told otherwise. */
+  readonly issuer?: string;
+}
+
+/** The issuer test hosts sign with, whatever port they listen on. */
+export const TEST_ISSUER = 'http://localhost:8103/';
+
+/** Starts a standalone host for a test. */
+export async function startTestHost(options: TestHostOptions = {}): Promise<TestHost> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'fhirgate-test-')));
+  const store = openStandaloneStore(dataDir);
+  const standalone = await createStandaloneHost({
+    store,
+    baseUrl: options.issuer ?? TEST_ISSUER,
+    logger: createJsonLogger('silent'),
+    plugin: options.plugin,
+    accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,
+  });
+  const { url } = await standalone.listen(0);
+  return {
+    url,
+    dataDir,
+    store,
+    standalone,
+    seedProject: async () => seedProject(store, await readProjectFixture(), { freshIds: true }),
+    accessTokenFor: async (membershipId) => {
+      const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);
+      const issued = await startLogin(store, standalone.tokens, { membership, authMethod: 'pre-authorized' });
+      return issued.accessToken;
+    },
+    close: async (closeOptions = {}) => {
+      await standalone.close();
+      store.close();
+      if (!closeOptions.keepData) {
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
