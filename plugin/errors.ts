@@ -15,6 +15,7 @@ export type AppErrorCode =
   | 'rate_limited'
   | 'upstream_error'
   | 'upstream_timeout'
+  | 'not_configured'
   | 'internal_error';
 
 /** HTTP status for each error code: the one table every surface uses. */
@@ -28,6 +29,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   rate_limited: 429,
   upstream_error: 502,
   upstream_timeout: 504,
+  not_configured: 503,
   internal_error: 500,
 };
 

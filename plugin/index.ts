@@ -4,7 +4,11 @@
  * server comes through `host`.
  */
 import express, { type Router } from 'express';
+import { AgentDevices } from './chat/agent-device.ts';
+import type { ChatServices } from './chat/chat-completion.ts';
+import { createChatRoutes } from './chat/chat-routes.ts';
 import { AppError } from './errors.ts';
+import { createModelRegistry } from './llm/model-registry.ts';
 import type { FhirgateHost } from './host.ts';
 import { createOpenAiErrorHandler } from './http/openai-error-response.ts';
 import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
@@ -25,7 +29,21 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   const router = express.Router();
   const v1 = express.Router();
   v1.use(express.json({ limit: options.maxBodyBytes }));
-  // Chat routes mount here (POST /chat/completions, GET /models).
+  if (options.llm) {
+    const chat: ChatServices = {
+      host,
+      models: createModelRegistry(options.llm),
+      agents: new AgentDevices((projectId) => host.getSystemRepo(projectId), options.agentDeviceName),
+      categorySystem: options.categorySystem,
+      history: options.history,
+      defaultMaxTokens: options.llm.maxTokens,
+    };
+    v1.use(createChatRoutes(chat, options.operatorName));
+  } else {
+    v1.use(['/chat/completions', '/models'], (_request, _response, next) =>
+      next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
+    );
+  }
   v1.use((request, _response, next) => next(new AppError('not_found', `No route for ${request.method} /v1${request.path}.`)));
   v1.use(createOpenAiErrorHandler(host.logger));
   router.use('/v1', v1);

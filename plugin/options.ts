@@ -3,12 +3,31 @@
  * two plugin instances in one process (as in the tests) never share settings.
  */
 import { z } from 'zod';
+import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
+import { providerConfigSchema } from './llm/provider-config.ts';
 
 /** Schema of the options a server passes to `createFhirgatePlugin`. */
-export const fhirgateOptionsSchema = z.object({
-  /** Largest JSON body the plugin's routes accept; larger bodies get 413 before they are parsed. */
-  maxBodyBytes: z.number().int().positive().default(1024 * 1024),
-});
+export const fhirgateOptionsSchema = z
+  .object({
+    /** Largest JSON body the plugin's routes accept; larger bodies get 413 before they are parsed. */
+    maxBodyBytes: z.number().int().positive().default(1024 * 1024),
+    /** LLM providers and models (`plugin/llm/provider-config.ts`); without it the chat routes answer 503. */
+    llm: providerConfigSchema.optional(),
+    /** The `system` of the category codes `ai-conversation`, `ai-prompt`, `ai-response`. */
+    categorySystem: z.string().min(1).default(DEFAULT_CATEGORY_SYSTEM),
+    /** Names the service operator in `owned_by` of the model list. */
+    operatorName: z.string().min(1).default('fhirgate'),
+    /** Name of the AI agent's Device, the sender of every reply. */
+    agentDeviceName: z.string().min(1).default('fhirgate AI agent'),
+    /** History sent with a continued conversation: the newest messages within both limits. */
+    history: z
+      .object({
+        maxMessages: z.number().int().min(0).default(50),
+        maxCharacters: z.number().int().min(0).default(100_000),
+      })
+      .prefault({}),
+  })
+  .strict();
 
 /** Options as a server writes them (defaults may be left out). */
 export type FhirgateOptionsInput = z.input<typeof fhirgateOptionsSchema>;
@@ -16,7 +35,7 @@ export type FhirgateOptionsInput = z.input<typeof fhirgateOptionsSchema>;
 /** Options after validation, with every default filled in. */
 export type FhirgateOptions = z.output<typeof fhirgateOptionsSchema>;
 
-/** Validates options; a wrong option stops start-up with a message naming it. */
+/** Validates options; a wrong option stops start-up with a message naming it (never a secret's value). */
 export function parseFhirgateOptions(input: FhirgateOptionsInput = {}): FhirgateOptions {
   const result = fhirgateOptionsSchema.safeParse(input);
   if (!result.success) {

@@ -8,12 +8,26 @@ import { createJsonLogger } from './logger.ts';
 import { openStandaloneStore } from './open-store.ts';
 import { createStandaloneHost } from './create-standalone-host.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
+import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
+import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
 mkdirSync(config.dataDir, { recursive: true });
 const store = openStandaloneStore(config.dataDir);
-const standalone = await createStandaloneHost({ store, baseUrl: config.baseUrl, logger });
+const configuredLlm = readProviderConfigFromEnvironment(process.env);
+const demoProvider = configuredLlm ? undefined : await startDemoProvider();
+if (demoProvider) {
+  logger.warn('No LLM provider configured (AI_PROVIDER unset): answering with the offline DEMO provider, which echoes prompts', {
+    model: DEMO_MODEL_ID,
+  });
+}
+const standalone = await createStandaloneHost({
+  store,
+  baseUrl: config.baseUrl,
+  logger,
+  plugin: { llm: configuredLlm ?? demoProvider?.llm },
+});
 const demo = config.seedDemo ? await seedProject(store, await readProjectFixture(), { freshIds: false }) : undefined;
 const { url } = await standalone.listen(config.port, config.hostname);
 
@@ -24,6 +38,7 @@ if (demo) {
       '',
       `fhirgate is listening on ${url}`,
       `  FHIR API:        ${url}fhir/R4/`,
+      `  Chat API:        ${url}v1/chat/completions   (model ${configuredLlm?.defaultModel ?? `${DEMO_MODEL_ID}: the offline DEMO provider, set AI_PROVIDER for a real one`})`,
       `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
       '  Access token for Dr. Alice Carter:  npm run -s token',
       '  Client credentials of the demo integration:  npm run -s token -- --client',
@@ -42,6 +57,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     logger.info('fhirgate standalone host stopping', { signal });
     standalone
       .close()
+      .then(() => demoProvider?.emulator.close())
       .then(() => store.close())
       .then(() => process.exit(0))
       .catch((error: unknown) => {

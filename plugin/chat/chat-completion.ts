@@ -1,0 +1,123 @@
+/**
+ * `POST /v1/chat/completions`, step by step in the spec's processing order:
+ *   1. authenticate the caller and check the project      (authenticate-caller.ts)
+ *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
+ *   2. record the prompt (and the root of a new conversation)
+ *   3. load the conversation's history                      (conversation.ts)
+ *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
+ * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
+ */
+import { randomUUID } from 'node:crypto';
+import { OperationOutcomeError, isNotFound, type WithId } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
+import type { Request, Response } from 'express';
+import { AppError } from '../errors.ts';
+import type { FhirgateHost } from '../host.ts';
+import type { ChatMessage } from '../llm/chat-model.ts';
+import type { ModelRegistry } from '../llm/model-registry.ts';
+import type { AgentDevices } from './agent-device.ts';
+import { authenticateCaller } from './authenticate-caller.ts';
+import { parseChatRequest, type ChatRequest } from './chat-request.ts';
+import type { ChatTurn } from './chat-turn.ts';
+import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
+import { loadHistory, readConversationRoot, type ConversationHistory, type HistoryLimits } from './conversation.ts';
+import { deliverJson } from './deliver-json.ts';
+import { deliverStream } from './deliver-stream.ts';
+
+/** What the chat route works with, built once when the plugin is created. */
+export interface ChatServices {
+  readonly host: FhirgateHost;
+  readonly models: ModelRegistry;
+  readonly agents: AgentDevices;
+  readonly categorySystem: string;
+  readonly history: HistoryLimits;
+  /** Reply length when the request gives no `max_tokens`. */
+  readonly defaultMaxTokens: number;
+}
+
+/** Handles one chat completion request. */
+export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
+  const caller = await authenticateCaller(services.host, request);
+  const chat = parseChatRequest(request.body);
+  const target = services.models.resolve(chat.model);
+  const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;
+  const subject = await resolveSubject(caller.repo, chat.patientId, root);
+  const parties: ConversationParties = {
+    categorySystem: services.categorySystem,
+    caller: caller.profile as CommunicationParty,
+    agent: await services.agents.referenceFor(caller.project.id),
+    subject,
+  };
+
+  const { rootId, promptId } = await recordPrompt(caller.repo, parties, chat, root);
+  const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
+
+  const turn: ChatTurn = {
+    repo: caller.repo,
+    chat,
+    target,
+    parties,
+    rootId,
+    promptId,
+    replyId: caller.repo.generateId(),
+    history,
+    completionId: `chatcmpl-${randomUUID()}`,
+    created: Math.floor(Date.now() / 1000),
+    modelRequest: {
+      model: target.modelName,
+      messages: modelMessages(chat, history),
+      maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
+      temperature: chat.temperature,
+      extra: chat.extra,
+    },
+  };
+  await (chat.stream ? deliverStream(turn, response) : deliverJson(turn, response));
+}
+
+/**
+ * The patient the conversation is about: the request's `patient_id`, which the caller must be able to read
+ * (403 when the policy grants no Patient access at all, 404 when it hides this patient), or the subject of the
+ * conversation being continued. A request may not switch a conversation to another patient.
+ */
+async function resolveSubject(repo: FhirRepository, patientId: string | undefined, root: Communication | undefined): Promise<Reference<Patient> | undefined> {
+  const conversationSubject = root?.subject?.reference;
+  if (!patientId) {
+    return conversationSubject ? { reference: conversationSubject } : undefined;
+  }
+  if (conversationSubject && conversationSubject !== `Patient/${patientId}`) {
+    throw new AppError('invalid_request', 'patient_id names another patient than the conversation is about.', { details: { param: 'patient_id' } });
+  }
+  try {
+    const patient: WithId<Patient> = await repo.readResource('Patient', patientId);
+    return { reference: `Patient/${patient.id}` };
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
+      throw new AppError('not_found', `Patient '${patientId}' not found.`, { details: { param: 'patient_id' } });
+    }
+    throw error;
+  }
+}
+
+/** Step 2: the prompt's Communication, after the root of a new conversation. */
+async function recordPrompt(
+  repo: FhirRepository,
+  parties: ConversationParties,
+  chat: ChatRequest,
+  existingRoot: WithId<Communication> | undefined
+): Promise<{ rootId: string; promptId: string }> {
+  const sent = new Date().toISOString();
+  const root = existingRoot ?? (await repo.createResource(buildConversationRoot(parties, sent)));
+  const lastUserMessage = chat.messages.findLast((message) => message.role === 'user');
+  const prompt = await repo.createResource(
+    buildPrompt(parties, { rootId: root.id, text: lastUserMessage?.content ?? '', requestBody: chat.body, sent })
+  );
+  return { rootId: root.id, promptId: prompt.id };
+}
+
+/** The request's system messages, then the history, then the request's other messages, in order. */
+function modelMessages(chat: ChatRequest, history: ConversationHistory): ChatMessage[] {
+  const system = chat.messages.filter((message) => message.role === 'system');
+  const rest = chat.messages.filter((message) => message.role !== 'system');
+  return [...system, ...history.messages, ...rest];
+}

@@ -1,0 +1,19 @@
+import express, { type Router } from 'express';
+import { handleChatCompletion, type ChatServices } from './chat-completion.ts';
+import { authenticateCaller } from './authenticate-caller.ts';
+
+/** The `/v1` chat routes: `POST /chat/completions` and `GET /models`. */
+export function createChatRoutes(services: ChatServices, operatorName: string): Router {
+  const router = express.Router();
+  router.post('/chat/completions', async (request, response) => {
+    await handleChatCompletion(services, request, response);
+  });
+  router.get('/models', async (request, response) => {
+    await authenticateCaller(services.host, request);
+    response.json({
+      object: 'list',
+      data: services.models.list().map((model) => ({ id: model.id, object: 'model', created: 0, owned_by: operatorName })),
+    });
+  });
+  return router;
+}

@@ -1,0 +1,65 @@
+/**
+ * One exchange of a conversation once the prompt is on record: what the model is asked, and how its reply is
+ * recorded (step 6), whatever way it ends.
+ */
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { ChatFinishReason, ChatModelRequest, ChatUsage } from '../llm/chat-model.ts';
+import type { ResolvedModel } from '../llm/model-registry.ts';
+import type { ChatRequest } from './chat-request.ts';
+import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
+import type { ConversationHistory } from './conversation.ts';
+
+/** Everything the delivery steps need about one exchange. */
+export interface ChatTurn {
+  readonly repo: FhirRepository;
+  readonly chat: ChatRequest;
+  readonly target: ResolvedModel;
+  readonly parties: ConversationParties;
+  readonly rootId: string;
+  readonly promptId: string;
+  /** Assigned before the model is called, so the response can name the reply's record. */
+  readonly replyId: string;
+  readonly history: ConversationHistory;
+  /** `chatcmpl-...`, the same on every chunk. */
+  readonly completionId: string;
+  /** Unix seconds. */
+  readonly created: number;
+  readonly modelRequest: Omit<ChatModelRequest, 'signal'>;
+}
+
+/** How a reply ended, for its record. */
+export interface ReplyOutcome {
+  readonly status: ReplyStatus;
+  readonly text: string;
+  readonly usage?: ChatUsage;
+  readonly reason?: string;
+}
+
+/** Step 6: writes the reply's Communication, `inResponseTo` the prompt, through the caller's repository. */
+export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promise<void> {
+  const reply = buildReply(turn.parties, {
+    id: turn.replyId,
+    rootId: turn.rootId,
+    promptId: turn.promptId,
+    text: outcome.text,
+    status: outcome.status,
+    reason: outcome.reason,
+    modelId: turn.target.id,
+    usage: outcome.usage,
+    history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
+    sent: new Date().toISOString(),
+  });
+  await turn.repo.createResource(reply, { assignedId: true });
+}
+
+/** The spec's finish reason for a model's. */
+export function toFinishReason(reason: ChatFinishReason): string {
+  return reason;
+}
+
+/** Usage in the wire format; zeros when the provider reported none. */
+export function toWireUsage(usage: ChatUsage | undefined): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const prompt = usage?.promptTokens ?? 0;
+  const completion = usage?.completionTokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}

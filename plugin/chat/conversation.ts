@@ -1,0 +1,92 @@
+/**
+ * Conversations: a root Communication (category `ai-conversation`) whose id is the `conversation_id`, and the
+ * prompts and replies that are `partOf` it.
+ */
+import { OperationOutcomeError, isNotFound, type WithId } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { Communication } from '@medplum/fhirtypes';
+import { AppError } from '../errors.ts';
+import type { ChatMessage } from '../llm/chat-model.ts';
+import { CATEGORY } from './fhir-vocabulary.ts';
+
+/** Reads the root of an existing conversation; one that does not exist, or that the caller may not read, is 404. */
+export async function readConversationRoot(repo: FhirRepository, conversationId: string): Promise<WithId<Communication>> {
+  const notFound = new AppError('conversation_not_found', `Conversation '${conversationId}' not found.`, { details: { param: 'conversation_id' } });
+  try {
+    const root = await repo.readResource<Communication>('Communication', conversationId);
+    const isRoot = root.category?.some((concept) => concept.coding?.some((coding) => coding.code === CATEGORY.conversation.code));
+    if (!isRoot) {
+      throw notFound;
+    }
+    return root;
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
+      throw notFound;
+    }
+    throw error;
+  }
+}
+
+/** Limits on the history sent with a request, so long conversations stay within the model's budget. */
+export interface HistoryLimits {
+  /** Most recent messages kept. */
+  readonly maxMessages: number;
+  /** Total characters kept, counting from the most recent message back. */
+  readonly maxCharacters: number;
+}
+
+/** The history of a conversation as it is sent to the model, and which stored messages it came from. */
+export interface ConversationHistory {
+  readonly messages: readonly ChatMessage[];
+  /** Id of the oldest Communication included (undefined when none). */
+  readonly oldestId?: string;
+}
+
+/**
+ * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository.
+ * Replies that were cut short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are
+ * left out. The newest messages within the limits are kept.
+ */
+export async function loadHistory(
+  repo: FhirRepository,
+  conversationId: string,
+  excludeId: string,
+  limits: HistoryLimits
+): Promise<ConversationHistory> {
+  const stored = await repo.searchResources<Communication>({
+    resourceType: 'Communication',
+    filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }],
+    sortRules: [{ code: 'sent', descending: true }],
+    count: limits.maxMessages + 1,
+  });
+  const kept: { id: string; message: ChatMessage }[] = [];
+  let characters = 0;
+  for (const communication of stored) {
+    const message = toChatMessage(communication);
+    if (communication.id === excludeId || !message) {
+      continue;
+    }
+    if (kept.length >= limits.maxMessages || characters + message.content.length > limits.maxCharacters) {
+      break;
+    }
+    characters += message.content.length;
+    kept.push({ id: communication.id, message });
+  }
+  kept.reverse();
+  return { messages: kept.map((item) => item.message), oldestId: kept[0]?.id };
+}
+
+function toChatMessage(communication: Communication): ChatMessage | undefined {
+  const text = communication.payload?.[0]?.contentString;
+  const code = communication.category?.[0]?.coding?.[0]?.code;
+  if (text === undefined) {
+    return undefined;
+  }
+  if (code === CATEGORY.prompt.code) {
+    return { role: 'user', content: text };
+  }
+  if (code === CATEGORY.response.code && communication.status !== 'not-done') {
+    return { role: 'assistant', content: text };
+  }
+  return undefined;
+}

@@ -1,0 +1,43 @@
+import type { Response } from 'express';
+import { isAbortError } from '../llm/provider-errors.ts';
+import { toAppError } from '../errors.ts';
+import { recordReply, toWireUsage, type ChatTurn } from './chat-turn.ts';
+
+/**
+ * Steps 4–6 for a non-streaming request. The reply's record is written before the response is sent, so the
+ * `communication_id` a client receives can be read at once. A provider failure leaves a `not-done` reply and
+ * reaches the client as an error; a client that leaves first gets a `stopped` reply.
+ */
+export async function deliverJson(turn: ChatTurn, response: Response): Promise<void> {
+  const controller = new AbortController();
+  const abortOnClose = (): void => {
+    if (!response.writableFinished) {
+      controller.abort();
+    }
+  };
+  response.on('close', abortOnClose);
+  try {
+    const completion = await turn.target.model.complete({ ...turn.modelRequest, signal: controller.signal });
+    await recordReply(turn, { status: 'completed', text: completion.text, usage: completion.usage });
+    response.set('X-Conversation-ID', turn.rootId).json({
+      id: turn.completionId,
+      object: 'chat.completion',
+      created: turn.created,
+      model: turn.target.id,
+      choices: [{ index: 0, message: { role: 'assistant', content: completion.text }, finish_reason: completion.finishReason }],
+      usage: toWireUsage(completion.usage),
+      conversation_id: turn.rootId,
+      communication_id: turn.replyId,
+    });
+  } catch (error) {
+    if (isAbortError(error) || controller.signal.aborted) {
+      await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
+      return;
+    }
+    const appError = toAppError(error);
+    await recordReply(turn, { status: 'not-done', text: '', reason: appError.message });
+    throw appError;
+  } finally {
+    response.off('close', abortOnClose);
+  }
+}

@@ -1,0 +1,93 @@
+import type { Response } from 'express';
+import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
+import { toAppError } from '../errors.ts';
+import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
+import { isAbortError } from '../llm/provider-errors.ts';
+import { recordReply, toWireUsage, type ChatTurn } from './chat-turn.ts';
+import { SseWriter } from './sse-writer.ts';
+
+/**
+ * Steps 4–6 for a streaming request, framed as the spec says: a first chunk with `delta.role`, content chunks,
+ * a last chunk with an empty delta and `finish_reason`, then `data: [DONE]`. The reply's record is written once
+ * all content is delivered and before that last chunk, so a client that sees the end can read the record.
+ * Failures before the first byte are plain HTTP errors; after it, an in-band error event, then the end — never
+ * a silent close. A client that leaves mid-stream cancels the provider call and leaves a `stopped` reply with
+ * the text delivered so far.
+ */
+export async function deliverStream(turn: ChatTurn, response: Response): Promise<void> {
+  const sse = new SseWriter(response);
+  const controller = new AbortController();
+  const abortOnClose = (): void => {
+    if (!response.writableFinished) {
+      controller.abort();
+    }
+  };
+  response.on('close', abortOnClose);
+  const chunk = (delta: Record<string, unknown>, finishReason: ChatFinishReason | null = null, extra: Record<string, unknown> = {}) => ({
+    id: turn.completionId,
+    object: 'chat.completion.chunk',
+    created: turn.created,
+    model: turn.target.id,
+    conversation_id: turn.rootId,
+    ...extra,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  });
+  const startStream = async (): Promise<void> => {
+    if (!sse.started) {
+      sse.start({ 'X-Conversation-ID': turn.rootId });
+      await sse.send(chunk({ role: 'assistant', content: '' }));
+    }
+  };
+
+  let delivered = '';
+  let finishReason: ChatFinishReason = 'stop';
+  let usage: ChatUsage | undefined;
+  try {
+    for await (const event of turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })) {
+      await startStream();
+      if (event.type === 'text') {
+        await sse.send(chunk({ content: event.text }));
+        delivered += event.text;
+      } else {
+        finishReason = event.finishReason;
+        usage = event.usage;
+      }
+    }
+    await startStream();
+  } catch (error) {
+    if (isAbortError(error) || controller.signal.aborted || response.destroyed) {
+      await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The client closed the stream.' });
+      return;
+    }
+    const appError = toAppError(error);
+    await recordReply(turn, { status: 'not-done', text: delivered, reason: appError.message });
+    if (!sse.started) {
+      throw appError;
+    }
+    await sendInBandError(sse, toOpenAiErrorBody(appError));
+    return;
+  } finally {
+    response.off('close', abortOnClose);
+  }
+
+  try {
+    await recordReply(turn, { status: 'completed', text: delivered, usage });
+  } catch (error) {
+    await sendInBandError(sse, toOpenAiErrorBody(toAppError(error)));
+    throw error;
+  }
+  await sse.send(chunk({}, finishReason, { communication_id: turn.replyId }));
+  if (turn.chat.includeUsage) {
+    await sse.send({ ...chunk({}), choices: [], usage: toWireUsage(usage) });
+  }
+  await sse.send('[DONE]');
+  sse.end();
+}
+
+async function sendInBandError(sse: SseWriter, body: unknown): Promise<void> {
+  try {
+    await sse.send(body);
+  } finally {
+    sse.end();
+  }
+}

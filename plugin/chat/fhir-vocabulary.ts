@@ -1,0 +1,29 @@
+/**
+ * The codes and extension URLs fhirgate writes on Communications. The category system is configurable
+ * (`categorySystem` option); the rest is fixed so that every deployment's audit trail reads the same.
+ */
+
+/** Category codes and displays of the three kinds of stored message. */
+export const CATEGORY = {
+  conversation: { code: 'ai-conversation', display: 'AI Conversation' },
+  prompt: { code: 'ai-prompt', display: 'AI Prompt' },
+  response: { code: 'ai-response', display: 'AI Response' },
+} as const;
+
+/** Default system of the category codes. */
+export const DEFAULT_CATEGORY_SYSTEM = 'urn:fhirgate:communication-category';
+
+/** Extensions fhirgate writes. */
+export const EXTENSION = {
+  /** On a prompt: the request body exactly as the client sent it (JSON), messages and parameters included. */
+  chatRequest: 'urn:fhirgate:extension:chat-request',
+  /** On a reply: the model that answered, `provider/model`. */
+  model: 'urn:fhirgate:extension:model',
+  /** On a reply: token usage reported by the provider (`prompt-tokens`, `completion-tokens`, `total-tokens`). */
+  usage: 'urn:fhirgate:extension:usage',
+  /** On a reply: the earlier messages sent with it as history (`count`, `oldest`). */
+  history: 'urn:fhirgate:extension:history',
+} as const;
+
+/** Identifier of the AI agent's Device in each project. */
+export const AGENT_DEVICE_IDENTIFIER = { system: 'urn:fhirgate:agent', value: 'fhirgate-ai-agent' } as const;

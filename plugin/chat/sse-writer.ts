@@ -1,0 +1,52 @@
+import { once } from 'node:events';
+import type { Response } from 'express';
+
+/**
+ * Writes Server-Sent Events as the spec frames them: every event a `data: <json>` line and a blank line.
+ * Headers go out with the first event, so a failure before it is still a normal HTTP error. Writes wait for
+ * the socket to drain (back-pressure), and fail once the client has gone.
+ */
+export class SseWriter {
+  readonly #response: Response;
+  #started = false;
+
+  constructor(response: Response) {
+    this.#response = response;
+  }
+
+  /** True once the status and headers were sent. */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Sends the 200 status and the event-stream headers. */
+  start(headers: Readonly<Record<string, string>>): void {
+    this.#response.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+      ...headers,
+    });
+    this.#response.flushHeaders();
+    this.#started = true;
+  }
+
+  /** Sends one event; `[DONE]` is sent as is, anything else as JSON. */
+  async send(data: unknown): Promise<void> {
+    if (this.#response.destroyed || this.#response.writableEnded) {
+      throw new Error('The client closed the stream.');
+    }
+    const line = `data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`;
+    if (!this.#response.write(line)) {
+      await Promise.race([once(this.#response, 'drain'), once(this.#response, 'close')]);
+    }
+  }
+
+  /** Ends the stream. */
+  end(): void {
+    if (!this.#response.writableEnded) {
+      this.#response.end();
+    }
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The ChatModel over `@anthropic-ai/sdk` (Anthropic's Messages API). System messages travel in the top-level
+ * `system` field; OpenAI's `stop` becomes `stop_sequences` and `user` becomes `metadata.user_id`; `seed` and the
+ * penalties have no Anthropic equivalent and are dropped.
+ */
+import { Anthropic, APIConnectionError, APIConnectionTimeoutError, APIError } from '@anthropic-ai/sdk';
+import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
+import type { UpstreamFailure } from './provider-errors.ts';
+import { readSamplingOptions } from './sampling-options.ts';
+import { startUpstreamCall } from './upstream-call.ts';
+
+/** How to reach Anthropic, or a proxy that speaks its Messages API. */
+export interface AnthropicChatModelOptions {
+  /** The provider's configured name (the `provider` of `provider/model`). */
+  readonly provider: string;
+  readonly apiKey: string;
+  /** Defaults to https://api.anthropic.com. */
+  readonly baseUrl?: string;
+  readonly timeoutMs: number;
+}
+
+/** Anthropic's input token counts; cached tokens are counted apart from `input_tokens`. */
+interface InputUsage {
+  readonly input_tokens?: number | null;
+  readonly cache_creation_input_tokens?: number | null;
+  readonly cache_read_input_tokens?: number | null;
+}
+
+/** Creates the model, and its SDK client once. */
+export function createAnthropicChatModel(options: AnthropicChatModelOptions): ChatModel {
+  const { provider, timeoutMs } = options;
+  // Credentials, base URL and logging are given explicitly so the SDK reads nothing from the environment or from
+  // credential files; its logger and OpenTelemetry spans stay off because both can carry request contents.
+  const client = new Anthropic({
+    apiKey: options.apiKey,
+    baseURL: options.baseUrl ?? 'https://api.anthropic.com',
+    webhookKey: null,
+    maxRetries: 0,
+    timeout: timeoutMs,
+    logLevel: 'off',
+    openTelemetry: false,
+  });
+
+  return {
+    provider,
+
+    async complete(request: ChatModelRequest): Promise<ChatCompletion> {
+      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      try {
+        const message = await client.messages.create({ ...buildParameters(request), stream: false }, { signal: call.signal });
+        let text = '';
+        for (const block of message.content) {
+          if (block.type === 'text') {
+            text += block.text;
+          }
+        }
+        return {
+          text,
+          finishReason: readFinishReason(message.stop_reason),
+          usage: { promptTokens: countInputTokens(message.usage), completionTokens: message.usage.output_tokens },
+        };
+      } catch (error) {
+        throw call.toError(error, describeAnthropicError);
+      } finally {
+        call.finish();
+      }
+    },
+
+    async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
+      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      try {
+        const stream = await client.messages.create({ ...buildParameters(request), stream: true }, { signal: call.signal });
+        let finishReason: ChatFinishReason | undefined;
+        let promptTokens: number | undefined;
+        let completionTokens: number | undefined;
+        for await (const event of call.guard(stream)) {
+          switch (event.type) {
+            case 'message_start':
+              promptTokens = countInputTokens(event.message.usage);
+              completionTokens = event.message.usage.output_tokens;
+              break;
+            case 'content_block_delta':
+              if (event.delta.type === 'text_delta' && event.delta.text !== '') {
+                yield { type: 'text', text: event.delta.text };
+              }
+              break;
+            case 'message_delta':
+              // message_delta's counts are cumulative: they replace message_start's, never add to them.
+              finishReason = readFinishReason(event.delta.stop_reason);
+              completionTokens = event.usage.output_tokens;
+              if (typeof event.usage.input_tokens === 'number') {
+                promptTokens = countInputTokens(event.usage);
+              }
+              break;
+            default:
+              break;
+          }
+        }
+        call.throwIfStopped();
+        if (finishReason === undefined) {
+          throw createUpstreamError(provider, { kind: 'stream_incomplete' });
+        }
+        const usage: ChatUsage | undefined =
+          promptTokens !== undefined && completionTokens !== undefined ? { promptTokens, completionTokens } : undefined;
+        yield { type: 'finish', finishReason, usage };
+      } catch (error) {
+        throw call.toError(error, describeAnthropicError);
+      } finally {
+        call.finish();
+      }
+    },
+  };
+}
+
+function buildParameters(request: ChatModelRequest) {
+  const sampling = readSamplingOptions(request.extra);
+  const system = request.messages
+    .filter((message) => message.role === 'system')
+    .map((message) => message.content)
+    .join('\n\n');
+  return {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    system: system === '' ? undefined : system,
+    messages: request.messages.flatMap((message) =>
+      message.role === 'system' ? [] : [{ role: message.role, content: message.content }],
+    ),
+    temperature: request.temperature,
+    top_p: sampling.topP,
+    top_k: sampling.topK,
+    stop_sequences: sampling.stop ? [...sampling.stop] : undefined,
+    metadata: sampling.user ? { user_id: sampling.user } : undefined,
+  };
+}
+
+function countInputTokens(usage: InputUsage): number {
+  return (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+}
+
+function readFinishReason(reason: string | null | undefined): ChatFinishReason {
+  switch (reason) {
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+function describeAnthropicError(error: unknown): UpstreamFailure | undefined {
+  if (error instanceof APIConnectionTimeoutError) {
+    return { kind: 'timeout' };
+  }
+  if (error instanceof APIConnectionError) {
+    return { kind: 'connection' };
+  }
+  if (!(error instanceof APIError)) {
+    return undefined;
+  }
+  if (error.status === undefined) {
+    // An `error` event inside the stream (e.g. overloaded_error): the SDK raises it without a status.
+    return { kind: 'stream_error', type: error.type ?? undefined };
+  }
+  return {
+    kind: 'http',
+    status: error.status,
+    retryAfterSeconds: readRetryAfterSeconds(error.headers),
+    type: error.type ?? undefined,
+    code: error.errorCode ?? undefined,
+    requestId: error.requestID ?? undefined,
+  };
+}

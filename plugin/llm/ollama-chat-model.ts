@@ -1,0 +1,150 @@
+/**
+ * The ChatModel over the `ollama` SDK (Ollama's native /api/chat). Sampling settings travel in `options`:
+ * `maxTokens` as `num_predict`, and `temperature`, `top_p`, `top_k`, `seed`, `stop` and the penalties under their
+ * own names; a JSON `response_format` becomes `format: 'json'`. Signals, timeouts and stream checks go through
+ * `ollama-transport.ts`, because the SDK has no per-request options.
+ */
+import { Ollama } from 'ollama';
+import type { ChatRequest, ChatResponse, Options } from 'ollama';
+import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import {
+  createOllamaFetch,
+  OLLAMA_MALFORMED_LINE,
+  OLLAMA_STREAM_ERROR,
+  runInOllamaScope,
+} from './ollama-transport.ts';
+import type { OllamaRequestScope } from './ollama-transport.ts';
+import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
+import type { UpstreamFailure } from './provider-errors.ts';
+import { readSamplingOptions } from './sampling-options.ts';
+import { startUpstreamCall } from './upstream-call.ts';
+
+/** How to reach an Ollama server. */
+export interface OllamaChatModelOptions {
+  /** The provider's configured name (the `provider` of `provider/model`). */
+  readonly provider: string;
+  /** Defaults to http://127.0.0.1:11434. */
+  readonly baseUrl?: string;
+  /** Sent as `Authorization: Bearer` (Ollama's cloud, or a proxy in front of a server); none by default. */
+  readonly apiKey?: string;
+  readonly timeoutMs: number;
+}
+
+/** Creates the model, and its SDK client once. */
+export function createOllamaChatModel(options: OllamaChatModelOptions): ChatModel {
+  const { provider, timeoutMs } = options;
+  const client = new Ollama({
+    host: options.baseUrl ?? 'http://127.0.0.1:11434',
+    fetch: createOllamaFetch(),
+    headers: options.apiKey === undefined ? undefined : { Authorization: `Bearer ${options.apiKey}` },
+  });
+
+  return {
+    provider,
+
+    async complete(request: ChatModelRequest): Promise<ChatCompletion> {
+      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const scope: OllamaRequestScope = { signal: call.signal, stream: false };
+      try {
+        const response = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: false }));
+        return {
+          text: response.message?.content ?? '',
+          finishReason: readFinishReason(response.done_reason),
+          usage: readUsage(response),
+        };
+      } catch (error) {
+        throw call.toError(error, (sdkError) => describeOllamaError(sdkError, scope));
+      } finally {
+        call.finish();
+      }
+    },
+
+    async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
+      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const scope: OllamaRequestScope = { signal: call.signal, stream: true };
+      try {
+        const parts = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: true }));
+        for await (const part of call.guard(parts)) {
+          const text = part.message?.content;
+          if (text) {
+            yield { type: 'text', text };
+          }
+          if (part.done) {
+            // The SDK stops at the first `done` line; this one carries the finish reason and the counts.
+            yield { type: 'finish', finishReason: readFinishReason(part.done_reason), usage: readUsage(part) };
+            return;
+          }
+        }
+        call.throwIfStopped();
+        throw createUpstreamError(provider, { kind: 'stream_incomplete' });
+      } catch (error) {
+        throw call.toError(error, (sdkError) => describeOllamaError(sdkError, scope));
+      } finally {
+        call.finish();
+      }
+    },
+  };
+}
+
+function buildRequest(request: ChatModelRequest): ChatRequest {
+  const sampling = readSamplingOptions(request.extra);
+  const options: Partial<Options> = {
+    num_predict: request.maxTokens,
+    temperature: request.temperature,
+    top_p: sampling.topP,
+    top_k: sampling.topK,
+    seed: sampling.seed,
+    stop: sampling.stop ? [...sampling.stop] : undefined,
+    presence_penalty: sampling.presencePenalty,
+    frequency_penalty: sampling.frequencyPenalty,
+  };
+  return {
+    model: request.model,
+    messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
+    options,
+    format: sampling.responseFormat === 'json_object' ? 'json' : undefined,
+  };
+}
+
+function readFinishReason(reason: string | undefined): ChatFinishReason {
+  return reason === 'length' ? 'length' : 'stop';
+}
+
+// Ollama leaves prompt_eval_count out when the whole prompt came from its cache; that counts as 0 prompt tokens.
+function readUsage(response: Partial<Pick<ChatResponse, 'prompt_eval_count' | 'eval_count'>>): ChatUsage | undefined {
+  const promptTokens = response.prompt_eval_count;
+  const completionTokens = response.eval_count;
+  if (typeof promptTokens !== 'number' && typeof completionTokens !== 'number') {
+    return undefined;
+  }
+  return {
+    promptTokens: typeof promptTokens === 'number' ? promptTokens : 0,
+    completionTokens: typeof completionTokens === 'number' ? completionTokens : 0,
+  };
+}
+
+function describeOllamaError(error: unknown, scope: OllamaRequestScope): UpstreamFailure | undefined {
+  if (typeof error !== 'object' || error === null || !('message' in error)) {
+    return undefined;
+  }
+  // The SDK's ResponseError (not exported) carries the HTTP status; the headers come from the transport.
+  if ('status_code' in error && typeof error.status_code === 'number') {
+    return {
+      kind: 'http',
+      status: error.status_code,
+      retryAfterSeconds: readRetryAfterSeconds(scope.response?.headers),
+    };
+  }
+  switch (error.message) {
+    case OLLAMA_MALFORMED_LINE:
+      return { kind: 'malformed_response' };
+    case OLLAMA_STREAM_ERROR:
+      return { kind: 'stream_error' };
+    case 'Did not receive done or success response in stream.':
+      return { kind: 'stream_incomplete' };
+    case 'Missing body':
+      return { kind: 'malformed_response' };
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,178 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { REDACTED, startLlmEmulator } from '../../test/emulator/index.ts';
+import type { LlmEmulator } from '../../test/emulator/index.ts';
+import { CONVERSATION, TEST_API_KEY, collectStream, describeChatModelContract } from './chat-model-contract.ts';
+import type { ChatModelRequest } from './chat-model.ts';
+import { createOpenAiChatModel } from './openai-chat-model.ts';
+
+let emulator: LlmEmulator;
+
+beforeAll(async () => {
+  emulator = await startLlmEmulator();
+});
+
+afterEach(() => {
+  emulator.reset();
+});
+
+afterAll(async () => {
+  await emulator.close();
+});
+
+function createRequest(overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
+  return {
+    model: 'gpt-test',
+    messages: CONVERSATION,
+    maxTokens: 100,
+    extra: {},
+    signal: new AbortController().signal,
+    ...overrides,
+  };
+}
+
+describe('OpenAI', () => {
+  describeChatModelContract({
+    wireFormat: 'openai',
+    model: 'gpt-test',
+    emulator: () => emulator,
+    createModel: ({ baseUrl, apiKey, timeoutMs }) =>
+      createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey, baseUrl: `${baseUrl}/v1`, timeoutMs }),
+    readMaxTokens: (body) => body.max_completion_tokens,
+    readTemperature: (body) => body.temperature,
+  });
+
+  test('passes the OpenAI sampling fields on, drops the others, and asks for usage in streams', async () => {
+    const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
+    const extra = {
+      top_p: 0.9,
+      stop: 'END',
+      seed: 42,
+      user: 'user-7',
+      presence_penalty: 0.5,
+      frequency_penalty: -0.5,
+      logit_bias: { '50256': -100 },
+      response_format: { type: 'json_object' },
+      n: 3,
+      tools: [{ type: 'function' }],
+      top_k: 5,
+      temperature_override: 2,
+    };
+    await collectStream(model.stream(createRequest({ extra })));
+    const { body, headers } = emulator.received[0];
+
+    expect(body).toEqual({
+      model: 'gpt-test',
+      messages: CONVERSATION,
+      max_completion_tokens: 100,
+      top_p: 0.9,
+      stop: ['END'],
+      seed: 42,
+      user: 'user-7',
+      presence_penalty: 0.5,
+      frequency_penalty: -0.5,
+      logit_bias: { '50256': -100 },
+      response_format: { type: 'json_object' },
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    expect(headers.authorization).toBe(REDACTED);
+  });
+
+  test('sampling fields of the wrong type are dropped', async () => {
+    const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
+    await model.complete(createRequest({ extra: { top_p: '0.9', seed: 1.5, stop: [1, 2], user: 7 } }));
+
+    expect(Object.keys(emulator.received[0].body).sort()).toEqual(['max_completion_tokens', 'messages', 'model', 'stream']);
+  });
+});
+
+describe('Azure OpenAI', () => {
+  describeChatModelContract({
+    wireFormat: 'azure',
+    model: 'clinical-gpt-deployment',
+    emulator: () => emulator,
+    createModel: ({ baseUrl, apiKey, timeoutMs }) =>
+      createOpenAiChatModel({ provider: 'azure', kind: 'azure-openai', apiKey, baseUrl, apiVersion: '2024-10-21', timeoutMs }),
+    readMaxTokens: (body) => body.max_tokens,
+    readTemperature: (body) => body.temperature,
+  });
+
+  test('sends the deployment in the path, the api-version and the api-key header', async () => {
+    const model = createOpenAiChatModel({
+      provider: 'azure',
+      kind: 'azure-openai',
+      apiKey: TEST_API_KEY,
+      baseUrl: `${emulator.url}/`,
+      apiVersion: '2024-10-21',
+      timeoutMs: 5000,
+    });
+    await model.complete(createRequest({ model: 'my-deployment' }));
+    const [record] = emulator.received;
+
+    expect(record.path).toBe('/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21');
+    expect(record.headers['api-key']).toBe(REDACTED);
+    expect(record.headers.authorization).toBeUndefined();
+  });
+
+  test('an endpoint given with /openai is not doubled', async () => {
+    const model = createOpenAiChatModel({
+      provider: 'azure',
+      kind: 'azure-openai',
+      apiKey: TEST_API_KEY,
+      baseUrl: `${emulator.url}/openai`,
+      apiVersion: '2024-10-21',
+      timeoutMs: 5000,
+    });
+    await model.complete(createRequest({ model: 'my-deployment' }));
+
+    expect(emulator.received[0].path).toMatch(/^\/openai\/deployments\/my-deployment\//);
+  });
+
+  test('needs an api version', () => {
+    expect(() =>
+      createOpenAiChatModel({ provider: 'azure', kind: 'azure-openai', apiKey: TEST_API_KEY, baseUrl: emulator.url, timeoutMs: 5000 }),
+    ).toThrow("LLM provider 'azure' (azure-openai) needs apiVersion.");
+  });
+});
+
+describe('OpenAI-compatible', () => {
+  describeChatModelContract({
+    wireFormat: 'openai',
+    model: 'meta-llama/Llama-3.1-8B-Instruct',
+    emulator: () => emulator,
+    createModel: ({ baseUrl, apiKey, timeoutMs }) =>
+      createOpenAiChatModel({ provider: 'vllm', kind: 'openai-compatible', apiKey, baseUrl: `${baseUrl}/proxy/vllm/v1`, timeoutMs }),
+    readMaxTokens: (body) => body.max_tokens,
+    readTemperature: (body) => body.temperature,
+  });
+
+  test('uses the custom base path', async () => {
+    const model = createOpenAiChatModel({ provider: 'vllm', kind: 'openai-compatible', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/proxy/vllm/v1`, timeoutMs: 5000 });
+    await model.complete(createRequest());
+
+    expect(emulator.received[0].path).toBe('/proxy/vllm/v1/chat/completions');
+  });
+
+  test('a server without a key gets no Authorization header', async () => {
+    const model = createOpenAiChatModel({ provider: 'lmstudio', kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
+    const completion = await model.complete(createRequest());
+
+    expect(completion.text).toBe('Echo: And for trained athletes?');
+    expect(emulator.received[0].headers.authorization).toBeUndefined();
+  });
+
+  test('the token field can be chosen', async () => {
+    const model = createOpenAiChatModel({
+      provider: 'vllm',
+      kind: 'openai-compatible',
+      baseUrl: `${emulator.url}/v1`,
+      timeoutMs: 5000,
+      maxTokensParameter: 'max_completion_tokens',
+    });
+    await model.complete(createRequest());
+
+    expect(emulator.received[0].body).toMatchObject({ max_completion_tokens: 100 });
+    expect(emulator.received[0].body).not.toHaveProperty('max_tokens');
+  });
+
+});

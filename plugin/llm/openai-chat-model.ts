@@ -1,0 +1,207 @@
+/**
+ * The ChatModel over the `openai` SDK, for three kinds of provider that speak OpenAI's chat completions: OpenAI
+ * itself, Azure OpenAI (through `AzureOpenAI`: `api-key` header, deployment in the path, `api-version` query), and
+ * any OpenAI-compatible base URL (vLLM, LM Studio, LiteLLM, Gemini's or Bedrock's OpenAI-compatible endpoints).
+ */
+import { APIConnectionError, APIConnectionTimeoutError, APIError, AzureOpenAI, OpenAI } from 'openai';
+import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
+import type { UpstreamFailure } from './provider-errors.ts';
+import { readSamplingOptions } from './sampling-options.ts';
+import { startUpstreamCall } from './upstream-call.ts';
+
+/** The providers this adapter serves. */
+export type OpenAiProviderKind = 'openai' | 'azure-openai' | 'openai-compatible';
+
+/** How to reach one OpenAI-style provider. */
+export interface OpenAiChatModelOptions {
+  /** The provider's configured name (the `provider` of `provider/model`). */
+  readonly provider: string;
+  readonly kind: OpenAiProviderKind;
+  /** Required for `openai` and `azure-openai`; an OpenAI-compatible server without one gets no Authorization header. */
+  readonly apiKey?: string;
+  /** OpenAI: defaults to https://api.openai.com/v1. Azure: the resource endpoint. OpenAI-compatible: required. */
+  readonly baseUrl?: string;
+  /** Azure's `api-version`. */
+  readonly apiVersion?: string;
+  readonly timeoutMs: number;
+  /**
+   * The field carrying `maxTokens`. OpenAI's reasoning models only take `max_completion_tokens`; many compatible
+   * servers and older Azure API versions only `max_tokens`. Defaults to `max_completion_tokens` for `openai` and
+   * `max_tokens` otherwise.
+   */
+  readonly maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
+}
+
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/** Creates the model, and its SDK client once; throws when a required option is missing. */
+export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatModel {
+  const client = createClient(options);
+  const { provider, timeoutMs } = options;
+  const maxTokensParameter = options.maxTokensParameter ?? (options.kind === 'openai' ? 'max_completion_tokens' : 'max_tokens');
+
+  return {
+    provider,
+
+    async complete(request: ChatModelRequest): Promise<ChatCompletion> {
+      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      try {
+        const completion = await client.chat.completions.create(
+          { ...buildParameters(request, maxTokensParameter), stream: false },
+          { signal: call.signal },
+        );
+        const choice = completion.choices?.[0];
+        if (choice === undefined) {
+          throw createUpstreamError(provider, { kind: 'malformed_response' });
+        }
+        const refused = choice.message.content === null && typeof choice.message.refusal === 'string';
+        return {
+          text: choice.message.content ?? choice.message.refusal ?? '',
+          finishReason: refused ? 'content_filter' : readFinishReason(choice.finish_reason),
+          usage: readUsage(completion.usage),
+        };
+      } catch (error) {
+        throw call.toError(error, describeOpenAiError);
+      } finally {
+        call.finish();
+      }
+    },
+
+    async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
+      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      try {
+        const stream = await client.chat.completions.create(
+          { ...buildParameters(request, maxTokensParameter), stream: true, stream_options: { include_usage: true } },
+          { signal: call.signal },
+        );
+        let finishReason: ChatFinishReason | undefined;
+        let usage: ChatUsage | undefined;
+        for await (const chunk of call.guard(stream)) {
+          // Azure opens with a chunk that has no choices (its prompt filter verdict); the usage chunk has none either.
+          const choice = chunk.choices?.[0];
+          const text = choice?.delta?.content ?? choice?.delta?.refusal;
+          if (text) {
+            yield { type: 'text', text };
+          }
+          if (choice?.finish_reason) {
+            finishReason = readFinishReason(choice.finish_reason);
+          }
+          usage = readUsage(chunk.usage) ?? usage;
+        }
+        call.throwIfStopped();
+        if (finishReason === undefined) {
+          throw createUpstreamError(provider, { kind: 'stream_incomplete' });
+        }
+        yield { type: 'finish', finishReason, usage };
+      } catch (error) {
+        throw call.toError(error, describeOpenAiError);
+      } finally {
+        call.finish();
+      }
+    },
+  };
+}
+
+function createClient(options: OpenAiChatModelOptions): OpenAI {
+  // Every option that the SDK would otherwise read from the environment (OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_LOG,
+  // ...) is given explicitly, so only fhirgate's configuration decides where a request goes. Retries belong to
+  // fhirgate, and the SDK's logger stays off: at debug level it prints request details.
+  const common = { maxRetries: 0, timeout: options.timeoutMs, logLevel: 'off', organization: null, project: null } as const;
+  switch (options.kind) {
+    case 'openai':
+      return new OpenAI({
+        ...common,
+        apiKey: requireOption(options, 'apiKey'),
+        adminAPIKey: null,
+        baseURL: options.baseUrl ?? OPENAI_BASE_URL,
+      });
+    case 'azure-openai':
+      return new AzureOpenAI({
+        ...common,
+        apiKey: requireOption(options, 'apiKey'),
+        apiVersion: requireOption(options, 'apiVersion'),
+        baseURL: toAzureBaseUrl(requireOption(options, 'baseUrl')),
+      });
+    case 'openai-compatible':
+      return new OpenAI({
+        ...common,
+        // The SDK insists on a key; a local server that needs none gets no Authorization header at all.
+        apiKey: options.apiKey ?? 'no-key',
+        adminAPIKey: null,
+        baseURL: requireOption(options, 'baseUrl'),
+        defaultHeaders: options.apiKey === undefined ? { Authorization: null } : undefined,
+      });
+  }
+}
+
+function requireOption(options: OpenAiChatModelOptions, name: 'apiKey' | 'baseUrl' | 'apiVersion'): string {
+  const value = options[name];
+  if (value === undefined || value === '') {
+    throw new Error(`LLM provider '${options.provider}' (${options.kind}) needs ${name}.`);
+  }
+  return value;
+}
+
+// Azure's endpoint is the resource (https://name.openai.azure.com); the API lives under /openai. An endpoint
+// given with /openai already is taken as it is.
+function toAzureBaseUrl(endpoint: string): string {
+  const trimmed = endpoint.replace(/\/+$/, '');
+  return trimmed.endsWith('/openai') ? trimmed : `${trimmed}/openai`;
+}
+
+function buildParameters(request: ChatModelRequest, maxTokensParameter: 'max_tokens' | 'max_completion_tokens') {
+  const sampling = readSamplingOptions(request.extra);
+  return {
+    model: request.model,
+    messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
+    [maxTokensParameter]: request.maxTokens,
+    temperature: request.temperature,
+    top_p: sampling.topP,
+    stop: sampling.stop ? [...sampling.stop] : undefined,
+    seed: sampling.seed,
+    user: sampling.user,
+    presence_penalty: sampling.presencePenalty,
+    frequency_penalty: sampling.frequencyPenalty,
+    logit_bias: sampling.logitBias ? { ...sampling.logitBias } : undefined,
+    response_format: sampling.responseFormat ? { type: sampling.responseFormat } : undefined,
+  };
+}
+
+function readFinishReason(reason: string | null | undefined): ChatFinishReason {
+  if (reason === 'length' || reason === 'content_filter') {
+    return reason;
+  }
+  return 'stop';
+}
+
+function readUsage(usage: { prompt_tokens?: number; completion_tokens?: number } | null | undefined): ChatUsage | undefined {
+  if (!usage || typeof usage.prompt_tokens !== 'number' || typeof usage.completion_tokens !== 'number') {
+    return undefined;
+  }
+  return { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+}
+
+function describeOpenAiError(error: unknown): UpstreamFailure | undefined {
+  if (error instanceof APIConnectionTimeoutError) {
+    return { kind: 'timeout' };
+  }
+  if (error instanceof APIConnectionError) {
+    return { kind: 'connection' };
+  }
+  if (!(error instanceof APIError)) {
+    return undefined;
+  }
+  if (error.status === undefined) {
+    // An error event inside a stream: the SDK raises it without a status.
+    return { kind: 'stream_error', type: error.type };
+  }
+  return {
+    kind: 'http',
+    status: error.status,
+    retryAfterSeconds: readRetryAfterSeconds(error.headers),
+    type: error.type,
+    code: error.code ?? undefined,
+    requestId: error.requestID ?? undefined,
+  };
+}

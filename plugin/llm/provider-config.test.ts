@@ -1,0 +1,180 @@
+import { describe, expect, test } from '@jest/globals';
+import { DEFAULT_AZURE_API_VERSION, parseProviderConfig, readProviderConfigFromEnvironment } from './provider-config.ts';
+
+const SECRET = 'sk-live-9d8c7b6a5f4e3d2c';
+
+function readError(read: () => unknown): string {
+  try {
+    read();
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+  throw new Error('expected an error');
+}
+
+describe('readProviderConfigFromEnvironment', () => {
+  test('returns undefined when AI_PROVIDER is unset or blank', () => {
+    expect(readProviderConfigFromEnvironment({})).toBeUndefined();
+    expect(readProviderConfigFromEnvironment({ AI_PROVIDER: '  ', AI_API_KEY: SECRET })).toBeUndefined();
+  });
+
+  test('reads one provider, named as AI_PROVIDER, with the spec defaults', () => {
+    expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'openai', AI_MODEL: 'gpt-4o-mini', AI_API_KEY: SECRET })).toEqual({
+      providers: {
+        openai: { kind: 'openai', apiKey: SECRET, timeoutMs: 120_000, models: ['gpt-4o-mini'] },
+      },
+      defaultModel: 'openai/gpt-4o-mini',
+      maxTokens: 4096,
+    });
+  });
+
+  test('takes AI_MODEL with or without the provider prefix, and adds AI_MODELS', () => {
+    const config = readProviderConfigFromEnvironment({
+      AI_PROVIDER: 'anthropic',
+      AI_MODEL: 'anthropic/claude-sonnet-4-5',
+      AI_MODELS: 'claude-haiku-4-5, anthropic/claude-opus-4-1,,claude-sonnet-4-5',
+      AI_API_KEY: SECRET,
+      AI_MAX_TOKENS: '1024',
+      AI_TIMEOUT_MS: '30000',
+    });
+
+    expect(config?.defaultModel).toBe('anthropic/claude-sonnet-4-5');
+    expect(config?.maxTokens).toBe(1024);
+    expect(config?.providers.anthropic).toMatchObject({
+      kind: 'anthropic',
+      timeoutMs: 30_000,
+      models: ['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'],
+    });
+  });
+
+  test('keeps a slash that is part of the model name', () => {
+    const config = readProviderConfigFromEnvironment({
+      AI_PROVIDER: 'openai-compatible',
+      AI_API_BASE: 'http://litellm:4000/v1',
+      AI_MODEL: 'anthropic/claude-sonnet-4-5',
+    });
+
+    expect(config?.defaultModel).toBe('openai-compatible/anthropic/claude-sonnet-4-5');
+    expect(config?.providers['openai-compatible']).toMatchObject({ kind: 'openai-compatible', baseUrl: 'http://litellm:4000/v1' });
+  });
+
+  test('azure maps to azure-openai, needs the endpoint, and defaults the api version', () => {
+    const config = readProviderConfigFromEnvironment({
+      AI_PROVIDER: 'azure',
+      AI_MODEL: 'gpt4o-deployment',
+      AI_API_KEY: SECRET,
+      AI_API_BASE: 'https://clinic.openai.azure.com',
+    });
+
+    expect(config?.providers.azure).toMatchObject({
+      kind: 'azure-openai',
+      baseUrl: 'https://clinic.openai.azure.com',
+      apiVersion: DEFAULT_AZURE_API_VERSION,
+    });
+    expect(
+      readProviderConfigFromEnvironment({
+        AI_PROVIDER: 'azure',
+        AI_MODEL: 'd',
+        AI_API_KEY: SECRET,
+        AI_API_BASE: 'https://clinic.openai.azure.com',
+        AI_API_VERSION: '2025-01-01-preview',
+      })?.providers.azure.apiVersion,
+    ).toBe('2025-01-01-preview');
+  });
+
+  test('ollama needs neither key nor base URL', () => {
+    expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'llama3.2' })?.providers.ollama).toEqual({
+      kind: 'ollama',
+      timeoutMs: 120_000,
+      models: ['llama3.2'],
+    });
+  });
+
+  test('AI_MODELS alone gives the default model', () => {
+    expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODELS: 'qwen3,llama3.2' })?.defaultModel).toBe('ollama/qwen3');
+  });
+
+  test('names every wrong variable, never the key', () => {
+    const message = readError(() =>
+      readProviderConfigFromEnvironment({
+        AI_PROVIDER: 'azure',
+        AI_API_KEY: SECRET,
+        AI_MAX_TOKENS: 'lots',
+        AI_TIMEOUT_MS: '-5',
+      }),
+    );
+
+    expect(message).toContain('AI_API_BASE is required when AI_PROVIDER is azure');
+    expect(message).toContain('AI_MAX_TOKENS must be a positive integer');
+    expect(message).toContain('AI_TIMEOUT_MS must be a positive integer');
+    expect(message).toContain('AI_MODEL is required');
+    expect(message).not.toContain(SECRET);
+  });
+
+  test('an unknown provider and a missing key are named', () => {
+    expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'gemini', AI_MODEL: 'm' }))).toContain(
+      'AI_PROVIDER must be one of openai, azure, anthropic, ollama, openai-compatible',
+    );
+    expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'anthropic', AI_MODEL: 'm' }))).toContain(
+      'AI_API_KEY is required when AI_PROVIDER is anthropic',
+    );
+  });
+
+  test('a base URL that is not a URL names AI_API_BASE without printing it', () => {
+    const message = readError(() =>
+      readProviderConfigFromEnvironment({
+        AI_PROVIDER: 'openai-compatible',
+        AI_MODEL: 'm',
+        AI_API_BASE: `ftp://user:${SECRET}@host`,
+        AI_API_KEY: SECRET,
+      }),
+    );
+
+    expect(message).toMatch(/^Invalid LLM provider configuration: AI_API_BASE: /);
+    expect(message).not.toContain(SECRET);
+  });
+});
+
+describe('parseProviderConfig', () => {
+  test('fills defaults and accepts several named providers', () => {
+    const config = parseProviderConfig({
+      providers: {
+        openai: { kind: 'openai', apiKey: SECRET, models: ['gpt-4o'] },
+        local: { kind: 'ollama', baseUrl: 'http://gpu-box:11434', timeoutMs: 300_000, models: ['llama3.2', 'qwen3'] },
+      },
+      defaultModel: 'local/qwen3',
+    });
+
+    expect(config.maxTokens).toBe(4096);
+    expect(config.providers.openai.timeoutMs).toBe(120_000);
+    expect(config.providers.local.timeoutMs).toBe(300_000);
+  });
+
+  test('rejects a default model that is not configured, a missing base URL and unknown fields', () => {
+    const message = readError(() =>
+      parseProviderConfig({
+        providers: {
+          vllm: { kind: 'openai-compatible', apiKey: SECRET, models: ['m'], region: 'eu' },
+        },
+        defaultModel: 'vllm/other',
+      }),
+    );
+
+    expect(message).toContain('providers.vllm.baseUrl: is required for kind openai-compatible');
+    expect(message).toContain('Unrecognized key: "region"');
+    expect(message).toContain('defaultModel: must be provider/model, naming a configured model');
+    expect(message).not.toContain(SECRET);
+  });
+
+  test('rejects an empty provider list, bad provider names and a key of the wrong type without printing it', () => {
+    expect(readError(() => parseProviderConfig({ providers: {}, defaultModel: 'a/b' }))).toContain('providers: needs at least one provider');
+    expect(
+      readError(() => parseProviderConfig({ providers: { 'a/b': { kind: 'ollama', models: ['m'] } }, defaultModel: 'a/b/m' })),
+    ).toContain('providers.a/b');
+    const message = readError(() =>
+      parseProviderConfig({ providers: { o: { kind: 'openai', apiKey: 12345678987, models: ['m'] } }, defaultModel: 'o/m' }),
+    );
+    expect(message).toContain('providers.o.apiKey');
+    expect(message).not.toContain('12345678987');
+  });
+});

@@ -1,0 +1,217 @@
+/**
+ * Which LLM providers fhirgate talks to: a zod schema for named providers, and the reading of the spec's
+ * environment variables (AI_PROVIDER, AI_MODEL, AI_API_KEY, AI_API_BASE, AI_MAX_TOKENS, plus AI_API_VERSION,
+ * AI_MODELS and AI_TIMEOUT_MS) into it. Validation messages name the field or variable, never a value: a wrong
+ * setting must not print the API key next to it.
+ */
+import { z } from 'zod';
+
+/** The kinds of provider fhirgate has an adapter for. */
+export const PROVIDER_KINDS = ['openai', 'azure-openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
+
+/** A kind of provider. */
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+/** The Azure OpenAI `api-version` used when none is configured (the data-plane GA version of 2024-10-21). */
+export const DEFAULT_AZURE_API_VERSION = '2024-10-21';
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_TOKENS = 4096;
+// Kinds whose adapter cannot work without a key (a per-project key supplied at resolve time also counts).
+const KINDS_NEEDING_A_KEY: ReadonlySet<ProviderKind> = new Set(['openai', 'azure-openai', 'anthropic']);
+const KINDS_NEEDING_A_BASE_URL: ReadonlySet<ProviderKind> = new Set(['azure-openai', 'openai-compatible']);
+
+/** Schema of one provider's settings. */
+export const providerSettingsSchema = z
+  .object({
+    kind: z.enum(PROVIDER_KINDS),
+    /** Secret. Optional for every kind: callers may supply per-project keys (see `ModelRegistry.resolve`). */
+    apiKey: z.string().min(1).optional(),
+    /** The provider's base URL; Azure: the resource endpoint. Required for azure-openai and openai-compatible. */
+    baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** Azure's `api-version`; defaults to DEFAULT_AZURE_API_VERSION for azure-openai. */
+    apiVersion: z.string().min(1).optional(),
+    /** Longest wait for the provider: a whole reply, or the next event of a stream. */
+    timeoutMs: z.number().int().positive().default(DEFAULT_TIMEOUT_MS),
+    /** OpenAI-style kinds only: the field that carries the token cap (see `openai-chat-model.ts`). */
+    maxTokensParameter: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+    /** The models (Azure: deployments) offered, without the provider prefix. */
+    models: z.array(z.string().trim().min(1)).min(1),
+  })
+  .strict()
+  .superRefine((settings, context) => {
+    if (KINDS_NEEDING_A_BASE_URL.has(settings.kind) && settings.baseUrl === undefined) {
+      context.addIssue({ code: 'custom', path: ['baseUrl'], message: `is required for kind ${settings.kind}` });
+    }
+  })
+  .transform((settings) =>
+    settings.kind === 'azure-openai' ? { ...settings, apiVersion: settings.apiVersion ?? DEFAULT_AZURE_API_VERSION } : settings,
+  );
+
+/** Schema of the provider configuration. */
+export const providerConfigSchema = z
+  .object({
+    /** Providers by name; the name is the `provider` part of `provider/model` ids. */
+    providers: z.record(
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'provider names use letters, digits, ".", "_" and "-"'),
+      providerSettingsSchema,
+    ),
+    /** `provider/model`, used when a request names no model. */
+    defaultModel: z.string().min(1),
+    /** Reply length cap when a request sets no `max_tokens`. */
+    maxTokens: z.number().int().positive().default(DEFAULT_MAX_TOKENS),
+  })
+  .strict()
+  .superRefine((config, context) => {
+    const names = Object.keys(config.providers);
+    if (names.length === 0) {
+      context.addIssue({ code: 'custom', path: ['providers'], message: 'needs at least one provider' });
+      return;
+    }
+    const slash = config.defaultModel.indexOf('/');
+    const provider = config.providers[config.defaultModel.slice(0, slash)];
+    if (slash === -1 || provider === undefined || !provider.models.includes(config.defaultModel.slice(slash + 1))) {
+      context.addIssue({ code: 'custom', path: ['defaultModel'], message: 'must be provider/model, naming a configured model' });
+    }
+  });
+
+/** The configuration as written (defaults may be left out). */
+export type ProviderConfigInput = z.input<typeof providerConfigSchema>;
+
+/** The validated configuration, with every default filled in. */
+export type ProviderConfig = z.output<typeof providerConfigSchema>;
+
+/** One provider's validated settings. */
+export type ProviderSettings = z.output<typeof providerSettingsSchema>;
+
+/** True for kinds that cannot be called without an API key. */
+export function needsApiKey(kind: ProviderKind): boolean {
+  return KINDS_NEEDING_A_KEY.has(kind);
+}
+
+/**
+ * Validates a configuration; throws an Error listing each problem by its path (or, through `nameField`, by the
+ * setting it came from), never by its value.
+ */
+export function parseProviderConfig(
+  input: unknown,
+  nameField: (path: readonly PropertyKey[]) => string = (path) => path.map(String).join('.') || '(configuration)',
+): ProviderConfig {
+  const result = providerConfigSchema.safeParse(input);
+  if (!result.success) {
+    throw createConfigError(result.error.issues.map((issue) => `${nameField(issue.path)}: ${issue.message}`));
+  }
+  return result.data;
+}
+
+/** The values of AI_PROVIDER, one per kind. */
+const KIND_BY_ENVIRONMENT_NAME: Readonly<Record<string, ProviderKind>> = {
+  openai: 'openai',
+  azure: 'azure-openai',
+  anthropic: 'anthropic',
+  ollama: 'ollama',
+  'openai-compatible': 'openai-compatible',
+};
+
+// Which variable each configuration field comes from, so a schema problem names the variable to fix.
+const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
+  apiKey: 'AI_API_KEY',
+  baseUrl: 'AI_API_BASE',
+  apiVersion: 'AI_API_VERSION',
+  timeoutMs: 'AI_TIMEOUT_MS',
+  models: 'AI_MODELS',
+  defaultModel: 'AI_MODEL',
+  maxTokens: 'AI_MAX_TOKENS',
+};
+
+/**
+ * Reads the spec's provider variables: AI_PROVIDER (openai, azure, anthropic, ollama or openai-compatible; it is
+ * also the provider's name in `provider/model` ids), AI_MODEL (the default model, with or without that prefix),
+ * AI_API_KEY (required for openai, azure and anthropic), AI_API_BASE (required for azure, its resource endpoint,
+ * and openai-compatible), AI_MAX_TOKENS (default 4096), AI_API_VERSION (azure), AI_MODELS (more models, comma
+ * separated) and AI_TIMEOUT_MS (default 120000). Returns undefined when AI_PROVIDER is unset; throws an Error
+ * naming each wrong variable otherwise.
+ */
+export function readProviderConfigFromEnvironment(
+  environment: Readonly<Record<string, string | undefined>>,
+): ProviderConfig | undefined {
+  const provider = readVariable(environment, 'AI_PROVIDER');
+  if (provider === undefined) {
+    return undefined;
+  }
+  const kind = KIND_BY_ENVIRONMENT_NAME[provider];
+  if (kind === undefined) {
+    throw createConfigError([`AI_PROVIDER must be one of ${Object.keys(KIND_BY_ENVIRONMENT_NAME).join(', ')}`]);
+  }
+  const problems: string[] = [];
+  const apiKey = readVariable(environment, 'AI_API_KEY');
+  if (apiKey === undefined && needsApiKey(kind)) {
+    problems.push(`AI_API_KEY is required when AI_PROVIDER is ${provider}`);
+  }
+  const baseUrl = readVariable(environment, 'AI_API_BASE');
+  if (baseUrl === undefined && KINDS_NEEDING_A_BASE_URL.has(kind)) {
+    problems.push(`AI_API_BASE is required when AI_PROVIDER is ${provider}`);
+  }
+  const maxTokens = readPositiveInteger(environment, 'AI_MAX_TOKENS', problems);
+  const timeoutMs = readPositiveInteger(environment, 'AI_TIMEOUT_MS', problems);
+  // A prefix is only taken off when it names this provider: "anthropic/claude-x" is a valid model name on an
+  // OpenAI-compatible router, and Ollama names such as "library/llama3" contain slashes too.
+  const stripPrefix = (model: string): string => (model.startsWith(`${provider}/`) ? model.slice(provider.length + 1) : model);
+  const extraModels = (readVariable(environment, 'AI_MODELS') ?? '')
+    .split(',')
+    .map((model) => stripPrefix(model.trim()))
+    .filter((model) => model !== '');
+  const defaultModel = readVariable(environment, 'AI_MODEL');
+  const defaultModelName = defaultModel === undefined ? extraModels[0] : stripPrefix(defaultModel);
+  if (defaultModelName === undefined || defaultModelName === '') {
+    problems.push('AI_MODEL is required when AI_PROVIDER is set');
+  }
+  if (problems.length > 0 || defaultModelName === undefined) {
+    throw createConfigError(problems);
+  }
+
+  const input: ProviderConfigInput = {
+    providers: {
+      [provider]: {
+        kind,
+        apiKey,
+        baseUrl,
+        apiVersion: kind === 'azure-openai' ? readVariable(environment, 'AI_API_VERSION') : undefined,
+        timeoutMs,
+        models: [...new Set([defaultModelName, ...extraModels])],
+      },
+    },
+    defaultModel: `${provider}/${defaultModelName}`,
+    maxTokens,
+  };
+  return parseProviderConfig(input, (path) => {
+    const field = String(path.at(path[0] === 'providers' ? 2 : 0) ?? '');
+    return VARIABLE_BY_FIELD[field] ?? 'AI_PROVIDER';
+  });
+}
+
+function readVariable(environment: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
+  const value = environment[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function readPositiveInteger(
+  environment: Readonly<Record<string, string | undefined>>,
+  name: string,
+  problems: string[],
+): number | undefined {
+  const value = readVariable(environment, name);
+  if (value === undefined) {
+    return undefined;
+  }
+  const number = /^\d+$/.test(value) ? Number.parseInt(value, 10) : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < 1) {
+    problems.push(`${name} must be a positive integer`);
+    return undefined;
+  }
+  return number;
+}
+
+function createConfigError(problems: readonly string[]): Error {
+  return new Error(`Invalid LLM provider configuration: ${problems.join('; ')}`);
+}

@@ -1,0 +1,115 @@
+/**
+ * The lifetime of one call to a provider: the signal handed to the SDK (the caller's abort or fhirgate's timeout,
+ * whichever comes first) and the translation of whatever the SDK throws into the failure contract of
+ * `chat-model.ts`. Every adapter goes through it, so timeouts and aborts behave the same for every provider.
+ *
+ * The timeout bounds each wait for the provider: the whole reply of `complete`, and for `stream` the wait for
+ * the response and then for each next event, so a stream that stalls fails while one that keeps going does not.
+ * Time the consumer spends with an event (a slow client downstream) is not the provider's and is not counted.
+ */
+import { AppError } from '../errors.ts';
+import { createAbortError, createUpstreamError, describeTransportFailure } from './provider-errors.ts';
+import type { UpstreamFailure } from './provider-errors.ts';
+
+/** One call in flight. */
+export interface UpstreamCall {
+  /** Pass to the SDK: aborted by the caller's signal or when the timeout passes. */
+  readonly signal: AbortSignal;
+  /**
+   * Iterates an SDK stream with the timeout running only while waiting for its next event; breaking out of the
+   * loop returns the SDK's iterator, which cancels its request.
+   */
+  guard<T>(source: AsyncIterable<T>): AsyncGenerator<T>;
+  /**
+   * Stops the timer and aborts `signal`, releasing whatever the SDK still holds (a body it stopped reading after
+   * the last event, or after the consumer broke out of the stream); call it once the call is over, however it ended.
+   */
+  finish(): void;
+  /**
+   * Throws when the call was aborted or timed out. The openai and Anthropic streams end quietly when their signal
+   * aborts, so an adapter calls this after its loop, before taking the end of the loop for the end of the reply.
+   */
+  throwIfStopped(): void;
+  /** The error to throw for something the SDK threw, using the adapter's own description of its SDK errors. */
+  toError(error: unknown, describeSdkError: (error: unknown) => UpstreamFailure | undefined): Error;
+}
+
+/** Starts a call; throws the abort error at once when the caller's signal is already aborted. */
+export function startUpstreamCall(provider: string, callerSignal: AbortSignal, timeoutMs: number): UpstreamCall {
+  if (callerSignal.aborted) {
+    throw createAbortError(callerSignal);
+  }
+  const deadline = new AbortController();
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      deadline.abort(new DOMException(`No answer within ${timeoutMs} ms.`, 'TimeoutError'));
+    }, timeoutMs);
+  };
+  arm();
+
+  const stoppedError = (): Error | undefined => {
+    if (callerSignal.aborted) {
+      return createAbortError(callerSignal);
+    }
+    if (timedOut) {
+      return createUpstreamError(provider, { kind: 'timeout' }, timeoutMs);
+    }
+    return undefined;
+  };
+
+  return {
+    signal: AbortSignal.any([callerSignal, deadline.signal]),
+    guard: async function* <T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+      const iterator = source[Symbol.asyncIterator]();
+      let done = false;
+      try {
+        while (true) {
+          arm();
+          const result = await iterator.next();
+          clearTimeout(timer);
+          if (result.done) {
+            done = true;
+            return;
+          }
+          yield result.value;
+        }
+      } finally {
+        if (!done) {
+          await iterator.return?.();
+        }
+      }
+    },
+    finish: () => {
+      clearTimeout(timer);
+      deadline.abort(new DOMException('The LLM call is over.', 'AbortError'));
+    },
+    throwIfStopped: () => {
+      const error = stoppedError();
+      if (error) {
+        throw error;
+      }
+    },
+    toError: (error, describeSdkError) => {
+      // An abort or a timeout makes the SDK throw whatever its transport reports; what matters is why it stopped.
+      const stopped = stoppedError();
+      if (stopped) {
+        return stopped;
+      }
+      if (AppError.isInstance(error)) {
+        return error;
+      }
+      const failure: UpstreamFailure = describeSdkError(error) ??
+        describeTransportFailure(error) ?? { kind: 'unknown', errorName: readName(error) };
+      return createUpstreamError(provider, failure, timeoutMs);
+    },
+  };
+}
+
+function readName(error: unknown): string | undefined {
+  const isNamed = typeof error === 'object' && error !== null && 'name' in error && typeof error.name === 'string';
+  return isNamed ? error.name : undefined;
+}
