@@ -110,6 +110,8 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
 }
 
 function readName(error: unknown): string | undefined {
-  const isNamed = typeof error === 'object' && error !== null && 'name' in error && typeof error.name === 'string';
-  return isNamed ? error.name : undefined;
+  if (typeof error === 'object' && error !== null && 'name' in error && typeof error.name === 'string') {
+    return error.name;
+  }
+  return undefined;
 }
