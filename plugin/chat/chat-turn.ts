@@ -3,7 +3,7 @@
  * recorded (step 6), whatever way it ends.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ChatFinishReason, ChatModelRequest, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatModelRequest, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
 import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
@@ -50,11 +50,6 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     sent: new Date().toISOString(),
   });
   await turn.repo.createResource(reply, { assignedId: true });
-}
-
-/** The spec's finish reason for a model's. */
-export function toFinishReason(reason: ChatFinishReason): string {
-  return reason;
 }
 
 /** Usage in the wire format; zeros when the provider reported none. */
