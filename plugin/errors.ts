@@ -3,6 +3,7 @@
  * (`/v1`, the device token route, `/graphql`, `/fhir`) renders it in its own standard shape, using the one
  * status table below.
  */
+import { OperationOutcomeError, getStatus } from '@medplum/core';
 
 /** What went wrong, independent of the surface that reports it. */
 export type AppErrorCode =
@@ -77,6 +78,17 @@ export class AppError extends Error {
 export function toAppError(error: unknown): AppError {
   if (AppError.isInstance(error)) {
     return error;
+  }
+  // The host's repository refuses with Medplum's OperationOutcomes: a policy denial stays a 403, a hidden or
+  // missing resource a 404. Other outcomes (a resource fhirgate built that the store rejects) are server faults.
+  if (error instanceof OperationOutcomeError) {
+    const status = getStatus(error.outcome);
+    if (status === 403) {
+      return new AppError('forbidden', 'Forbidden: the AccessPolicy of the caller does not allow this.', { cause: error });
+    }
+    if (status === 404) {
+      return new AppError('not_found', 'Not found.', { cause: error });
+    }
   }
   return new AppError('internal_error', 'The server could not complete the request.', { cause: error });
 }

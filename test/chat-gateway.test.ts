@@ -3,7 +3,7 @@
  * and MedplumClient reads back what was stored, field by field against the spec's Communication table.
  */
 import { MedplumClient } from '@medplum/core';
-import type { Communication, Reference } from '@medplum/fhirtypes';
+import type { AccessPolicy, Communication, Reference } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
@@ -255,6 +255,48 @@ describe('chat gateway', () => {
     const apiError = failure as InstanceType<typeof OpenAI.APIError>;
     expect(apiError.status).toBe(status);
     expect(apiError.error).toMatchObject({ message: expect.any(String), type: expect.any(String), code: expect.any(String) });
+    expect(await storedCommunications()).toHaveLength(0);
+    expect(emulator.received).toHaveLength(0);
+  });
+
+  test("a caller whose AccessPolicy may read the patient but not write Communications gets 403, and nothing is stored", async () => {
+    // The integration client reads Patients and Communications but creates none.
+    const integration = clientFor(await host.accessTokenFor(project.ids['client-membership']), project.projectId);
+    const request = { model: MODEL, messages: [{ role: 'user', content: 'hi' }], patient_id: project.ids['patient-in-care-team-1'] };
+
+    const failure = await integration.chat.completions.create(request as never).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((failure as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: expect.any(String), code: 'forbidden' });
+    expect(await storedCommunications()).toHaveLength(0);
+    expect(emulator.received).toHaveLength(0);
+  });
+
+  test('a caller whose AccessPolicy grants no Patient access at all gets 403 for patient_id, and nothing is stored', async () => {
+    const policy = await host.store.readResource<AccessPolicy>('AccessPolicy', project.ids['policy-integration']);
+    await host.store.updateResource<AccessPolicy>({ ...policy, resource: [{ resourceType: 'Communication' }] });
+    const integration = clientFor(await host.accessTokenFor(project.ids['client-membership']), project.projectId);
+    const request = { model: MODEL, messages: [{ role: 'user', content: 'hi' }], patient_id: project.ids['patient-in-care-team-1'] };
+
+    const failure = await integration.chat.completions.create(request as never).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((failure as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ code: 'forbidden', type: 'permission_error' });
+    expect(await storedCommunications()).toHaveLength(0);
+    expect(emulator.received).toHaveLength(0);
+  });
+
+  test('a new conversation is written whole or not at all: a policy that allows the root but not the prompt stores neither', async () => {
+    const policy = await host.store.readResource<AccessPolicy>('AccessPolicy', project.ids['policy-integration']);
+    await host.store.updateResource<AccessPolicy>({
+      ...policy,
+      resource: [
+        { resourceType: 'Patient', readonly: true },
+        { resourceType: 'Communication', criteria: `Communication?category=${DEFAULT_CATEGORY_SYSTEM}|ai-conversation` },
+      ],
+    });
+    const integration = clientFor(await host.accessTokenFor(project.ids['client-membership']), project.projectId);
+
+    const failure = await integration.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(await storedCommunications()).toHaveLength(0);
     expect(emulator.received).toHaveLength(0);
   });

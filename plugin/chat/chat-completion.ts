@@ -19,6 +19,7 @@ import type { ModelRegistry } from '../llm/model-registry.ts';
 import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest } from './chat-request.ts';
+import { modelCatalogFor } from './project-models.ts';
 import type { ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
 import { loadHistory, readConversationRoot, type ConversationHistory, type HistoryLimits } from './conversation.ts';
@@ -40,7 +41,7 @@ export interface ChatServices {
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
   const caller = await authenticateCaller(services.host, request);
   const chat = parseChatRequest(request.body);
-  const target = services.models.resolve(chat.model);
+  const target = modelCatalogFor(services.models, caller.project).resolve(chat.model);
   const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;
   const subject = await resolveSubject(caller.repo, chat.patientId, root);
   const parties: ConversationParties = {
@@ -107,12 +108,20 @@ async function recordPrompt(
   existingRoot: WithId<Communication> | undefined
 ): Promise<{ rootId: string; promptId: string }> {
   const sent = new Date().toISOString();
-  const root = existingRoot ?? (await repo.createResource(buildConversationRoot(parties, sent)));
-  const lastUserMessage = chat.messages.findLast((message) => message.role === 'user');
-  const prompt = await repo.createResource(
-    buildPrompt(parties, { rootId: root.id, text: lastUserMessage?.content ?? '', requestBody: chat.body, sent })
+  const text = chat.messages.findLast((message) => message.role === 'user')?.content ?? '';
+  if (existingRoot) {
+    const prompt = await repo.createResource(buildPrompt(parties, { rootId: existingRoot.id, text, requestBody: chat.body, sent }));
+    return { rootId: existingRoot.id, promptId: prompt.id };
+  }
+  // A new conversation's root and first prompt are written together or not at all: no root without a prompt.
+  return repo.withTransaction(
+    async (transaction) => {
+      const root = await transaction.createResource(buildConversationRoot(parties, sent));
+      const prompt = await transaction.createResource(buildPrompt(parties, { rootId: root.id, text, requestBody: chat.body, sent }));
+      return { rootId: root.id, promptId: prompt.id };
+    },
+    { resourceTypes: ['Communication'] }
   );
-  return { rootId: root.id, promptId: prompt.id };
 }
 
 /** The request's system messages, then the history, then the request's other messages, in order. */

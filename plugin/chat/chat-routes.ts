@@ -1,6 +1,7 @@
 import express, { type Router } from 'express';
 import { handleChatCompletion, type ChatServices } from './chat-completion.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
+import { modelCatalogFor } from './project-models.ts';
 
 /** The `/v1` chat routes: `POST /chat/completions` and `GET /models`. */
 export function createChatRoutes(services: ChatServices, operatorName: string): Router {
@@ -9,10 +10,10 @@ export function createChatRoutes(services: ChatServices, operatorName: string): 
     await handleChatCompletion(services, request, response);
   });
   router.get('/models', async (request, response) => {
-    await authenticateCaller(services.host, request);
+    const caller = await authenticateCaller(services.host, request);
     response.json({
       object: 'list',
-      data: services.models.list().map((model) => ({ id: model.id, object: 'model', created: 0, owned_by: operatorName })),
+      data: modelCatalogFor(services.models, caller.project).list().map((model) => ({ id: model.id, object: 'model', created: 0, owned_by: operatorName })),
     });
   });
   return router;

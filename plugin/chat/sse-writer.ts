@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { Response } from 'express';
 
 /**
@@ -39,8 +38,23 @@ export class SseWriter {
     }
     const line = `data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`;
     if (!this.#response.write(line)) {
-      await Promise.race([once(this.#response, 'drain'), once(this.#response, 'close')]);
+      await this.#drainedOrClosed();
     }
+  }
+
+  // Waits for the socket to take more, or for the client to leave; both listeners go once either fires, so a
+  // long stream to a slow client does not pile up listeners.
+  #drainedOrClosed(): Promise<void> {
+    const response = this.#response;
+    return new Promise((resolve) => {
+      const settle = (): void => {
+        response.off('drain', settle);
+        response.off('close', settle);
+        resolve();
+      };
+      response.on('drain', settle);
+      response.on('close', settle);
+    });
   }
 
   /** Ends the stream. */

@@ -14,7 +14,7 @@ export type {
 } from './chat-model.ts';
 export { createChatModel } from './create-chat-model.ts';
 export { createModelRegistry } from './model-registry.ts';
-export type { ChatModelFactory, ModelListEntry, ModelRegistry, ResolvedModel, ResolveOptions } from './model-registry.ts';
+export type { ChatModelFactory, ModelCatalog, ModelListEntry, ModelRegistry, ProjectModelChoice, ResolvedModel, ResolveOptions } from './model-registry.ts';
 export {
   DEFAULT_AZURE_API_VERSION,
   PROVIDER_KINDS,

@@ -128,7 +128,7 @@ describe('createModelRegistry', () => {
     const registry = createModelRegistry(config, createFakeFactory());
     const error = resolveError(() => registry.resolve('claude/claude-sonnet-4-5'));
 
-    expect(error).toMatchObject({ code: 'internal_error', details: { provider: 'claude' } });
+    expect(error).toMatchObject({ code: 'not_configured', status: 503, details: { provider: 'claude' } });
     expect(registry.resolve('claude/claude-sonnet-4-5', { apiKey: 'sk-ant-project' }).model.provider).toBe('claude');
   });
 
@@ -145,6 +145,59 @@ describe('createModelRegistry', () => {
     expect(factory.mock.calls.length).toBe(callsBefore);
     registry.resolve('gpt-4o', { apiKey: 'sk-key-0' });
     expect(factory.mock.calls.length).toBe(callsBefore + 1);
+  });
+});
+
+describe('ModelRegistry.forProject', () => {
+  test('a project list replaces the configured one; its models may be any model of a configured provider', () => {
+    const registry = createModelRegistry(config, createFakeFactory());
+    const project = registry.forProject({ models: ['openai/gpt-4.1', 'claude/claude-sonnet-4-5'] });
+
+    expect(project.list()).toEqual([
+      { id: 'openai/gpt-4.1', provider: 'openai' },
+      { id: 'claude/claude-sonnet-4-5', provider: 'claude' },
+    ]);
+    expect(project.defaultModelId).toBe('openai/gpt-4.1');
+    expect(project.resolve(undefined)).toMatchObject({ id: 'openai/gpt-4.1', modelName: 'gpt-4.1' });
+    expect(resolveError(() => project.resolve('local/llama3.2'))).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(registry.resolve('local/llama3.2').id).toBe('local/llama3.2');
+  });
+
+  test('a project default is offered even when its list leaves it out', () => {
+    const registry = createModelRegistry(config, createFakeFactory());
+
+    const withList = registry.forProject({ models: ['openai/gpt-4o'], defaultModel: 'local/qwen3:8b' });
+    expect(withList.defaultModelId).toBe('local/qwen3:8b');
+    expect(withList.list().map((entry) => entry.id)).toEqual(['local/qwen3:8b', 'openai/gpt-4o']);
+
+    const withoutList = registry.forProject({ defaultModel: 'openai/shared' });
+    expect(withoutList.resolve('').id).toBe('openai/shared');
+    expect(withoutList.list()).toEqual(registry.list());
+  });
+
+  test("a project's key reaches the provider; other providers keep the configured key", async () => {
+    const registry = createModelRegistry(config, createFakeFactory());
+    const project = registry.forProject({ apiKeys: { openai: 'sk-project-key', claude: 'sk-ant-project' } });
+    const request = { model: 'm', messages: [], maxTokens: 1, extra: {}, signal: new AbortController().signal };
+
+    expect((await project.resolve('openai/gpt-4o').model.complete(request)).text).toBe('sk-project-key');
+    expect((await project.resolve('claude/claude-sonnet-4-5').model.complete(request)).text).toBe('sk-ant-project');
+    expect(project.resolve('local/llama3.2').model).toBe(registry.resolve('local/llama3.2').model);
+    expect((await registry.resolve('openai/gpt-4o').model.complete(request)).text).toBe(CONFIGURED_KEY);
+  });
+
+  test('an empty project list offers nothing and says the project has no model', () => {
+    const project = createModelRegistry(config, createFakeFactory()).forProject({ models: [] });
+
+    expect(project.list()).toEqual([]);
+    expect(resolveError(() => project.resolve(undefined))).toMatchObject({ code: 'not_configured', status: 503 });
+  });
+
+  test('a model id whose provider is not configured is refused', () => {
+    const registry = createModelRegistry(config, createFakeFactory());
+
+    expect(registry.providers).toEqual(['openai', 'local', 'claude']);
+    expect(() => registry.forProject({ models: ['mistral/large'] })).toThrow("'mistral/large'");
   });
 });
 

@@ -33,18 +33,37 @@ export interface ResolveOptions {
   readonly apiKey?: string;
 }
 
-/** The configured models. */
-export interface ModelRegistry {
+/** A set of models to choose from: the operator's, or one project's. */
+export interface ModelCatalog {
   /** `provider/model` of the default model. */
   readonly defaultModelId: string;
   /**
    * The model for a request's `model` field: `provider/model`, or a bare model name offered by exactly one
    * provider; undefined or empty means the default. Throws AppError `invalid_request` (400) naming the model when
-   * it is not configured.
+   * the catalog does not offer it, and `not_configured` (503) when its provider has no key for this caller.
    */
-  resolve(model: string | undefined, options?: ResolveOptions): ResolvedModel;
-  /** Every configured model, in configuration order. */
+  resolve(model: string | undefined): ResolvedModel;
+  /** Every offered model, in configuration order. */
   list(): readonly ModelListEntry[];
+}
+
+/** A project's own choice of models and keys, each part optional (see `chat/project-models.ts`). */
+export interface ProjectModelChoice {
+  /** `provider/model` ids offered to the project instead of the configured list; providers must be configured. */
+  readonly models?: readonly string[];
+  /** `provider/model` default of the project; offered even when `models` does not list it. */
+  readonly defaultModel?: string;
+  /** API keys by provider name, used instead of the configured ones. */
+  readonly apiKeys?: Readonly<Record<string, string>>;
+}
+
+/** The configured models, and each project's view of them. */
+export interface ModelRegistry extends ModelCatalog {
+  resolve(model: string | undefined, options?: ResolveOptions): ResolvedModel;
+  /** The configured providers' names. */
+  readonly providers: readonly string[];
+  /** The catalog of a project; its model ids must name configured providers (else an Error is thrown). */
+  forProject(choice: ProjectModelChoice): ModelCatalog;
 }
 
 /** Makes a provider's ChatModel; replaceable in tests. */
@@ -63,21 +82,9 @@ const MAX_ECHOED_MODEL_LENGTH = 200;
 
 /** Creates the registry and the SDK clients of the configured keys; throws when a provider cannot be set up. */
 export function createModelRegistry(config: ProviderConfig, factory: ChatModelFactory = createChatModel): ModelRegistry {
-  const entries: ModelEntry[] = [];
-  const entryById = new Map<string, ModelEntry>();
-  const entriesByModelName = new Map<string, ModelEntry[]>();
-  for (const [provider, settings] of Object.entries(config.providers)) {
-    for (const modelName of settings.models) {
-      const entry = { id: `${provider}/${modelName}`, provider, modelName };
-      if (entryById.has(entry.id)) {
-        continue;
-      }
-      entries.push(entry);
-      entryById.set(entry.id, entry);
-      entriesByModelName.set(modelName, [...(entriesByModelName.get(modelName) ?? []), entry]);
-    }
-  }
-
+  const configuredEntries = Object.entries(config.providers).flatMap(([provider, settings]) =>
+    settings.models.map((modelName) => ({ id: `${provider}/${modelName}`, provider, modelName })),
+  );
   const configuredModels = new Map<string, ChatModel>();
   for (const [provider, settings] of Object.entries(config.providers)) {
     if (settings.apiKey !== undefined || !needsApiKey(settings.kind)) {
@@ -91,7 +98,7 @@ export function createModelRegistry(config: ProviderConfig, factory: ChatModelFa
     if (apiKey === undefined || apiKey === settings.apiKey) {
       const configured = configuredModels.get(provider);
       if (configured === undefined) {
-        throw new AppError('internal_error', `The LLM provider '${provider}' has no API key configured.`, {
+        throw new AppError('not_configured', `The LLM provider '${provider}' has no API key for this project.`, {
           details: { provider },
         });
       }
@@ -114,7 +121,60 @@ export function createModelRegistry(config: ProviderConfig, factory: ChatModelFa
     return model;
   };
 
-  const findEntry = (requested: string): ModelEntry => {
+  const operator = createCatalog(configuredEntries, config.defaultModel);
+  const hasProvider = (name: string): boolean => Object.hasOwn(config.providers, name);
+  const toEntry = (id: string): ModelEntry => {
+    const slash = id.indexOf('/');
+    const provider = id.slice(0, slash);
+    if (slash < 1 || slash === id.length - 1 || !hasProvider(provider)) {
+      throw new Error(`'${id}' does not name a configured provider as provider/model.`);
+    }
+    return { id, provider, modelName: id.slice(slash + 1) };
+  };
+
+  return {
+    defaultModelId: operator.defaultModelId,
+    resolve: (model, options = {}) => {
+      const entry = operator.find(model);
+      return { model: modelFor(entry.provider, options.apiKey), modelName: entry.modelName, id: entry.id };
+    },
+    list: operator.list,
+    providers: Object.keys(config.providers),
+    forProject: (choice) => {
+      const offered = choice.models === undefined ? configuredEntries : choice.models.map(toEntry);
+      const defaultModel = choice.defaultModel === undefined ? undefined : toEntry(choice.defaultModel);
+      const entries = defaultModel === undefined || offered.some((entry) => entry.id === defaultModel.id) ? offered : [defaultModel, ...offered];
+      const catalog = createCatalog(entries, defaultModel?.id ?? (choice.models === undefined ? config.defaultModel : entries[0]?.id));
+      return {
+        defaultModelId: catalog.defaultModelId,
+        resolve: (model) => {
+          const entry = catalog.find(model);
+          return { model: modelFor(entry.provider, choice.apiKeys?.[entry.provider]), modelName: entry.modelName, id: entry.id };
+        },
+        list: catalog.list,
+      };
+    },
+  };
+}
+
+interface Catalog {
+  readonly defaultModelId: string;
+  find(model: string | undefined): ModelEntry;
+  list(): readonly ModelListEntry[];
+}
+
+// Looks models up by `provider/model` id, or by a model name only one provider offers.
+function createCatalog(allEntries: readonly ModelEntry[], defaultModelId: string | undefined): Catalog {
+  const entryById = new Map<string, ModelEntry>();
+  const entriesByModelName = new Map<string, ModelEntry[]>();
+  for (const entry of allEntries) {
+    if (!entryById.has(entry.id)) {
+      entryById.set(entry.id, entry);
+      entriesByModelName.set(entry.modelName, [...(entriesByModelName.get(entry.modelName) ?? []), entry]);
+    }
+  }
+  const listed = [...entryById.values()].map(({ id, provider }) => ({ id, provider }));
+  const find = (requested: string): ModelEntry => {
     const entry = entryById.get(requested);
     if (entry !== undefined) {
       return entry;
@@ -132,13 +192,18 @@ export function createModelRegistry(config: ProviderConfig, factory: ChatModelFa
       { details: { param: 'model' } },
     );
   };
-
   return {
-    defaultModelId: config.defaultModel,
-    resolve: (model, options = {}) => {
-      const entry = findEntry(model === undefined || model.trim() === '' ? config.defaultModel : model.trim());
-      return { model: modelFor(entry.provider, options.apiKey), modelName: entry.modelName, id: entry.id };
+    defaultModelId: defaultModelId ?? '',
+    find: (model) => {
+      const requested = model?.trim() ?? '';
+      if (requested !== '') {
+        return find(requested);
+      }
+      if (defaultModelId === undefined) {
+        throw new AppError('not_configured', 'No model is configured for this project.');
+      }
+      return find(defaultModelId);
     },
-    list: () => entries.map(({ id, provider }) => ({ id, provider })),
+    list: () => listed,
   };
 }

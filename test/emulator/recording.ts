@@ -1,5 +1,6 @@
 // What the emulator remembers about each chat request: exactly what the model was sent (so a test can assert
 // on it) and how the exchange ended (so a chaos run can reconcile what the gateway claims against it).
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EmulatorBehaviour } from './behaviour.ts';
 import type { NormalizedMessage, ProviderName } from './provider-format.ts';
@@ -23,6 +24,8 @@ export interface ReceivedRequest {
   body: Record<string, unknown>;
   /** Request headers, lower-cased; credentials are replaced by `[REDACTED]` before they are stored. */
   headers: Record<string, string>;
+  /** `sha256:` and the first 16 hex digits of the SHA-256 of the API key sent, so a test can tell which key was used. */
+  credentialFingerprint?: string;
   /** Epoch milliseconds. */
   receivedAt: number;
   /** The behaviour that answered this request. */
@@ -67,6 +70,22 @@ export function redactHeaders(headers: IncomingHttpHeaders): Record<string, stri
     copy[name] = CREDENTIAL_HEADERS.has(name) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
   }
   return copy;
+}
+
+/** The fingerprint of the key a request carried (Bearer token, `api-key` or `x-api-key`), or undefined. */
+export function credentialFingerprint(headers: IncomingHttpHeaders): string | undefined {
+  const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1];
+  const key = bearer ?? firstValue(headers['api-key']) ?? firstValue(headers['x-api-key']);
+  return key === undefined ? undefined : fingerprintOf(key);
+}
+
+/** `sha256:` and the first 16 hex digits of the key's SHA-256. */
+export function fingerprintOf(key: string): string {
+  return `sha256:${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 function createEmptyTotals(): RequestTotals {

@@ -15,7 +15,7 @@ import { parseJsonObject, readBody, sendJson } from './http-io.ts';
 import { createOllamaFormat, renderOllamaModelList } from './ollama-format.ts';
 import { createOpenAiFormat, renderOpenAiModelList } from './openai-format.ts';
 import type { ProviderFormat, ProviderName } from './provider-format.ts';
-import { redactHeaders } from './recording.ts';
+import { credentialFingerprint, redactHeaders } from './recording.ts';
 import type { ReceivedRequest, RequestTotals } from './recording.ts';
 import { planReply } from './reply-plan.ts';
 
@@ -169,6 +169,7 @@ async function handleChat(
     messages: chatRequest.messages,
     body,
     headers: redactHeaders(request.headers),
+    credentialFingerprint: credentialFingerprint(request.headers),
     receivedAt: Date.now(),
     behaviour,
     outcome: 'pending',
