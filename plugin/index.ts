@@ -8,6 +8,9 @@ import { AgentDevices } from './chat/agent-device.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
 import { AppError } from './errors.ts';
+import { createDeviceServices } from './devices/device-services.ts';
+import { createDeviceTokenRoute } from './devices/device-token-route.ts';
+import { createGraphqlRoute } from './graphql/graphql-route.ts';
 import { createModelRegistry } from './llm/model-registry.ts';
 import type { FhirgateHost } from './host.ts';
 import { createOpenAiErrorHandler } from './http/openai-error-response.ts';
@@ -16,6 +19,9 @@ import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 export type { CallerContext, FhirgateHost, HostLogger } from './host.ts';
 export { AppError, type AppErrorCode } from './errors.ts';
 export type { FhirgateOptions, FhirgateOptionsInput } from './options.ts';
+
+// A device token request is two short strings.
+const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
 
 /** The mounted plugin: an Express router, plus a hook the server calls when it shuts down. */
 export type FhirgatePlugin = Router & {
@@ -47,5 +53,17 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   v1.use((request, _response, next) => next(new AppError('not_found', `No route for ${request.method} /v1${request.path}.`)));
   v1.use(createOpenAiErrorHandler(host.logger));
   router.use('/v1', v1);
+
+  const devices = options.device_auth ? createDeviceServices(host, options.device_auth) : undefined;
+  const deviceToken = express.Router();
+  deviceToken.use(express.json({ limit: DEVICE_TOKEN_BODY_LIMIT }));
+  if (devices) {
+    deviceToken.use(createDeviceTokenRoute(devices, host.logger));
+  } else {
+    deviceToken.post('/', (_request, _response, next) => next(new AppError('not_configured', 'Device authentication is not configured on this server.')));
+  }
+  deviceToken.use(createOpenAiErrorHandler(host.logger));
+  router.use('/account/api/token/device', deviceToken);
+  router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, maxBodyBytes: options.maxBodyBytes }));
   return Object.assign(router, { close: async (): Promise<void> => undefined });
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
+import { deviceAuthSchema } from './devices/device-auth-config.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
 
 /** Schema of the options a server passes to `createFhirgatePlugin`. */
@@ -13,6 +14,10 @@ export const fhirgateOptionsSchema = z
     maxBodyBytes: z.number().int().positive().default(1024 * 1024),
     /** LLM providers and models (`plugin/llm/provider-config.ts`); without it the chat routes answer 503. */
     llm: providerConfigSchema.optional(),
+    /** The spec's `device_auth`: device keys, token signing and expiry, the devices' project (`devices/device-auth-config.ts`). Without it the device routes answer 503. */
+    device_auth: deviceAuthSchema.optional(),
+    /** `/graphql`: introspection is off unless turned on here. */
+    graphql: z.object({ introspection: z.boolean().default(false) }).strict().prefault({}),
     /** The `system` of the category codes `ai-conversation`, `ai-prompt`, `ai-response`. */
     categorySystem: z.string().min(1).default(DEFAULT_CATEGORY_SYSTEM),
     /** Names the service operator in `owned_by` of the model list. */

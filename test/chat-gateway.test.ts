@@ -312,6 +312,18 @@ describe('chat gateway', () => {
     expect(((await response.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
   });
 
+  test('extra OpenAI fields (top_p, stop, seed, user) reach the provider as sent', async () => {
+    await openai.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Hello' }],
+      top_p: 0.9,
+      stop: ['\n\n'],
+      seed: 42,
+      user: 'clinician-7',
+    });
+    expect(emulator.received[0].body).toMatchObject({ top_p: 0.9, stop: ['\n\n'], seed: 42, user: 'clinician-7' });
+  });
+
   test('GET /v1/models lists the configured models in provider/model form', async () => {
     const models = await openai.models.list();
     expect(models.data.map((model) => model.id)).toEqual([MODEL]);

@@ -24,7 +24,7 @@ describe('per-project models and keys', () => {
         llm: {
           providers: {
             openai: { kind: 'openai', apiKey: OPERATOR_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini', 'gpt-4o'] },
-            claude: { kind: 'anthropic', baseUrl: emulator.url, models: ['claude-sonnet-4-5'] },
+            claude: { kind: 'anthropic', baseUrl: emulator.url, models: ['claude-sonnet-5-5'] },
           },
           defaultModel: 'openai/gpt-4o-mini',
         },
@@ -65,19 +65,19 @@ describe('per-project models and keys', () => {
     const project = await host.seedProject();
     await configureProject(project, {
       setting: [
-        { name: 'AI_MODELS', valueString: 'openai/gpt-4.1, claude/claude-sonnet-4-5' },
-        { name: 'AI_MODEL', valueString: 'claude/claude-sonnet-4-5' },
+        { name: 'AI_MODELS', valueString: 'openai/gpt-4.1, claude/claude-sonnet-5-5' },
+        { name: 'AI_MODEL', valueString: 'claude/claude-sonnet-5-5' },
       ],
       secret: [{ name: 'AI_API_KEY_CLAUDE', valueString: PROJECT_KEY }],
     });
     const openai = await practitionerClient(project);
 
     const models = await openai.models.list();
-    expect(models.data.map((model) => model.id)).toEqual(['openai/gpt-4.1', 'claude/claude-sonnet-4-5']);
+    expect(models.data.map((model) => model.id)).toEqual(['openai/gpt-4.1', 'claude/claude-sonnet-5-5']);
 
     const completion = await ask(openai, 'Hello');
-    expect(completion.model).toBe('claude/claude-sonnet-4-5');
-    expect(emulator.received[0]).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-4-5', credentialFingerprint: fingerprintOf(PROJECT_KEY) });
+    expect(completion.model).toBe('claude/claude-sonnet-5-5');
+    expect(emulator.received[0]).toMatchObject({ provider: 'anthropic', model: 'claude-sonnet-5-5', credentialFingerprint: fingerprintOf(PROJECT_KEY) });
 
     await openai.chat.completions.create({ model: 'openai/gpt-4.1', messages: [{ role: 'user', content: 'Hi' }] });
     expect(emulator.received[1]).toMatchObject({ provider: 'openai', model: 'gpt-4.1', credentialFingerprint: fingerprintOf(OPERATOR_KEY) });
@@ -95,11 +95,11 @@ describe('per-project models and keys', () => {
 
     await ask(await practitionerClient(configured), 'a');
     const openai = await practitionerClient(plain);
-    expect((await openai.models.list()).data.map((model) => model.id)).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o', 'claude/claude-sonnet-4-5']);
+    expect((await openai.models.list()).data.map((model) => model.id)).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o', 'claude/claude-sonnet-5-5']);
     await ask(openai, 'b');
 
     expect(emulator.received.map((request) => request.credentialFingerprint)).toEqual([fingerprintOf(PROJECT_KEY), fingerprintOf(OPERATOR_KEY)]);
-    const noKey = openai.chat.completions.create({ model: 'claude/claude-sonnet-4-5', messages: [{ role: 'user', content: 'c' }] });
+    const noKey = openai.chat.completions.create({ model: 'claude/claude-sonnet-5-5', messages: [{ role: 'user', content: 'c' }] });
     await expect(noKey).rejects.toMatchObject({ status: 503, error: { code: 'not_configured' } });
     expect(emulator.received).toHaveLength(2);
   });

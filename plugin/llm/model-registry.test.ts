@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { startLlmEmulator } from '../../test/emulator/index.ts';
 import type { LlmEmulator } from '../../test/emulator/index.ts';
-import { AppError } from '../errors.ts';
+import { appErrorOf } from '../../test/support/app-error.ts';
 import type { ChatModel } from './chat-model.ts';
 import { createModelRegistry } from './model-registry.ts';
 import type { ChatModelFactory } from './model-registry.ts';
@@ -14,7 +14,7 @@ const config: ProviderConfig = parseProviderConfig({
   providers: {
     openai: { kind: 'openai', apiKey: CONFIGURED_KEY, models: ['gpt-4o', 'shared'] },
     local: { kind: 'ollama', models: ['llama3.2', 'shared', 'library/qwen3'] },
-    claude: { kind: 'anthropic', models: ['claude-sonnet-4-5'] },
+    claude: { kind: 'anthropic', models: ['claude-sonnet-5-5'] },
   },
   defaultModel: 'local/llama3.2',
 });
@@ -32,17 +32,6 @@ function createFakeFactory() {
   return factory;
 }
 
-function resolveError(resolve: () => unknown): AppError {
-  try {
-    resolve();
-  } catch (error) {
-    if (AppError.isInstance(error)) {
-      return error;
-    }
-    throw error;
-  }
-  throw new Error('expected an AppError');
-}
 
 describe('createModelRegistry', () => {
   test('resolves no model, or an empty one, to the default', () => {
@@ -74,12 +63,12 @@ describe('createModelRegistry', () => {
     const registry = createModelRegistry(config, createFakeFactory());
 
     for (const requested of ['openai/gpt-5-secret-preview', 'mistral/large', 'gpt-3']) {
-      const error = resolveError(() => registry.resolve(requested));
+      const error = appErrorOf(() => registry.resolve(requested));
       expect(error).toMatchObject({ code: 'invalid_request', status: 400, details: { param: 'model' } });
       expect(error.message).toContain(`'${requested}'`);
     }
-    expect(resolveError(() => registry.resolve('shared')).message).toContain('several providers');
-    expect(resolveError(() => registry.resolve('x'.repeat(10_000))).message.length).toBeLessThan(400);
+    expect(appErrorOf(() => registry.resolve('shared')).message).toContain('several providers');
+    expect(appErrorOf(() => registry.resolve('x'.repeat(10_000))).message.length).toBeLessThan(400);
   });
 
   test('lists every configured model with its provider, in order', () => {
@@ -89,7 +78,7 @@ describe('createModelRegistry', () => {
       { id: 'local/llama3.2', provider: 'local' },
       { id: 'local/shared', provider: 'local' },
       { id: 'local/library/qwen3', provider: 'local' },
-      { id: 'claude/claude-sonnet-4-5', provider: 'claude' },
+      { id: 'claude/claude-sonnet-5-5', provider: 'claude' },
     ]);
   });
 
@@ -126,10 +115,10 @@ describe('createModelRegistry', () => {
 
   test('a provider without a configured key needs a project key', () => {
     const registry = createModelRegistry(config, createFakeFactory());
-    const error = resolveError(() => registry.resolve('claude/claude-sonnet-4-5'));
+    const error = appErrorOf(() => registry.resolve('claude/claude-sonnet-5-5'));
 
     expect(error).toMatchObject({ code: 'not_configured', status: 503, details: { provider: 'claude' } });
-    expect(registry.resolve('claude/claude-sonnet-4-5', { apiKey: 'sk-ant-project' }).model.provider).toBe('claude');
+    expect(registry.resolve('claude/claude-sonnet-5-5', { apiKey: 'sk-ant-project' }).model.provider).toBe('claude');
   });
 
   test('keeps a bounded number of project-key clients, dropping the least recently used', () => {
@@ -151,15 +140,15 @@ describe('createModelRegistry', () => {
 describe('ModelRegistry.forProject', () => {
   test('a project list replaces the configured one; its models may be any model of a configured provider', () => {
     const registry = createModelRegistry(config, createFakeFactory());
-    const project = registry.forProject({ models: ['openai/gpt-4.1', 'claude/claude-sonnet-4-5'] });
+    const project = registry.forProject({ models: ['openai/gpt-4.1', 'claude/claude-sonnet-5-5'] });
 
     expect(project.list()).toEqual([
       { id: 'openai/gpt-4.1', provider: 'openai' },
-      { id: 'claude/claude-sonnet-4-5', provider: 'claude' },
+      { id: 'claude/claude-sonnet-5-5', provider: 'claude' },
     ]);
     expect(project.defaultModelId).toBe('openai/gpt-4.1');
     expect(project.resolve(undefined)).toMatchObject({ id: 'openai/gpt-4.1', modelName: 'gpt-4.1' });
-    expect(resolveError(() => project.resolve('local/llama3.2'))).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(appErrorOf(() => project.resolve('local/llama3.2'))).toMatchObject({ code: 'invalid_request', status: 400 });
     expect(registry.resolve('local/llama3.2').id).toBe('local/llama3.2');
   });
 
@@ -181,7 +170,7 @@ describe('ModelRegistry.forProject', () => {
     const request = { model: 'm', messages: [], maxTokens: 1, extra: {}, signal: new AbortController().signal };
 
     expect((await project.resolve('openai/gpt-4o').model.complete(request)).text).toBe('sk-project-key');
-    expect((await project.resolve('claude/claude-sonnet-4-5').model.complete(request)).text).toBe('sk-ant-project');
+    expect((await project.resolve('claude/claude-sonnet-5-5').model.complete(request)).text).toBe('sk-ant-project');
     expect(project.resolve('local/llama3.2').model).toBe(registry.resolve('local/llama3.2').model);
     expect((await registry.resolve('openai/gpt-4o').model.complete(request)).text).toBe(CONFIGURED_KEY);
   });
@@ -190,7 +179,7 @@ describe('ModelRegistry.forProject', () => {
     const project = createModelRegistry(config, createFakeFactory()).forProject({ models: [] });
 
     expect(project.list()).toEqual([]);
-    expect(resolveError(() => project.resolve(undefined))).toMatchObject({ code: 'not_configured', status: 503 });
+    expect(appErrorOf(() => project.resolve(undefined))).toMatchObject({ code: 'not_configured', status: 503 });
   });
 
   test('a model id whose provider is not configured is refused', () => {

@@ -31,19 +31,19 @@ describe('readProviderConfigFromEnvironment', () => {
   test('takes AI_MODEL with or without the provider prefix, and adds AI_MODELS', () => {
     const config = readProviderConfigFromEnvironment({
       AI_PROVIDER: 'anthropic',
-      AI_MODEL: 'anthropic/claude-sonnet-4-5',
-      AI_MODELS: 'claude-haiku-4-5, anthropic/claude-opus-4-1,,claude-sonnet-4-5',
+      AI_MODEL: 'anthropic/claude-sonnet-5-5',
+      AI_MODELS: 'claude-haiku-4-5, anthropic/claude-opus-4-1,,claude-sonnet-5-5',
       AI_API_KEY: SECRET,
       AI_MAX_TOKENS: '1024',
       AI_TIMEOUT_MS: '30000',
     });
 
-    expect(config?.defaultModel).toBe('anthropic/claude-sonnet-4-5');
+    expect(config?.defaultModel).toBe('anthropic/claude-sonnet-5-5');
     expect(config?.maxTokens).toBe(1024);
     expect(config?.providers.anthropic).toMatchObject({
       kind: 'anthropic',
       timeoutMs: 30_000,
-      models: ['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'],
+      models: ['claude-sonnet-5-5', 'claude-haiku-4-5', 'claude-opus-4-1'],
     });
   });
 
@@ -51,10 +51,10 @@ describe('readProviderConfigFromEnvironment', () => {
     const config = readProviderConfigFromEnvironment({
       AI_PROVIDER: 'openai-compatible',
       AI_API_BASE: 'http://litellm:4000/v1',
-      AI_MODEL: 'anthropic/claude-sonnet-4-5',
+      AI_MODEL: 'anthropic/claude-sonnet-5-5',
     });
 
-    expect(config?.defaultModel).toBe('openai-compatible/anthropic/claude-sonnet-4-5');
+    expect(config?.defaultModel).toBe('openai-compatible/anthropic/claude-sonnet-5-5');
     expect(config?.providers['openai-compatible']).toMatchObject({ kind: 'openai-compatible', baseUrl: 'http://litellm:4000/v1' });
   });
 

@@ -12,6 +12,8 @@ import { createJsonLogger } from '../../plugin/hosts/standalone/logger.ts';
 import { openStandaloneStore, type StandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
 import { readProjectFixture, seedProject, type SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import type { FhirgateOptionsInput } from '../../plugin/options.ts';
+import { loadFhirDefinitions } from '../../plugin/hosts/standalone/fhir-definitions.ts';
+import type { Redis } from 'ioredis';
 
 /** A running test host. */
 export interface TestHost {
@@ -20,6 +22,8 @@ export interface TestHost {
   readonly dataDir: string;
   readonly store: StandaloneStore;
   readonly standalone: StandaloneHost;
+  /** The project loaded before start-up when `pluginFor` was given. */
+  readonly project?: SeededProject;
   /** Loads a project of the test's own from the demo fixture. */
   seedProject(): Promise<SeededProject>;
   /** Signs in a membership as the token command does and returns its access token. */
@@ -33,6 +37,13 @@ export interface TestHostOptions {
   /** Reuse a data folder (to restart on the same SQLite file). */
   readonly dataDir?: string;
   readonly plugin?: FhirgateOptionsInput;
+  /**
+   * Plugin options that need a project (e.g. `device_auth.project_id`): the host loads one from the demo fixture
+   * before the plugin is created and exposes it as `TestHost.project`. Used instead of `plugin`.
+   */
+  readonly pluginFor?: (project: SeededProject) => FhirgateOptionsInput;
+  /** Redis shared by the host (rate limits). */
+  readonly redis?: Redis;
   readonly accessTokenLifetimeSeconds?: number;
   /** Token issuer; all test hosts share `TEST_ISSUER` unless told otherwise. */
   readonly issuer?: string;
@@ -45,11 +56,17 @@ export const TEST_ISSUER = 'http://localhost:8103/';
 export async function startTestHost(options: TestHostOptions = {}): Promise<TestHost> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'fhirgate-test-')));
   const store = openStandaloneStore(dataDir);
+  let project: SeededProject | undefined;
+  if (options.pluginFor) {
+    loadFhirDefinitions();
+    project = await seedProject(store, await readProjectFixture(), { freshIds: true });
+  }
   const standalone = await createStandaloneHost({
     store,
     baseUrl: options.issuer ?? TEST_ISSUER,
     logger: createJsonLogger('silent'),
-    plugin: options.plugin,
+    plugin: project && options.pluginFor ? options.pluginFor(project) : options.plugin,
+    redis: options.redis,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,
   });
   const { url } = await standalone.listen(0);
@@ -58,6 +75,7 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     dataDir,
     store,
     standalone,
+    project,
     seedProject: async () => seedProject(store, await readProjectFixture(), { freshIds: true }),
     accessTokenFor: async (membershipId) => {
       const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);

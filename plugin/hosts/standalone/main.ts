@@ -10,6 +10,8 @@ import { createStandaloneHost } from './create-standalone-host.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
 import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
 import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
+import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
+import { Redis } from 'ioredis';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
@@ -22,13 +24,21 @@ if (demoProvider) {
     model: DEMO_MODEL_ID,
   });
 }
+const demoFixture = config.seedDemo ? await readProjectFixture() : undefined;
+const deviceAuth = readStandaloneDeviceAuth({
+  configFile: config.deviceAuthFile,
+  dataDir: config.dataDir,
+  demoProjectId: demoFixture?.entry?.find((entry) => entry.resource?.resourceType === 'Project')?.resource?.id,
+});
+const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1 }) : undefined;
 const standalone = await createStandaloneHost({
   store,
   baseUrl: config.baseUrl,
   logger,
-  plugin: { llm: configuredLlm ?? demoProvider?.llm },
+  redis,
+  plugin: { llm: configuredLlm ?? demoProvider?.llm, device_auth: deviceAuth },
 });
-const demo = config.seedDemo ? await seedProject(store, await readProjectFixture(), { freshIds: false }) : undefined;
+const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: false }) : undefined;
 const { url } = await standalone.listen(config.port, config.hostname);
 
 logger.info('fhirgate standalone host started', { url, dataDir: config.dataDir, demoProject: demo?.projectId });
@@ -42,6 +52,7 @@ if (demo) {
       `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
       '  Access token for Dr. Alice Carter:  npm run -s token',
       '  Client credentials of the demo integration:  npm run -s token -- --client',
+      ...(deviceAuth && !config.deviceAuthFile ? [`  Demo device ${DEMO_DEVICE.id}, its API key:  npm run -s token -- --device`] : []),
       '',
     ].join('\n')
   );
@@ -58,6 +69,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     standalone
       .close()
       .then(() => demoProvider?.emulator.close())
+      .then(() => redis?.quit())
       .then(() => store.close())
       .then(() => process.exit(0))
       .catch((error: unknown) => {

@@ -1,7 +1,8 @@
 /**
  * `npm run -s token`: prints an access token for the demo practitioner (Dr. Alice Carter), signed with the
  * host's keys in the data folder, for curl and the openai SDK. `--client` prints the demo integration's client
- * credentials instead (for `MedplumClient.startClientLogin`). `--membership <id>` picks another membership.
+ * credentials instead (for `MedplumClient.startClientLogin`), `--device` the demo device's id and API key (for
+ * `POST /account/api/token/device/`). `--membership <id>` picks another membership.
  */
 import { parseArgs } from 'node:util';
 import type { ProjectMembership } from '@medplum/fhirtypes';
@@ -12,14 +13,19 @@ import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { openStandaloneStore } from './open-store.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
 import { readStandaloneConfig } from './standalone-config.ts';
+import { DEMO_DEVICE, readDemoDeviceKey } from './demo-devices.ts';
 
-const { values } = parseArgs({ options: { client: { type: 'boolean', default: false }, membership: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { client: { type: 'boolean', default: false }, device: { type: 'boolean', default: false }, membership: { type: 'string' } },
+});
 const config = readStandaloneConfig();
 loadFhirDefinitions();
 const store = openStandaloneStore(config.dataDir);
 try {
   const demo = await seedProject(store, await readProjectFixture(), { freshIds: false });
-  if (values.client) {
+  if (values.device) {
+    process.stdout.write(`${JSON.stringify({ device_id: DEMO_DEVICE.id, api_key: readDemoDeviceKey(config.dataDir) })}\n`);
+  } else if (values.client) {
     process.stdout.write(`${JSON.stringify({ client_id: demo.client?.id, client_secret: demo.client?.secret, project_id: demo.projectId })}\n`);
   } else {
     const membershipId = values.membership ?? demo.ids['practitioner-membership'];

@@ -18,6 +18,8 @@ export interface StandaloneConfig {
   readonly logLevel: LogLevel;
   /** Load the demo project at start-up (default on). */
   readonly seedDemo: boolean;
+  /** A JSON file with the spec's `device_auth` object. */
+  readonly deviceAuthFile?: string;
 }
 
 const environmentSchema = z.object({
@@ -28,6 +30,7 @@ const environmentSchema = z.object({
   FHIRGATE_SEED_DEMO: z.enum(['true', 'false']).default('true'),
   REDIS_URL: z.string().min(1).optional(),
   LOG_LEVEL: z.string().optional(),
+  FHIRGATE_DEVICE_AUTH: z.string().min(1).optional(),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -47,5 +50,6 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     redisUrl: values.REDIS_URL,
     logLevel: parseLogLevel(values.LOG_LEVEL),
     seedDemo: values.FHIRGATE_SEED_DEMO === 'true',
+    deviceAuthFile: values.FHIRGATE_DEVICE_AUTH ? resolve(values.FHIRGATE_DEVICE_AUTH) : undefined,
   };
 }

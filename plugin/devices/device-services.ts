@@ -1,0 +1,88 @@
+/**
+ * Everything the device routes share, built once from `device_auth` and the host: the resolved configuration,
+ * the key check, the token service, the rate limiter, the device mapping (the device-mapping bot's logic, run
+ * in-process on the project's system repository), the device's own repository and AuditEvent writes.
+ */
+import type { WithId } from '@medplum/core';
+import { parseSearchRequest } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { AccessPolicy, AuditEvent, Device } from '@medplum/fhirtypes';
+import { mapDevice, type DeviceLookupClient } from '../../bots/device-mapping.ts';
+import type { FhirgateHost } from '../host.ts';
+import { resolveDeviceAuth, type DeviceAuthConfig, type DeviceAuthOptions } from './device-auth-config.ts';
+import { createDeviceKeyCheck, type DeviceKeyCheck } from './device-keys.ts';
+import { createDeviceRateLimiter, type DeviceRateLimiter } from './device-rate-limiter.ts';
+import { createDeviceTokenService, type DeviceTokenService } from './device-tokens.ts';
+
+/** The device routes' shared parts. */
+export interface DeviceServices {
+  readonly config: DeviceAuthConfig;
+  readonly checkKey: DeviceKeyCheck;
+  readonly tokens: DeviceTokenService;
+  readonly rateLimiter: DeviceRateLimiter;
+  /** The Device of a device id (registering it when `auto_register` is on), or undefined. */
+  findDevice(deviceId: string): Promise<WithId<Device> | undefined>;
+  /** The Device resource by id, or undefined when it is gone. */
+  readDevice(deviceResourceId: string): Promise<WithId<Device> | undefined>;
+  /** The repository a device acts with: its own AccessPolicy, authored as the device. */
+  deviceRepo(deviceResourceId: string): Promise<FhirRepository>;
+  /** Writes an AuditEvent in the devices' project, with system rights. */
+  audit(event: AuditEvent): Promise<void>;
+}
+
+/** Builds the services; throws at start-up when `device_auth` is wrong, and logs literal secrets as warnings. */
+export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOptions): DeviceServices {
+  const { config, warnings } = resolveDeviceAuth(options);
+  for (const warning of warnings) {
+    host.logger?.warn(warning);
+  }
+  const systemRepo = (): Promise<FhirRepository> => host.getSystemRepo(config.projectId);
+  return {
+    config,
+    checkKey: createDeviceKeyCheck(config.validKeys),
+    tokens: createDeviceTokenService(config.jwtSecrets, config.tokenExpiryMinutes),
+    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, host.redis),
+    findDevice: async (deviceId) => {
+      const { device } = await mapDevice(repositoryLookupClient(await systemRepo()), {
+        deviceId,
+        identifierSystem: config.identifierSystem,
+        autoRegister: config.autoRegister,
+        manufacturer: config.manufacturer,
+      });
+      return device?.id ? (device as WithId<Device>) : undefined;
+    },
+    readDevice: async (deviceResourceId) => {
+      const found = await (await systemRepo()).searchResources<Device>(parseSearchRequest('Device', { _id: deviceResourceId }));
+      return found[0];
+    },
+    deviceRepo: async (deviceResourceId) =>
+      host.getDeviceRepo(config.projectId, buildDevicePolicy(deviceResourceId), { reference: `Device/${deviceResourceId}` }),
+    audit: async (event) => {
+      await (await systemRepo()).createResource(event);
+    },
+  };
+}
+
+/**
+ * A device's AccessPolicy: it may create, read and search Observations that name it as their device, and read
+ * its own Device; nothing else.
+ */
+export function buildDevicePolicy(deviceResourceId: string): AccessPolicy {
+  return {
+    resourceType: 'AccessPolicy',
+    name: `fhirgate device ${deviceResourceId}`,
+    resource: [
+      { resourceType: 'Observation', criteria: `Observation?device=Device/${deviceResourceId}`, interaction: ['create', 'read', 'search'] },
+      { resourceType: 'Device', criteria: `Device?_id=${deviceResourceId}`, readonly: true },
+    ],
+  };
+}
+
+/** The device-mapping bot's two FHIR calls over a repository, so the bot's logic runs in-process. */
+function repositoryLookupClient(repo: FhirRepository): DeviceLookupClient {
+  return {
+    searchResources: (resourceType, query) => repo.searchResources<Device>(parseSearchRequest(resourceType, query)),
+    createResourceIfNoneExist: async (resource, query) =>
+      (await repo.conditionalCreate<Device>(resource, parseSearchRequest(`Device?${query}`))).resource,
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * `POST /account/api/token/device/`: a pre-registered API key for a short-lived device token, step by step:
+ *   1. read the body                         → 400 with the spec's error body
+ *   2. count the request against the device  → 429 with Retry-After
+ *   3. check the key (constant time)         → 403, the same for an unknown device and a wrong key
+ *   4. map the device to its FHIR Device     → 403 when there is none, or it is not active
+ *   5. record the AuditEvent, issue the token → 200 {access, expires_in}
+ * Every refusal after step 1 is recorded as an AuditEvent too. No bearer token is read here.
+ */
+import type { Device, Reference } from '@medplum/fhirtypes';
+import express, { type Router } from 'express';
+import { z } from 'zod';
+import { AppError } from '../errors.ts';
+import type { HostLogger } from '../host.ts';
+import { buildTokenIssuedEvent, buildTokenRefusedEvent, type DeviceAuthAttempt, type DeviceAuthFailure } from './device-audit.ts';
+import type { DeviceServices } from './device-services.ts';
+
+const tokenRequestSchema = z.object({
+  device_id: z.string().min(1).max(128),
+  api_key: z.string().min(1).max(4096),
+});
+
+/** The same answer for an unknown device and a wrong key, so neither can be told from the other. */
+const INVALID_CREDENTIALS = 'Invalid device credentials.';
+
+/** The route, mounted at `/account/api/token/device` (with or without the trailing slash). */
+export function createDeviceTokenRoute(services: DeviceServices, logger: HostLogger | undefined): Router {
+  const router = express.Router();
+  router.post('/', async (request, response) => {
+    const body = readTokenRequest(request.body);
+    const attempt: DeviceAuthAttempt = {
+      deviceId: body.device_id,
+      identifierSystem: services.config.identifierSystem,
+      sourceAddress: request.ip,
+    };
+    const refuse = async (reason: DeviceAuthFailure, error: AppError, device?: Reference<Device>): Promise<never> => {
+      await services.audit(buildTokenRefusedEvent({ ...attempt, device }, reason)).catch((auditError: unknown) => {
+        logger?.error('Could not record a refused device token exchange', { reason, error: String(auditError) });
+      });
+      throw error;
+    };
+
+    try {
+      await services.rateLimiter.consume(body.device_id);
+    } catch (error) {
+      if (AppError.isInstance(error) && error.code === 'rate_limited' && error.details?.firstRefusal !== true) {
+        throw error;
+      }
+      return refuse('rate_limited', error as AppError);
+    }
+    if (!services.checkKey(body.device_id, body.api_key)) {
+      const known = services.config.validKeys.has(body.device_id);
+      return refuse(known ? 'wrong_key' : 'unknown_device', new AppError('forbidden', INVALID_CREDENTIALS));
+    }
+    const device = await services.findDevice(body.device_id);
+    if (!device) {
+      return refuse('unmapped_device', new AppError('forbidden', INVALID_CREDENTIALS));
+    }
+    const reference = { reference: `Device/${device.id}` };
+    if (device.status !== 'active') {
+      return refuse('inactive_device', new AppError('forbidden', 'The device is not active.'), reference);
+    }
+
+    const { access, expiresIn, tokenId } = await services.tokens.issue({ deviceId: body.device_id, deviceResourceId: device.id });
+    // A token is only handed out once its issuance is on record.
+    await services.audit(buildTokenIssuedEvent({ ...attempt, device: reference }, tokenId));
+    logger?.info('Device token issued', { deviceId: body.device_id, device: reference.reference });
+    response.status(200).set('Cache-Control', 'no-store').json({ access, expires_in: expiresIn });
+  });
+  return router;
+}
+
+function readTokenRequest(body: unknown): z.output<typeof tokenRequestSchema> {
+  const parsed = tokenRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path[0];
+    const message =
+      typeof body !== 'object' || body === null || Array.isArray(body)
+        ? 'The request body must be a JSON object with device_id and api_key.'
+        : `${String(field ?? 'body')} is required and must be a non-empty string.`;
+    throw new AppError('invalid_request', message, { details: typeof field === 'string' ? { param: field } : undefined });
+  }
+  return parsed.data;
+}

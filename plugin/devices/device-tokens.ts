@@ -1,0 +1,84 @@
+/**
+ * Device tokens: HS256 JWTs with the spec's claims (`sub` = device id, `entity_id` = the Device resource id,
+ * `exp`, `is_device: true`) plus `iat`, `jti`, the audience `urn:fhirgate:device` and the header type
+ * `device+jwt` (RFC 8725 explicit typing). A user's Medplum token (RS256, no such audience or type) never
+ * verifies here, and the host refuses a device token as a user token (it is HS256 and carries `is_device`).
+ */
+import { randomUUID } from 'node:crypto';
+import { SignJWT, jwtVerify } from 'jose';
+
+/** The `aud` claim of every device token. */
+export const DEVICE_TOKEN_AUDIENCE = 'urn:fhirgate:device';
+
+/** The `typ` header of every device token. */
+export const DEVICE_TOKEN_TYPE = 'device+jwt';
+
+/** A verified device token. */
+export interface DeviceTokenClaims {
+  /** The device id (`sub`). */
+  readonly deviceId: string;
+  /** Id of the device's FHIR `Device` (`entity_id`). */
+  readonly deviceResourceId: string;
+  readonly tokenId: string;
+  /** Unix seconds. */
+  readonly expiresAt: number;
+}
+
+/** Issues and verifies device tokens. */
+export interface DeviceTokenService {
+  issue(device: { deviceId: string; deviceResourceId: string }): Promise<{ access: string; expiresIn: number; tokenId: string }>;
+  /** The token's claims, or undefined for anything but a valid, unexpired device token of this service. */
+  verify(token: string): Promise<DeviceTokenClaims | undefined>;
+}
+
+/** A service signing with the first secret and accepting any of them (so the secret can be rotated). */
+export function createDeviceTokenService(secrets: readonly string[], expiryMinutes: number): DeviceTokenService {
+  const keys = secrets.map((secret) => new TextEncoder().encode(secret));
+  const expiresIn = expiryMinutes * 60;
+  return {
+    issue: async ({ deviceId, deviceResourceId }) => {
+      const issuedAt = Math.floor(Date.now() / 1000);
+      const tokenId = randomUUID();
+      const access = await new SignJWT({ entity_id: deviceResourceId, is_device: true })
+        .setProtectedHeader({ alg: 'HS256', typ: DEVICE_TOKEN_TYPE })
+        .setSubject(deviceId)
+        .setAudience(DEVICE_TOKEN_AUDIENCE)
+        .setIssuedAt(issuedAt)
+        .setExpirationTime(issuedAt + expiresIn)
+        .setJti(tokenId)
+        .sign(keys[0]);
+      return { access, expiresIn, tokenId };
+    },
+    verify: async (token) => {
+      for (const key of keys) {
+        try {
+          const { payload } = await jwtVerify(token, key, {
+            algorithms: ['HS256'],
+            audience: DEVICE_TOKEN_AUDIENCE,
+            typ: DEVICE_TOKEN_TYPE,
+            requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+          });
+          if (payload.is_device !== true || typeof payload.entity_id !== 'string' || !payload.sub || !payload.jti || !payload.exp) {
+            return undefined;
+          }
+          return { deviceId: payload.sub, deviceResourceId: payload.entity_id, tokenId: payload.jti, expiresAt: payload.exp };
+        } catch {
+          // Try the next secret; a token no secret verifies is refused below.
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
+/** True when a bearer token claims to be a device token (header `typ`); says nothing about its validity. */
+export function looksLikeDeviceToken(token: string): boolean {
+  const header = token.split('.', 1)[0];
+  try {
+    const parsed = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { typ?: unknown };
+    // Compared as jose compares `typ` when it verifies: without case, and with an optional `application/`.
+    return typeof parsed.typ === 'string' && parsed.typ.toLowerCase().replace(/^application\//, '') === DEVICE_TOKEN_TYPE;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * What a device may write through `/graphql`: only Observations about itself. Every `ObservationCreate` and
+ * `ObservationUpdate` must name the device of the token in `device.identifier` (the configured system, the
+ * token's `sub`); the guard then links the Observation to the Device resource (`device.reference`). Any other
+ * mutation is forbidden; queries pass, since the device's AccessPolicy bounds what it reads.
+ *
+ * Each checked value is hoisted into a fresh variable (`$fhirgate_res_0: ObservationCreate!`) whose value is the
+ * checked, completed copy, so inline literals and variables end up the same way and nothing the guard did not
+ * see can reach Medplum. Runs on the output of `translateDocument`.
+ */
+import { Kind, print, valueFromASTUntyped, visit } from 'graphql';
+import type { ASTNode, ArgumentNode, DocumentNode, FragmentDefinitionNode, OperationDefinitionNode, ValueNode, VariableDefinitionNode } from 'graphql';
+import { AppError } from '../errors.ts';
+import { isJsonObject, variableValue, withVariable, type MedplumGraphqlRequest } from './graphql-request.ts';
+import { collectRootFields, fragmentsOf, mutationOperations, parseResourceWrite } from './mutation-fields.ts';
+
+/** The device behind a device token. */
+export interface DeviceCaller {
+  /** The token's `sub`: the device id, the value of the Device's identifier. */
+  readonly deviceId: string;
+  /** The token's `entity_id`: the id of the FHIR Device resource. */
+  readonly deviceResourceId: string;
+  /** The configured identifier system of devices. */
+  readonly identifierSystem: string;
+}
+
+const HOISTED_PREFIX = 'fhirgate_res_';
+
+/** Refuses writes a device may not make and returns the request with each Observation checked and linked. */
+export function guardDeviceWrites(request: MedplumGraphqlRequest, device: DeviceCaller): MedplumGraphqlRequest {
+  const fragments = fragmentsOf(request.document);
+  const takenNames = variableNamesIn(request.document);
+  const hoisted = new Map<ArgumentNode, string>();
+  const addedDefinitions = new Map<OperationDefinitionNode, VariableDefinitionNode[]>();
+  const replacedVariables = new Set<string>();
+  let variables = request.variables;
+
+  for (const operation of mutationOperations(request.document)) {
+    for (const { field, throughFragmentSpread } of collectRootFields(operation, fragments)) {
+      const fieldName = field.name.value;
+      if (fieldName === '__typename') {
+        continue;
+      }
+      if (throughFragmentSpread) {
+        throw forbidden('A device must write its mutations in the operation itself, not in a fragment.');
+      }
+      const write = parseResourceWrite(fieldName);
+      if (!write || write.resourceType !== 'Observation') {
+        throw forbidden(`A device may only create or update Observations; ${fieldName.slice(0, 64)} is not allowed.`);
+      }
+      const argument = field.arguments?.find((candidate) => candidate.name.value === 'res');
+      if (!argument) {
+        throw forbidden(`${fieldName}: the Observation must name this device in device.identifier.`);
+      }
+      const checked = checkObservation(resolveValue(argument.value, operation, variables), device, fieldName);
+      const name = freshName(takenNames);
+      variables = withVariable(variables, name, checked);
+      hoisted.set(argument, name);
+      addedDefinitions.set(operation, [...(addedDefinitions.get(operation) ?? []), hoistedDefinition(name, `${write.resourceType}Create`)]);
+      variableNamesIn(argument.value).forEach((name) => replacedVariables.add(name));
+    }
+  }
+  if (hoisted.size === 0) {
+    return request;
+  }
+
+  const edited = visit(request.document, {
+    OperationDefinition(node) {
+      const added = addedDefinitions.get(node);
+      return added ? { ...node, variableDefinitions: [...(node.variableDefinitions ?? []), ...added] } : undefined;
+    },
+    Argument(node) {
+      const name = hoisted.get(node);
+      return name ? { ...node, value: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } } } : undefined;
+    },
+  });
+  const document = dropUnusedDefinitions(edited, replacedVariables);
+  return { ...request, query: print(document), variables: withoutUndefined(variables, replacedVariables, document), document };
+}
+
+/** The value of a `res` argument as the engine would see it, as a plain deep copy. */
+function resolveValue(value: ValueNode, operation: OperationDefinitionNode, variables: Readonly<Record<string, unknown>>): unknown {
+  let resolved: unknown;
+  if (value.kind === Kind.VARIABLE) {
+    const name = value.name.value;
+    resolved = variableValue(variables, name);
+    const defaultValue = operation.variableDefinitions?.find((definition) => definition.variable.name.value === name)?.defaultValue;
+    if (resolved === undefined && defaultValue) {
+      resolved = valueFromASTUntyped(defaultValue);
+    }
+  } else {
+    // A null-prototype copy, so a nested `$__proto__` reads the variable and not Object.prototype
+    resolved = valueFromASTUntyped(value, Object.assign(Object.create(null) as Record<string, unknown>, variables));
+  }
+  return resolved === undefined ? undefined : structuredClone(resolved);
+}
+
+function checkObservation(value: unknown, device: DeviceCaller, fieldName: string): Record<string, unknown> {
+  const reference = isJsonObject(value) ? value.device : undefined;
+  const identifier = isJsonObject(reference) ? reference.identifier : undefined;
+  if (!isJsonObject(value) || !isJsonObject(reference) || !isJsonObject(identifier)) {
+    throw forbidden(`${fieldName}: the Observation must name this device in device.identifier (system and value).`);
+  }
+  if (identifier.system !== device.identifierSystem) {
+    throw forbidden(`${fieldName}: device.identifier.system must be this server's device identifier system (${device.identifierSystem}).`);
+  }
+  if (identifier.value !== device.deviceId) {
+    throw forbidden(`${fieldName}: device.identifier.value must be the device id of the access token.`);
+  }
+  return { resourceType: 'Observation', ...value, device: { ...reference, reference: `Device/${device.deviceResourceId}` } };
+}
+
+function hoistedDefinition(name: string, typeName: string): VariableDefinitionNode {
+  return {
+    kind: Kind.VARIABLE_DEFINITION,
+    variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } },
+    type: { kind: Kind.NON_NULL_TYPE, type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: typeName } } },
+  };
+}
+
+function freshName(taken: Set<string>): string {
+  let index = 0;
+  while (taken.has(`${HOISTED_PREFIX}${index}`)) {
+    index += 1;
+  }
+  const name = `${HOISTED_PREFIX}${index}`;
+  taken.add(name);
+  return name;
+}
+
+function variableNamesIn(node: ASTNode): Set<string> {
+  const names = new Set<string>();
+  visit(node, {
+    Variable(variable) {
+      names.add(variable.name.value);
+    },
+  });
+  return names;
+}
+
+/** Removes definitions of variables the hoisting left unused: GraphQL rejects an operation with an unused variable. */
+function dropUnusedDefinitions(document: DocumentNode, candidates: ReadonlySet<string>): DocumentNode {
+  if (candidates.size === 0) {
+    return document;
+  }
+  const fragments = fragmentsOf(document);
+  return {
+    ...document,
+    definitions: document.definitions.map((definition) => {
+      if (definition.kind !== Kind.OPERATION_DEFINITION || !definition.variableDefinitions) {
+        return definition;
+      }
+      const used = variablesUsedBy(definition, fragments);
+      const kept = definition.variableDefinitions.filter((variable) => used.has(variable.variable.name.value) || !candidates.has(variable.variable.name.value));
+      return kept.length === definition.variableDefinitions.length ? definition : { ...definition, variableDefinitions: kept };
+    }),
+  };
+}
+
+/** Drops the values of replaced variables no operation defines any more: only checked values go to Medplum. */
+function withoutUndefined(variables: Readonly<Record<string, unknown>>, candidates: ReadonlySet<string>, document: DocumentNode): Record<string, unknown> {
+  const defined = new Set<string>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.OPERATION_DEFINITION) {
+      definition.variableDefinitions?.forEach((variable) => defined.add(variable.variable.name.value));
+    }
+  }
+  return Object.fromEntries(Object.entries(variables).filter(([name]) => defined.has(name) || !candidates.has(name)));
+}
+
+function variablesUsedBy(operation: OperationDefinitionNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>): Set<string> {
+  const used = new Set<string>();
+  const spread = new Set<string>();
+  const pending = [operation.selectionSet];
+  for (let selectionSet = pending.pop(); selectionSet; selectionSet = pending.pop()) {
+    visit(selectionSet, {
+      Variable(node) {
+        used.add(node.name.value);
+      },
+      FragmentSpread(node) {
+        const fragment = fragments.get(node.name.value);
+        if (fragment && !spread.has(node.name.value)) {
+          spread.add(node.name.value);
+          pending.push(fragment.selectionSet);
+        }
+      },
+    });
+  }
+  return used;
+}
+
+function forbidden(message: string): AppError {
+  return new AppError('forbidden', message);
+}

@@ -1,0 +1,117 @@
+/**
+ * `POST /graphql`: the spec's device dialect (and Medplum's own) on Medplum's GraphQL engine, step by step:
+ *   1. read the body (one request; batching is off)            → 400
+ *   2. authenticate: a device token, or a user's Medplum token  → 401 / 403
+ *      (a device is also rate limited → 429, and must still be an active Device)
+ *   3. translate the document to Medplum's dialect, within fhirgate's limits
+ *   4. for a device: only Observation writes that name the device itself, linked to its Device → else FORBIDDEN
+ *   5. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors
+ * Errors are GraphQL errors with `extensions.code`; transport failures keep their HTTP status.
+ */
+import type { FhirRepository } from '@medplum/fhir-router';
+import { FhirRouter } from '@medplum/fhir-router';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { authenticateCaller } from '../chat/authenticate-caller.ts';
+import type { DeviceServices } from '../devices/device-services.ts';
+import { looksLikeDeviceToken } from '../devices/device-tokens.ts';
+import { AppError, toAppError } from '../errors.ts';
+import type { FhirgateHost } from '../host.ts';
+import { readBearerToken } from '../http/bearer-token.ts';
+import { guardDeviceWrites } from './device-write-guard.ts';
+import type { DocumentLimits } from './document-limits.ts';
+import { executeGraphql } from './execute-graphql.ts';
+import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-request.ts';
+import { renderGraphqlError } from './graphql-response.ts';
+import { translateDocument } from './translate-document.ts';
+
+/** What the route is built from. */
+export interface GraphqlRouteOptions {
+  readonly host: FhirgateHost;
+  /** Absent when `device_auth` is not configured: device tokens are then refused. */
+  readonly devices?: DeviceServices;
+  readonly limits: DocumentLimits;
+  readonly maxBodyBytes: number;
+}
+
+/** The route, mounted at the plugin's root. */
+export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
+  const router = express.Router();
+  const engine = new FhirRouter({ introspectionEnabled: options.limits.allowIntrospection === true });
+  router.post('/graphql', express.json({ limit: options.maxBodyBytes }), async (request, response) => {
+    const body = parseGraphqlRequestBody(request.body);
+    const { repo, prepare } = await authenticate(options, request);
+    let translated: MedplumGraphqlRequest;
+    try {
+      translated = prepare(translateDocument(body, options.limits));
+    } catch (error) {
+      // An error in the document itself (syntax, limits, a write the device may not make): 200 with errors, as
+      // GraphQL over HTTP asks for a well-formed request; nothing was executed.
+      response.json(renderGraphqlError(error));
+      return;
+    }
+    response.json(await executeGraphql(engine, repo, translated));
+  });
+  router.use('/graphql', renderError(options.host));
+  return router;
+}
+
+interface AuthenticatedGraphqlCaller {
+  readonly repo: FhirRepository;
+  /** What the caller's kind adds to a translated request: the device write guard, or nothing. */
+  readonly prepare: (request: MedplumGraphqlRequest) => MedplumGraphqlRequest;
+}
+
+async function authenticate(options: GraphqlRouteOptions, request: Request): Promise<AuthenticatedGraphqlCaller> {
+  const token = readBearerToken(request.headers);
+  if (!token || !looksLikeDeviceToken(token)) {
+    const caller = await authenticateCaller(options.host, request);
+    return { repo: caller.repo, prepare: (translated) => translated };
+  }
+  const devices = options.devices;
+  const claims = devices ? await devices.tokens.verify(token) : undefined;
+  if (!devices || !claims) {
+    throw new AppError('unauthenticated', 'Missing, invalid or expired device token.');
+  }
+  await devices.rateLimiter.consume(claims.deviceId);
+  const device = await devices.readDevice(claims.deviceResourceId);
+  const identifierSystem = devices.config.identifierSystem;
+  const stillNamed = device?.identifier?.some((identifier) => identifier.system === identifierSystem && identifier.value === claims.deviceId);
+  if (!device || device.status !== 'active' || !stillNamed) {
+    throw new AppError('unauthenticated', 'The device token is no longer valid: its Device is gone, renamed or not active.');
+  }
+  return {
+    repo: await devices.deviceRepo(claims.deviceResourceId),
+    prepare: (translated) =>
+      guardDeviceWrites(translated, { deviceId: claims.deviceId, deviceResourceId: claims.deviceResourceId, identifierSystem }),
+  };
+}
+
+// Failures before the document is looked at (the body, authentication, the rate limit) leave as GraphQL errors
+// with their HTTP status: 400, 401, 403, 413, 429.
+function renderError(host: FhirgateHost) {
+  return (thrown: unknown, _request: Request, response: Response, next: NextFunction): void => {
+    if (response.headersSent) {
+      next(thrown);
+      return;
+    }
+    const error = fromBodyParser(thrown) ?? toAppError(thrown);
+    if (error.status >= 500) {
+      host.logger?.error('GraphQL request failed', { code: error.code, cause: error.cause instanceof Error ? error.cause.name : undefined });
+    }
+    if (error.retryAfterSeconds !== undefined) {
+      response.setHeader('Retry-After', String(error.retryAfterSeconds));
+    }
+    response.status(error.status).json(renderGraphqlError(error));
+  };
+}
+
+function fromBodyParser(thrown: unknown): AppError | undefined {
+  const type = typeof thrown === 'object' && thrown !== null && 'type' in thrown ? (thrown as { type: unknown }).type : undefined;
+  if (type === 'entity.too.large') {
+    return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
+  }
+  if (type === 'entity.parse.failed') {
+    return new AppError('invalid_request', 'The request body is not valid JSON.');
+  }
+  return undefined;
+}

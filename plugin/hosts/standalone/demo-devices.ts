@@ -1,0 +1,65 @@
+/**
+ * Device authentication for the standalone host. `FHIRGATE_DEVICE_AUTH` names a JSON file holding the spec's
+ * `device_auth` object (secrets as `env:NAME` or `file:/path`). Without it, when the demo project is loaded, the
+ * demo device `demo-monitor-1` (a Device of the demo fixture) gets a key and the host a signing secret, both
+ * generated once into `<data dir>/secrets/` (mode 0600) and referenced as `file:`, never printed in logs.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DeviceAuthInput } from '../../devices/device-auth-config.ts';
+
+/** The demo device's id (its Device identifier value) and identifier system. */
+export const DEMO_DEVICE = { id: 'demo-monitor-1', identifierSystem: 'urn:fhirgate:demo:device' } as const;
+
+/** The `device_auth` of the standalone host, or undefined when devices are not configured. */
+export function readStandaloneDeviceAuth(options: {
+  readonly configFile?: string;
+  readonly dataDir: string;
+  /** The demo project's id, when the demo is loaded. */
+  readonly demoProjectId?: string;
+}): DeviceAuthInput | undefined {
+  if (options.configFile) {
+    try {
+      return JSON.parse(readFileSync(options.configFile, 'utf8')) as DeviceAuthInput;
+    } catch (error) {
+      throw new Error(`FHIRGATE_DEVICE_AUTH: cannot read ${options.configFile} as JSON (${(error as Error).message})`, { cause: error });
+    }
+  }
+  if (!options.demoProjectId) {
+    return undefined;
+  }
+  const { keyFile, secretFile } = ensureDemoSecrets(options.dataDir);
+  return {
+    valid_keys: { [DEMO_DEVICE.id]: `file:${keyFile}` },
+    jwt_secret: `file:${secretFile}`,
+    token_expiry_minutes: 60,
+    identifier_system: DEMO_DEVICE.identifierSystem,
+    project_id: options.demoProjectId,
+  };
+}
+
+/** The demo device's key (generated on first use), for `npm run -s token -- --device`. */
+export function readDemoDeviceKey(dataDir: string): string {
+  return readFileSync(ensureDemoSecrets(dataDir).keyFile, 'utf8').trim();
+}
+
+function ensureDemoSecrets(dataDir: string): { keyFile: string; secretFile: string } {
+  const folder = join(dataDir, 'secrets');
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  const keyFile = join(folder, `${DEMO_DEVICE.id}.key`);
+  const secretFile = join(folder, 'device-jwt-secret');
+  for (const [file, bytes] of [[keyFile, 24], [secretFile, 48]] as const) {
+    if (!existsSync(file)) {
+      try {
+        writeFileSync(file, `${randomBytes(bytes).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+      } catch (error) {
+        // Another process (the token command, a second instance) wrote it first: theirs is kept.
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw error;
+        }
+      }
+    }
+  }
+  return { keyFile, secretFile };
+}

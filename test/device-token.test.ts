@@ -1,0 +1,265 @@
+/**
+ * The device token exchange end to end: real HTTP to a standalone host, the spec's exact request and response,
+ * every refusal, the AuditEvents read back with MedplumClient, and the rate limit in memory and on Redis.
+ */
+import { randomUUID } from 'node:crypto';
+import { MedplumClient } from '@medplum/core';
+import type { AuditEvent, Device } from '@medplum/fhirtypes';
+import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import type { Redis } from 'ioredis';
+import { startTestHost, type TestHost } from './support/test-host.ts';
+import { connectTestRedis, describeWithRedis } from './support/redis.ts';
+import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
+import type { DeviceAuthInput } from '../plugin/devices/device-auth-config.ts';
+
+const SYSTEM = 'urn:example:devices';
+const JWT_SECRET = 'test-device-signing-secret-0123456789abcdef';
+const MONITOR_KEY = 'Monitor-Key-1111-aaaa';
+
+function deviceAuth(project: SeededProject, overrides: Partial<DeviceAuthInput> = {}): DeviceAuthInput {
+  return {
+    valid_keys: {
+      'monitor-1': `env:FHIRGATE_TEST_MONITOR_KEY`,
+      'monitor-2': ['old-key-2222', 'new-key-2222'],
+      'pump-off': 'pump-key-3333',
+      'scale-new': 'scale-key-4444',
+    },
+    jwt_secret: JWT_SECRET,
+    token_expiry_minutes: 60,
+    identifier_system: SYSTEM,
+    project_id: project.projectId,
+    ...overrides,
+  };
+}
+
+// Keys may come from the environment (`env:NAME`), as the spec expects of secrets.
+beforeAll(() => {
+  process.env.FHIRGATE_TEST_MONITOR_KEY = MONITOR_KEY;
+});
+
+afterAll(() => {
+  delete process.env.FHIRGATE_TEST_MONITOR_KEY;
+});
+
+async function exchange(host: TestHost, body: unknown, raw?: string): Promise<{ status: number; body: any; headers: Headers }> {
+  const response = await fetch(`${host.url}account/api/token/device/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: raw ?? JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json(), headers: response.headers };
+}
+
+describe('POST /account/api/token/device/', () => {
+  let host: TestHost;
+  let medplum: MedplumClient;
+  let devices: Record<string, Device>;
+
+  beforeAll(async () => {
+    host = await startTestHost({
+      pluginFor: (project) => ({
+        device_auth: deviceAuth(project),
+        // A chat provider that is never reached: device tokens are refused before any call.
+        llm: { providers: { openai: { kind: 'openai', apiKey: 'sk-unused', baseUrl: 'http://127.0.0.1:9/v1', models: ['gpt-4o-mini'] } }, defaultModel: 'openai/gpt-4o-mini' },
+      }),
+    });
+    const project = host.project as SeededProject;
+    const repo = await host.standalone.host.getSystemRepo(project.projectId);
+    const create = (id: string, status: Device['status'], identifiers = [{ system: SYSTEM, value: id }]) =>
+      repo.createResource<Device>({ resourceType: 'Device', status, identifier: identifiers });
+    devices = {
+      'monitor-1': await create('monitor-1', 'active', [{ system: 'urn:example:serial', value: 'SN-1' }, { system: SYSTEM, value: 'monitor-1' }]),
+      'monitor-2': await create('monitor-2', 'active'),
+      'pump-off': await create('pump-off', 'inactive'),
+    };
+    medplum = new MedplumClient({ baseUrl: host.url, fetch });
+    await medplum.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+  });
+
+  afterAll(async () => {
+    await host.close();
+  });
+
+  async function auditEvents(): Promise<AuditEvent[]> {
+    return medplum.searchResources('AuditEvent', { _count: '1000', _sort: '-_lastUpdated' }, { cache: 'no-cache' });
+  }
+
+  test("the spec's request gets a 200 with an HS256 token carrying the spec's claims, and the issuance is audited", async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const { status, body, headers } = await exchange(host, { device_id: 'monitor-1', api_key: MONITOR_KEY });
+
+    expect(status).toBe(200);
+    expect(Object.keys(body).sort()).toEqual(['access', 'expires_in']);
+    expect(body.expires_in).toBe(3600);
+    expect(body.access.split('.')).toHaveLength(3);
+    expect(headers.get('cache-control')).toBe('no-store');
+    expect(decodeProtectedHeader(body.access)).toEqual({ alg: 'HS256', typ: 'device+jwt' });
+    const { payload } = await jwtVerify(body.access, new TextEncoder().encode(JWT_SECRET), { algorithms: ['HS256'] });
+    expect(payload).toMatchObject({ sub: 'monitor-1', entity_id: devices['monitor-1'].id, is_device: true, aud: 'urn:fhirgate:device' });
+    expect(payload.exp).toBeGreaterThanOrEqual(before + 3600);
+    expect(payload.exp).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 3600);
+    expect(typeof payload.jti).toBe('string');
+
+    const issued = (await auditEvents()).find((event) => event.entity?.[0]?.detail?.[0]?.valueString === payload.jti);
+    expect(issued).toMatchObject({
+      type: { code: '110114' },
+      subtype: [{ code: '110122' }],
+      outcome: '0',
+      agent: [{ who: { reference: `Device/${devices['monitor-1'].id}` }, requestor: true, network: { type: '2' } }],
+      entity: [{ what: { reference: `Device/${devices['monitor-1'].id}` } }],
+    });
+    expect(issued?.agent?.[0]?.network?.address).toMatch(/127\.0\.0\.1/);
+    expect(JSON.stringify(issued)).not.toContain(MONITOR_KEY);
+    expect(JSON.stringify(issued)).not.toContain(body.access);
+  });
+
+  test('an unknown device and a wrong key get the same 403 body; both are audited with their reason, never the key', async () => {
+    const wrongKey = await exchange(host, { device_id: 'monitor-1', api_key: 'monitor-key-1111-AAAA' });
+    const unknown = await exchange(host, { device_id: 'intruder-9', api_key: MONITOR_KEY });
+
+    expect(wrongKey.status).toBe(403);
+    expect(unknown.status).toBe(403);
+    expect(wrongKey.body).toEqual(unknown.body);
+    expect(wrongKey.body.error).toMatchObject({ message: expect.any(String), type: 'permission_error', code: 'forbidden' });
+
+    const events = await auditEvents();
+    const reasons = events.filter((event) => event.outcome === '4').map((event) => event.entity?.[0]?.detail?.[0]?.valueString);
+    expect(reasons).toEqual(expect.arrayContaining(['wrong_key', 'unknown_device']));
+    const refusedUnknown = events.find((event) => event.entity?.[0]?.detail?.[0]?.valueString === 'unknown_device');
+    expect(refusedUnknown?.agent?.[0]?.who).toMatchObject({ identifier: { system: SYSTEM, value: 'intruder-9' } });
+    expect(JSON.stringify(events)).not.toContain('monitor-key-1111-AAAA');
+    expect(JSON.stringify(events)).not.toContain(MONITOR_KEY);
+  });
+
+  test.each([
+    ['a key in another case', 'MONITOR-KEY-1111-AAAA'],
+    ['a shorter key', 'Monitor'],
+    ['a much longer key', `${MONITOR_KEY}${'x'.repeat(3000)}`],
+    ['a one-character key', 'M'],
+  ])('%s is a 403, never a 500', async (_name, apiKey) => {
+    const { status, body } = await exchange(host, { device_id: 'monitor-1', api_key: apiKey });
+    expect(status).toBe(403);
+    expect(body.error.code).toBe('forbidden');
+  });
+
+  test('both keys of a device in rotation work, and an inactive Device gets 403 with a valid key', async () => {
+    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222' })).status).toBe(200);
+    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'new-key-2222' })).status).toBe(200);
+
+    const inactive = await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333' });
+    expect(inactive.status).toBe(403);
+    expect(inactive.body.error.message).toContain('not active');
+    const event = (await auditEvents()).find((candidate) => candidate.entity?.[0]?.detail?.[0]?.valueString === 'inactive_device');
+    expect(event?.agent?.[0]?.who?.reference).toBe(`Device/${devices['pump-off'].id}`);
+  });
+
+  test('a device with a valid key but no Device resource is refused when auto-registration is off', async () => {
+    const { status, body } = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+    expect(status).toBe(403);
+    expect(body.error.code).toBe('forbidden');
+  });
+
+  test.each([
+    ['no body fields', {}, undefined],
+    ['no api_key', { device_id: 'monitor-1' }, undefined],
+    ['a numeric device_id', { device_id: 42, api_key: MONITOR_KEY }, undefined],
+    ['an empty api_key', { device_id: 'monitor-1', api_key: '' }, undefined],
+    ['a JSON array', [{ device_id: 'monitor-1', api_key: MONITOR_KEY }], undefined],
+    ['malformed JSON', undefined, '{"device_id": "monitor-1", "api_key": '],
+  ])('%s is a 400 with the error body', async (_name, body, raw) => {
+    const response = await exchange(host, body, raw);
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatchObject({ message: expect.any(String), type: 'invalid_request_error', code: 'invalid_request' });
+  });
+
+  test('a device token is refused on the chat routes (401), and on the FHIR API', async () => {
+    const { body } = await exchange(host, { device_id: 'monitor-1', api_key: MONITOR_KEY });
+    const headers = { Authorization: `Bearer ${body.access}`, 'X-Project-ID': host.project?.projectId ?? '', 'Content-Type': 'application/json' };
+
+    const models = await fetch(`${host.url}v1/models`, { headers });
+    expect(models.status).toBe(401);
+    const chat = await fetch(`${host.url}v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(chat.status).toBe(401);
+    expect(((await chat.json()) as { error: { code: string } }).error.code).toBe('unauthenticated');
+    const fhir = await fetch(`${host.url}fhir/R4/Device`, { headers });
+    expect(fhir.status).toBe(401);
+  });
+});
+
+describe('device auto-registration', () => {
+  test('the first valid exchange of a device without a Device registers an active one, once', async () => {
+    const host = await startTestHost({
+      pluginFor: (project) => ({ device_auth: { ...deviceAuth(project), auto_register: true, manufacturer: 'Acme Medical' } }),
+    });
+    try {
+      const first = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+      const second = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+      expect(first.status).toBe(200);
+      expect(second.status).toBe(200);
+      expect(decodeJwt(first.body.access).entity_id).toBe(decodeJwt(second.body.access).entity_id);
+
+      const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
+      const registered = await repo.searchResources<Device>({ resourceType: 'Device', filters: [{ code: 'identifier', operator: 'eq', value: `${SYSTEM}|scale-new` }] });
+      expect(registered).toHaveLength(1);
+      expect(registered[0]).toMatchObject({ id: decodeJwt(first.body.access).entity_id, status: 'active', identifier: [{ system: SYSTEM, value: 'scale-new' }] });
+      expect(registered[0].deviceName?.[0]?.name).toBe('Acme Medical');
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describe('device rate limit in memory', () => {
+  test('over the per-device limit is a 429 with Retry-After; another device is not affected', async () => {
+    const host = await startTestHost({ pluginFor: (project) => ({ device_auth: { ...deviceAuth(project), rate_limit_per_second: 3 } }) });
+    try {
+      const statuses = await Promise.all(Array.from({ length: 5 }, () => exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222' })));
+      const limited = statuses.filter((response) => response.status === 429);
+      expect(limited).toHaveLength(2);
+      expect(Number(limited[0].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(limited[0].body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+      expect((await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333' })).status).toBe(403);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+describeWithRedis('device rate limit on Redis', () => {
+  let redisA: Redis;
+  let redisB: Redis;
+
+  beforeAll(() => {
+    redisA = connectTestRedis();
+    redisB = connectTestRedis();
+  });
+
+  afterAll(async () => {
+    await Promise.all([redisA.quit(), redisB.quit()]);
+  });
+
+  test('two plugin instances sharing one Redis share the limit of a device', async () => {
+    const deviceId = `shared-${randomUUID().slice(0, 8)}`;
+    const options = (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555' }, rate_limit_per_second: 4 } });
+    const first = await startTestHost({ pluginFor: options, redis: redisA });
+    const second = await startTestHost({ pluginFor: options, redis: redisB });
+    try {
+      // Wrong keys: the limit counts every request of the device, before the key is checked.
+      const body = { device_id: deviceId, api_key: 'wrong' };
+      const responses = await Promise.all([
+        exchange(first, body),
+        exchange(second, body),
+        exchange(first, body),
+        exchange(second, body),
+        exchange(first, body),
+        exchange(second, body),
+      ]);
+      const statuses = responses.map((response) => response.status).sort();
+      expect(statuses.filter((status) => status === 403)).toHaveLength(4);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(2);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * Tests that need a real Redis read REDIS_URL (`.ci/run` sets it). Without it they are skipped with a visible
+ * notice, so `npm test` passes on a fresh machine.
+ */
+import { describe } from '@jest/globals';
+import { Redis } from 'ioredis';
+
+/** `describe` when REDIS_URL is set; otherwise a skipped block and a notice saying why. */
+export function describeWithRedis(name: string, body: () => void): void {
+  if (process.env.REDIS_URL) {
+    describe(name, body);
+    return;
+  }
+  console.warn(`Skipping "${name}": set REDIS_URL (e.g. redis://127.0.0.1:6379) to run the tests that need Redis.`);
+  describe.skip(name, body);
+}
+
+/** A new client on REDIS_URL; the test closes it with `quit()`. */
+export function connectTestRedis(): Redis {
+  const url = process.env.REDIS_URL;
+  if (!url) {
+    throw new Error('REDIS_URL is not set');
+  }
+  return new Redis(url, { maxRetriesPerRequest: 1 });
+}
