@@ -121,3 +121,11 @@ function isPathSegment(value: unknown): value is string | number {
 function truncate(text: string): string {
   return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text;
 }
+
+/**
+ * Builds Medplum's GraphQL schema now rather than on the first request (it takes seconds, once per process, and
+ * blocks the event loop meanwhile). Hosts call it at start-up, before they take traffic.
+ */
+export async function warmUpGraphqlSchema(router: FhirRouter, repo: FhirRepository): Promise<void> {
+  await executeGraphql(router, repo, { query: '{ __typename }' });
+}

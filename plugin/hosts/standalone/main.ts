@@ -12,6 +12,8 @@ import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
 import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
 import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
 import { Redis } from 'ioredis';
+import { FhirRouter } from '@medplum/fhir-router';
+import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
@@ -38,6 +40,8 @@ const standalone = await createStandaloneHost({
   redis,
   plugin: { llm: configuredLlm ?? demoProvider?.llm, device_auth: deviceAuth },
 });
+// Medplum builds its GraphQL schema on first use; pay for it before the first device waits for it.
+await warmUpGraphqlSchema(new FhirRouter(), store);
 const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: false }) : undefined;
 const { url } = await standalone.listen(config.port, config.hostname);
 
