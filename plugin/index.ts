@@ -19,6 +19,8 @@ import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 export type { CallerContext, FhirgateHost, HostLogger } from './host.ts';
 export { AppError, type AppErrorCode } from './errors.ts';
 export type { FhirgateOptions, FhirgateOptionsInput } from './options.ts';
+export { createMedplumServerHost, mountFhirgate, type MedplumServerFunctions } from './hosts/medplum-server.ts';
+export { readProviderConfigFromEnvironment } from './llm/provider-config.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
