@@ -7,6 +7,7 @@ import type { AccessPolicy, Communication, Reference } from '@medplum/fhirtypes'
 import OpenAI from 'openai';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { waitFor } from './support/wait-for.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { DEFAULT_CATEGORY_SYSTEM, EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 
@@ -330,17 +331,3 @@ describe('chat gateway', () => {
     expect(models.data[0]).toMatchObject({ object: 'model', owned_by: 'fhirgate' });
   });
 });
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) {
-      return value;
-    }
-    if (Date.now() > deadline) {
-      throw new Error('Timed out waiting');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}

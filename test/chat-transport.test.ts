@@ -9,6 +9,7 @@ import { MedplumClient } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { waitFor } from './support/wait-for.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 
 const MODEL = 'openai/gpt-4o-mini';
@@ -309,18 +310,4 @@ async function waitForStable(read: () => number, stableMs: number, timeoutMs = 5
     }
   }
   return value;
-}
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) {
-      return value;
-    }
-    if (Date.now() > deadline) {
-      throw new Error('Timed out waiting');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }

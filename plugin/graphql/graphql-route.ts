@@ -17,6 +17,7 @@ import { looksLikeDeviceToken } from '../devices/device-tokens.ts';
 import { AppError, toAppError } from '../errors.ts';
 import type { FhirgateHost } from '../host.ts';
 import { readBearerToken } from '../http/bearer-token.ts';
+import { fromBodyParserError } from '../http/openai-error-response.ts';
 import { guardDeviceWrites } from './device-write-guard.ts';
 import type { DocumentLimits } from './document-limits.ts';
 import { executeGraphql } from './execute-graphql.ts';
@@ -94,7 +95,7 @@ function renderError(host: FhirgateHost) {
       next(thrown);
       return;
     }
-    const error = fromBodyParser(thrown) ?? toAppError(thrown);
+    const error = toAppError(fromBodyParserError(thrown) ?? thrown);
     if (error.status >= 500) {
       host.logger?.error('GraphQL request failed', { code: error.code, cause: error.cause instanceof Error ? error.cause.name : undefined });
     }
@@ -103,15 +104,4 @@ function renderError(host: FhirgateHost) {
     }
     response.status(error.status).json(renderGraphqlError(error));
   };
-}
-
-function fromBodyParser(thrown: unknown): AppError | undefined {
-  const type = typeof thrown === 'object' && thrown !== null && 'type' in thrown ? (thrown as { type: unknown }).type : undefined;
-  if (type === 'entity.too.large') {
-    return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
-  }
-  if (type === 'entity.parse.failed') {
-    return new AppError('invalid_request', 'The request body is not valid JSON.');
-  }
-  return undefined;
 }

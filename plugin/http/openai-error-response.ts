@@ -53,7 +53,7 @@ export function createOpenAiErrorHandler(logger: HostLogger | undefined) {
 }
 
 /** Maps the errors of Express's body parser (malformed JSON, oversized body) onto AppErrors. */
-function fromBodyParserError(thrown: unknown): AppError | undefined {
+export function fromBodyParserError(thrown: unknown): AppError | undefined {
   if (typeof thrown !== 'object' || thrown === null || !('type' in thrown)) {
     return undefined;
   }

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/gl
 import { REDACTED, startLlmEmulator } from '../../test/emulator/index.ts';
 import type { LlmEmulator } from '../../test/emulator/index.ts';
 import { createAnthropicChatModel } from './anthropic-chat-model.ts';
-import { CONVERSATION, TEST_API_KEY, collectStream, describeChatModelContract } from './chat-model-contract.ts';
+import { CONVERSATION, TEST_API_KEY, collectStream, createTestRequest, describeChatModelContract } from './chat-model-contract.ts';
 import type { ChatModel, ChatModelRequest } from './chat-model.ts';
 
 let emulator: LlmEmulator;
@@ -24,14 +24,7 @@ function createModel(): ChatModel {
 }
 
 function createRequest(overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
-  return {
-    model: 'claude-test',
-    messages: CONVERSATION,
-    maxTokens: 100,
-    extra: {},
-    signal: new AbortController().signal,
-    ...overrides,
-  };
+  return createTestRequest('claude-test', overrides);
 }
 
 describe('Anthropic', () => {

@@ -109,18 +109,16 @@ export function expectNoSecrets(error: AppError): void {
 }
 
 /** Registers the contract's tests in the current describe block. */
+/** A request to `model` with the test conversation; `overrides` replace any field. */
+export function createTestRequest(model: string, overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
+  return { model, messages: CONVERSATION, maxTokens: 100, extra: {}, signal: new AbortController().signal, ...overrides };
+}
+
 export function describeChatModelContract(contract: ChatModelContract): void {
   const createModel = (timeoutMs = 5000): ChatModel =>
     contract.createModel({ baseUrl: contract.emulator().url, apiKey: TEST_API_KEY, timeoutMs });
-  const createRequest = (overrides: Partial<ChatModelRequest> = {}): ChatModelRequest => ({
-    model: contract.model,
-    messages: CONVERSATION,
-    maxTokens: 100,
-    temperature: 0.3,
-    extra: {},
-    signal: new AbortController().signal,
-    ...overrides,
-  });
+  const createRequest = (overrides: Partial<ChatModelRequest> = {}): ChatModelRequest =>
+    createTestRequest(contract.model, { temperature: 0.3, ...overrides });
   const expectedUsage = {
     promptTokens: countPromptTokens(CONVERSATION),
     completionTokens: countTokens(EXPECTED_REPLY),

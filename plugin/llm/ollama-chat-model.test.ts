@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { REDACTED, startLlmEmulator } from '../../test/emulator/index.ts';
 import type { LlmEmulator } from '../../test/emulator/index.ts';
-import { CONVERSATION, TEST_API_KEY, collectStream, describeChatModelContract } from './chat-model-contract.ts';
+import { CONVERSATION, TEST_API_KEY, collectStream, createTestRequest, describeChatModelContract } from './chat-model-contract.ts';
 import type { ChatModelRequest } from './chat-model.ts';
 import { createOllamaChatModel } from './ollama-chat-model.ts';
 
@@ -20,14 +20,7 @@ afterAll(async () => {
 });
 
 function createRequest(overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
-  return {
-    model: 'llama3.2:3b',
-    messages: CONVERSATION,
-    maxTokens: 100,
-    extra: {},
-    signal: new AbortController().signal,
-    ...overrides,
-  };
+  return createTestRequest('llama3.2:3b', overrides);
 }
 
 function readOptions(body: Record<string, unknown>): Record<string, unknown> {
