@@ -6,5 +6,8 @@ export default {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2023' }, module: { type: 'es6' } }],
   },
   testMatch: ['<rootDir>/{plugin,bots,test}/**/*.test.ts'],
+  // dist/ is the build output (`npm run build`): its compiled copies must neither run as tests nor shadow modules.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/'],
+  modulePathIgnorePatterns: ['<rootDir>/dist/'],
   testTimeout: 30000,
 };

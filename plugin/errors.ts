@@ -17,6 +17,7 @@ export type AppErrorCode =
   | 'upstream_error'
   | 'upstream_timeout'
   | 'not_configured'
+  | 'unavailable'
   | 'internal_error';
 
 /** HTTP status for each error code: the one table every surface uses. */
@@ -31,6 +32,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   upstream_error: 502,
   upstream_timeout: 504,
   not_configured: 503,
+  unavailable: 503,
   internal_error: 500,
 };
 

@@ -47,4 +47,7 @@ export interface FhirgateHost {
   readonly redis?: Redis;
 
   readonly logger?: HostLogger;
+
+  /** The server's id for this request (Medplum's request context has one), so fhirgate's logs match the server's. */
+  requestIdOf?(request: Request): string | undefined;
 }

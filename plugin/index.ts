@@ -3,7 +3,7 @@
  * serving the spec's routes (`/v1/...`, `/account/api/token/device/`, `/graphql`); everything it needs from the
  * server comes through `host`.
  */
-import express, { type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import { AgentDevices } from './chat/agent-device.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
@@ -13,28 +13,63 @@ import { createDeviceTokenRoute } from './devices/device-token-route.ts';
 import { createGraphqlRoute } from './graphql/graphql-route.ts';
 import { createModelRegistry } from './llm/model-registry.ts';
 import type { FhirgateHost } from './host.ts';
-import { createOpenAiErrorHandler } from './http/openai-error-response.ts';
+import { createOpenAiErrorHandler, sendOpenAiError } from './http/openai-error-response.ts';
+import { renderGraphqlError } from './graphql/graphql-response.ts';
 import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
+import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
+import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
+import { createTelemetry } from './telemetry/telemetry.ts';
+import { FHIRGATE_VERSION } from './version.ts';
 
 export type { CallerContext, FhirgateHost, HostLogger } from './host.ts';
 export { AppError, type AppErrorCode } from './errors.ts';
 export type { FhirgateOptions, FhirgateOptionsInput } from './options.ts';
 export { createMedplumServerHost, mountFhirgate, type MedplumServerFunctions } from './hosts/medplum-server.ts';
 export { readProviderConfigFromEnvironment } from './llm/provider-config.ts';
+export { FHIRGATE_VERSION } from './version.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
 
 /** The mounted plugin: an Express router, plus a hook the server calls when it shuts down. */
 export type FhirgatePlugin = Router & {
-  /** Releases what the plugin holds (timers, connections); in-flight requests are the server's to drain. */
-  close(): Promise<void>;
+  /**
+   * Call when the server shuts down, after it stopped accepting connections. From then on fhirgate's routes
+   * answer 503; chat turns in flight get `graceMs` (default: the `shutdownGraceMs` option) to finish, then the
+   * rest are stopped: each reply is recorded as `stopped` with the text delivered so far and its client is told.
+   * Resolves once every reply is on record.
+   */
+  close(options?: { readonly graceMs?: number }): Promise<void>;
 };
+
+/** A request that arrives while the plugin closes: 503 in its surface's error shape, and the connection closes. */
+function refuseWhileClosing(route: string, response: Response): void {
+  const error = shuttingDownError();
+  response.setHeader('Connection', 'close');
+  if (route === '/graphql') {
+    response.setHeader('Retry-After', String(error.retryAfterSeconds));
+    response.status(error.status).json(renderGraphqlError(error));
+    return;
+  }
+  sendOpenAiError(response, error);
+}
 
 /** Creates the plugin router for a server; options are validated here, once. */
 export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateOptionsInput = {}): FhirgatePlugin {
   const options = parseFhirgateOptions(optionsInput);
+  const telemetry = createTelemetry(FHIRGATE_VERSION);
+  const inFlight = new InFlightTurns();
+  let closing = false;
   const router = express.Router();
+  router.use(createRequestTelemetry(telemetry, host.logger, host.requestIdOf));
+  router.use((request, response, next) => {
+    const route = closing ? routeOf(request.path) : undefined;
+    if (route) {
+      refuseWhileClosing(route, response);
+      return;
+    }
+    next();
+  });
   const v1 = express.Router();
   v1.use(express.json({ limit: options.maxBodyBytes }));
   if (options.llm) {
@@ -45,6 +80,8 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       categorySystem: options.categorySystem,
       history: options.history,
       defaultMaxTokens: options.llm.maxTokens,
+      telemetry,
+      inFlight,
     };
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {
@@ -56,16 +93,22 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   v1.use(createOpenAiErrorHandler(host.logger));
   router.use('/v1', v1);
 
-  const devices = options.device_auth ? createDeviceServices(host, options.device_auth) : undefined;
+  const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry) : undefined;
   const deviceToken = express.Router();
   deviceToken.use(express.json({ limit: DEVICE_TOKEN_BODY_LIMIT }));
   if (devices) {
-    deviceToken.use(createDeviceTokenRoute(devices, host.logger));
+    deviceToken.use(createDeviceTokenRoute(devices, telemetry, host.logger));
   } else {
     deviceToken.post('/', (_request, _response, next) => next(new AppError('not_configured', 'Device authentication is not configured on this server.')));
   }
   deviceToken.use(createOpenAiErrorHandler(host.logger));
   router.use('/account/api/token/device', deviceToken);
   router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, maxBodyBytes: options.maxBodyBytes }));
-  return Object.assign(router, { close: async (): Promise<void> => undefined });
+  return Object.assign(router, {
+    close: async ({ graceMs = options.shutdownGraceMs }: { readonly graceMs?: number } = {}): Promise<void> => {
+      closing = true;
+      const { stopped } = await inFlight.drain(graceMs);
+      host.logger?.info('fhirgate closed', { stoppedTurns: stopped });
+    },
+  });
 }

@@ -24,6 +24,8 @@ export const fhirgateOptionsSchema = z
     operatorName: z.string().min(1).default('fhirgate'),
     /** Name of the AI agent's Device, the sender of every reply. */
     agentDeviceName: z.string().min(1).default('fhirgate AI agent'),
+    /** At shutdown (`plugin.close()`), how long chat turns in flight may run on before they are stopped. */
+    shutdownGraceMs: z.number().int().min(0).default(10_000),
     /** History sent with a continued conversation: the newest messages within both limits. */
     history: z
       .object({

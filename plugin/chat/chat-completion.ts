@@ -15,7 +15,10 @@ import type { Request, Response } from 'express';
 import { AppError } from '../errors.ts';
 import type { FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
-import type { ModelRegistry } from '../llm/model-registry.ts';
+import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
+import { annotateRequest } from '../telemetry/request-telemetry.ts';
+import { observeChatModel } from '../telemetry/observe-chat-model.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest } from './chat-request.ts';
@@ -25,6 +28,7 @@ import { buildConversationRoot, buildPrompt, type CommunicationParty, type Conve
 import { loadHistory, readConversationRoot, type ConversationHistory, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
+import type { InFlightTurns } from './in-flight-turns.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -35,13 +39,17 @@ export interface ChatServices {
   readonly history: HistoryLimits;
   /** Reply length when the request gives no `max_tokens`. */
   readonly defaultMaxTokens: number;
+  readonly telemetry: Telemetry;
+  /** Turns running now, drained by the plugin's close hook. */
+  readonly inFlight: InFlightTurns;
 }
 
 /** Handles one chat completion request. */
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
   const caller = await authenticateCaller(services.host, request);
   const chat = parseChatRequest(request.body);
-  const target = modelCatalogFor(services.models, caller.project).resolve(chat.model);
+  const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
+  annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
   const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;
   const subject = await resolveSubject(caller.repo, chat.patientId, root);
   const parties: ConversationParties = {
@@ -51,29 +59,56 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
     subject,
   };
 
-  const { rootId, promptId } = await recordPrompt(caller.repo, parties, chat, root);
-  const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
+  // Registered before anything is stored: a server that is shutting down refuses the turn with nothing written.
+  const controller = services.inFlight.begin();
+  try {
+    const { rootId, promptId } = await recordPrompt(caller.repo, parties, chat, root);
+    annotateRequest(response, { conversationId: rootId, promptId });
+    const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
+    const turn: ChatTurn = {
+      repo: caller.repo,
+      chat,
+      target,
+      parties,
+      rootId,
+      promptId,
+      replyId: caller.repo.generateId(),
+      history,
+      controller,
+      completionId: `chatcmpl-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      modelRequest: {
+        model: target.modelName,
+        messages: modelMessages(chat, history),
+        maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
+        temperature: chat.temperature,
+        extra: chat.extra,
+      },
+    };
+    await deliver(services, turn, response);
+  } finally {
+    services.inFlight.end(controller);
+  }
+}
 
-  const turn: ChatTurn = {
-    repo: caller.repo,
-    chat,
-    target,
-    parties,
-    rootId,
-    promptId,
-    replyId: caller.repo.generateId(),
-    history,
-    completionId: `chatcmpl-${randomUUID()}`,
-    created: Math.floor(Date.now() / 1000),
-    modelRequest: {
-      model: target.modelName,
-      messages: modelMessages(chat, history),
-      maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
-      temperature: chat.temperature,
-      extra: chat.extra,
-    },
-  };
-  await (chat.stream ? deliverStream(turn, response) : deliverJson(turn, response));
+/** Steps 4–6, JSON or streamed; an open stream counts in the active-streams gauge. */
+async function deliver(services: ChatServices, turn: ChatTurn, response: Response): Promise<void> {
+  annotateRequest(response, { replyId: turn.replyId });
+  if (!turn.chat.stream) {
+    await deliverJson(turn, response);
+    return;
+  }
+  services.telemetry.activeStreams.add(1);
+  try {
+    await deliverStream(turn, response);
+  } finally {
+    services.telemetry.activeStreams.add(-1);
+  }
+}
+
+/** The resolved model, its provider calls measured and traced. */
+function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string): ResolvedModel {
+  return { ...target, model: observeChatModel(target.model, telemetry, { projectId, modelName: target.modelName }) };
 }
 
 /**

@@ -25,6 +25,8 @@ export interface ChatTurn {
   /** Unix seconds. */
   readonly created: number;
   readonly modelRequest: Omit<ChatModelRequest, 'signal'>;
+  /** Cancels the provider call: aborted when the client leaves, or when the server shuts down (`isShutdownAbort`). */
+  readonly controller: AbortController;
 }
 
 /** How a reply ended, for its record. */

@@ -2,14 +2,16 @@ import type { Response } from 'express';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { toAppError } from '../errors.ts';
 import { recordReply, toWireUsage, type ChatTurn } from './chat-turn.ts';
+import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 
 /**
  * Steps 4–6 for a non-streaming request. The reply's record is written before the response is sent, so the
  * `communication_id` a client receives can be read at once. A provider failure leaves a `not-done` reply and
- * reaches the client as an error; a client that leaves first gets a `stopped` reply.
+ * reaches the client as an error; a client that leaves first gets a `stopped` reply, and so does a turn the server
+ * stops while shutting down (its client gets 503).
  */
 export async function deliverJson(turn: ChatTurn, response: Response): Promise<void> {
-  const controller = new AbortController();
+  const { controller } = turn;
   const abortOnClose = (): void => {
     if (!response.writableFinished) {
       controller.abort();
@@ -30,6 +32,10 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
       communication_id: turn.replyId,
     });
   } catch (error) {
+    if (isShutdownAbort(controller.signal)) {
+      await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });
+      throw shuttingDownError();
+    }
     if (isAbortError(error) || controller.signal.aborted) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
       return;

@@ -5,6 +5,7 @@ import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { recordReply, toWireUsage, type ChatTurn } from './chat-turn.ts';
 import { SseWriter } from './sse-writer.ts';
+import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 
 /**
  * Steps 4–6 for a streaming request, framed as the spec says: a first chunk with `delta.role`, content chunks,
@@ -12,11 +13,12 @@ import { SseWriter } from './sse-writer.ts';
  * all content is delivered and before that last chunk, so a client that sees the end can read the record.
  * Failures before the first byte are plain HTTP errors; after it, an in-band error event, then the end — never
  * a silent close. A client that leaves mid-stream cancels the provider call and leaves a `stopped` reply with
- * the text delivered so far.
+ * the text delivered so far. A turn the server stops while shutting down is recorded `stopped` as well; its
+ * client gets an in-band `unavailable` error event (or a 503 before the first byte).
  */
 export async function deliverStream(turn: ChatTurn, response: Response): Promise<void> {
-  const sse = new SseWriter(response);
-  const controller = new AbortController();
+  const { controller } = turn;
+  const sse = new SseWriter(response, controller.signal);
   const abortOnClose = (): void => {
     if (!response.writableFinished) {
       controller.abort();
@@ -55,6 +57,14 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     }
     await startStream();
   } catch (error) {
+    if (isShutdownAbort(controller.signal) && !response.destroyed) {
+      await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The server shut down before the reply finished.' });
+      if (!sse.started) {
+        throw shuttingDownError();
+      }
+      await sendInBandError(sse, toOpenAiErrorBody(shuttingDownError()));
+      return;
+    }
     if (isAbortError(error) || controller.signal.aborted || response.destroyed) {
       await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The client closed the stream.' });
       return;

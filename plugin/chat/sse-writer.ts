@@ -3,14 +3,17 @@ import type { Response } from 'express';
 /**
  * Writes Server-Sent Events as the spec frames them: every event a `data: <json>` line and a blank line.
  * Headers go out with the first event, so a failure before it is still a normal HTTP error. Writes wait for
- * the socket to drain (back-pressure), and fail once the client has gone.
+ * the socket to drain (back-pressure), and fail once the client has gone. Once `signal` is aborted (the turn is
+ * stopped), writes no longer wait: the last events are buffered and the stream ends.
  */
 export class SseWriter {
   readonly #response: Response;
+  readonly #signal: AbortSignal | undefined;
   #started = false;
 
-  constructor(response: Response) {
+  constructor(response: Response, signal?: AbortSignal) {
     this.#response = response;
+    this.#signal = signal;
   }
 
   /** True once the status and headers were sent. */
@@ -37,23 +40,26 @@ export class SseWriter {
       throw new Error('The client closed the stream.');
     }
     const line = `data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`;
-    if (!this.#response.write(line)) {
+    if (!this.#response.write(line) && !this.#signal?.aborted) {
       await this.#drainedOrClosed();
     }
   }
 
-  // Waits for the socket to take more, or for the client to leave; both listeners go once either fires, so a
-  // long stream to a slow client does not pile up listeners.
+  // Waits for the socket to take more, for the client to leave, or for the turn to be stopped; the listeners go
+  // once one fires, so a long stream to a slow client does not pile up listeners.
   #drainedOrClosed(): Promise<void> {
     const response = this.#response;
+    const signal = this.#signal;
     return new Promise((resolve) => {
       const settle = (): void => {
         response.off('drain', settle);
         response.off('close', settle);
+        signal?.removeEventListener('abort', settle);
         resolve();
       };
       response.on('drain', settle);
       response.on('close', settle);
+      signal?.addEventListener('abort', settle);
     });
   }
 

@@ -17,8 +17,8 @@ export interface DeviceRateLimiter {
   consume(deviceId: string): Promise<void>;
 }
 
-/** A limiter of `perSecond` requests per device and second, on `redis` when given. */
-export function createDeviceRateLimiter(perSecond: number, redis: Redis | undefined): DeviceRateLimiter {
+/** A limiter of `perSecond` requests per device and second, on `redis` when given; `onRefused` sees each refusal. */
+export function createDeviceRateLimiter(perSecond: number, redis: Redis | undefined, onRefused: () => void = () => undefined): DeviceRateLimiter {
   const keyPrefix = 'fhirgate:device-rate';
   const memory = new RateLimiterMemory({ keyPrefix, points: perSecond, duration: 1 });
   const limiter: RateLimiterAbstract = redis
@@ -30,6 +30,7 @@ export function createDeviceRateLimiter(perSecond: number, redis: Redis | undefi
         await limiter.consume(deviceId);
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) {
+          onRefused();
           throw new AppError('rate_limited', `Too many requests for this device; at most ${perSecond} per second.`, {
             retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
             isRetryable: true,

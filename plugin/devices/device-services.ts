@@ -13,6 +13,7 @@ import { resolveDeviceAuth, type DeviceAuthConfig, type DeviceAuthOptions } from
 import { createDeviceKeyCheck, type DeviceKeyCheck } from './device-keys.ts';
 import { createDeviceRateLimiter, type DeviceRateLimiter } from './device-rate-limiter.ts';
 import { createDeviceTokenService, type DeviceTokenService } from './device-tokens.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
 
 /** The device routes' shared parts. */
 export interface DeviceServices {
@@ -31,7 +32,7 @@ export interface DeviceServices {
 }
 
 /** Builds the services; throws at start-up when `device_auth` is wrong, and logs literal secrets as warnings. */
-export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOptions): DeviceServices {
+export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOptions, telemetry: Telemetry): DeviceServices {
   const { config, warnings } = resolveDeviceAuth(options);
   for (const warning of warnings) {
     host.logger?.warn(warning);
@@ -41,7 +42,9 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
     config,
     checkKey: createDeviceKeyCheck(config.validKeys),
     tokens: createDeviceTokenService(config.jwtSecrets, config.tokenExpiryMinutes),
-    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, host.redis),
+    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, host.redis, () =>
+      telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': 'device' })
+    ),
     findDevice: async (deviceId) => {
       const { device } = await mapDevice(repositoryLookupClient(await systemRepo()), {
         deviceId,

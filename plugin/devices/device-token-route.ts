@@ -14,6 +14,8 @@ import { AppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
 import { buildTokenIssuedEvent, buildTokenRefusedEvent, type DeviceAuthAttempt, type DeviceAuthFailure } from './device-audit.ts';
 import type { DeviceServices } from './device-services.ts';
+import { annotateRequest, requestIdOf } from '../telemetry/request-telemetry.ts';
+import type { Telemetry } from '../telemetry/telemetry.ts';
 
 const tokenRequestSchema = z.object({
   device_id: z.string().min(1).max(128),
@@ -24,16 +26,19 @@ const tokenRequestSchema = z.object({
 const INVALID_CREDENTIALS = 'Invalid device credentials.';
 
 /** The route, mounted at `/account/api/token/device` (with or without the trailing slash). */
-export function createDeviceTokenRoute(services: DeviceServices, logger: HostLogger | undefined): Router {
+export function createDeviceTokenRoute(services: DeviceServices, telemetry: Telemetry, logger: HostLogger | undefined): Router {
   const router = express.Router();
   router.post('/', async (request, response) => {
     const body = readTokenRequest(request.body);
+    annotateRequest(response, { deviceId: body.device_id });
     const attempt: DeviceAuthAttempt = {
       deviceId: body.device_id,
       identifierSystem: services.config.identifierSystem,
       sourceAddress: request.ip,
     };
     const refuse = async (reason: DeviceAuthFailure, error: AppError, device?: Reference<Device>): Promise<never> => {
+      telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'refused', 'fhirgate.reason': reason });
+      annotateRequest(response, { refusal: reason });
       await services.audit(buildTokenRefusedEvent({ ...attempt, device }, reason)).catch((auditError: unknown) => {
         logger?.error('Could not record a refused device token exchange', { reason, error: String(auditError) });
       });
@@ -44,6 +49,8 @@ export function createDeviceTokenRoute(services: DeviceServices, logger: HostLog
       await services.rateLimiter.consume(body.device_id);
     } catch (error) {
       if (AppError.isInstance(error) && error.code === 'rate_limited' && error.details?.firstRefusal !== true) {
+        // Recorded once per window (the first refusal), counted every time.
+        telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'refused', 'fhirgate.reason': 'rate_limited' });
         throw error;
       }
       return refuse('rate_limited', error as AppError);
@@ -64,7 +71,8 @@ export function createDeviceTokenRoute(services: DeviceServices, logger: HostLog
     const { access, expiresIn, tokenId } = await services.tokens.issue({ deviceId: body.device_id, deviceResourceId: device.id });
     // A token is only handed out once its issuance is on record.
     await services.audit(buildTokenIssuedEvent({ ...attempt, device: reference }, tokenId));
-    logger?.info('Device token issued', { deviceId: body.device_id, device: reference.reference });
+    telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'issued' });
+    logger?.info('Device token issued', { deviceId: body.device_id, device: reference.reference, requestId: requestIdOf(response) });
     response.status(200).set('Cache-Control', 'no-store').json({ access, expires_in: expiresIn });
   });
   return router;

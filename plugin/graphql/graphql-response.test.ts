@@ -14,6 +14,8 @@ describe('renderGraphqlError', () => {
       [new AppError('forbidden', 'Not yours.'), 'FORBIDDEN'],
       [new AppError('not_found', 'Gone.'), 'NOT_FOUND'],
       [new AppError('rate_limited', 'Slow down.'), 'RATE_LIMITED'],
+      [new AppError('unavailable', 'Shutting down.'), 'SERVICE_UNAVAILABLE'],
+      [new AppError('not_configured', 'No device_auth.'), 'SERVICE_UNAVAILABLE'],
       [new AppError('upstream_error', 'Upstream.'), 'INTERNAL_SERVER_ERROR'],
       [new AppError('internal_error', 'Oops.'), 'INTERNAL_SERVER_ERROR'],
     ];

@@ -14,6 +14,7 @@ export type GraphqlErrorCode =
   | 'FORBIDDEN'
   | 'NOT_FOUND'
   | 'RATE_LIMITED'
+  | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL_SERVER_ERROR';
 
 /** One error of a GraphQL response. */
@@ -38,6 +39,8 @@ const CODE_BY_APP_ERROR: Partial<Record<AppErrorCode, GraphqlErrorCode>> = {
   not_found: 'NOT_FOUND',
   conversation_not_found: 'NOT_FOUND',
   rate_limited: 'RATE_LIMITED',
+  not_configured: 'SERVICE_UNAVAILABLE',
+  unavailable: 'SERVICE_UNAVAILABLE',
 };
 
 const REQUEST_ERROR_CODES: ReadonlySet<string> = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);

@@ -24,6 +24,7 @@ import { executeGraphql } from './execute-graphql.ts';
 import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-request.ts';
 import { renderGraphqlError } from './graphql-response.ts';
 import { translateDocument } from './translate-document.ts';
+import { requestIdOf } from '../telemetry/request-telemetry.ts';
 
 /** What the route is built from. */
 export interface GraphqlRouteOptions {
@@ -97,7 +98,11 @@ function renderError(host: FhirgateHost) {
     }
     const error = toAppError(fromBodyParserError(thrown) ?? thrown);
     if (error.status >= 500) {
-      host.logger?.error('GraphQL request failed', { code: error.code, cause: error.cause instanceof Error ? error.cause.name : undefined });
+      host.logger?.error('GraphQL request failed', {
+        requestId: requestIdOf(response),
+        code: error.code,
+        cause: error.cause instanceof Error ? error.cause.name : undefined,
+      });
     }
     if (error.retryAfterSeconds !== undefined) {
       response.setHeader('Retry-After', String(error.retryAfterSeconds));

@@ -270,6 +270,21 @@ describe('fhirgate mounted on a Medplum-like app', () => {
     expect(agent.meta).toMatchObject({ project: clinic.project.id, author: { reference: 'system' } });
   });
 
+  test("fhirgate's responses and its request log line carry the request id of Medplum's request context; Medplum's own routes are left alone", async () => {
+    const app = medplumApp('before-body-parsers');
+    const response = await request(app).get('/v1/models').set('Authorization', `Bearer ${token}`).set('X-Project-ID', clinic.project.id).expect(200);
+    const requestId = response.headers['x-request-id'];
+    expect(requestId).toMatch(/^request-\d+$/);
+    expect(medplum.logged).toContainEqual(
+      expect.objectContaining({ level: 'info', message: 'fhirgate request', data: expect.objectContaining({ requestId, route: '/v1/models', status: 200 }), metadata: { requestId } })
+    );
+
+    const before = medplum.logged.length;
+    const own = await request(app).get('/auth/me').set('Authorization', `Bearer ${token}`).expect(200);
+    expect(own.headers['x-request-id']).toBeUndefined();
+    expect(medplum.logged).toHaveLength(before);
+  });
+
   test("mounted before Medplum's body parsers, the plugin's own parser, size limit and error bodies apply", async () => {
     const app = medplumApp('before-body-parsers', pluginOptions({ maxBodyBytes: 256 }));
     const call = (): request.Test =>

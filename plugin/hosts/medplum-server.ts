@@ -43,7 +43,7 @@ import type { CallerContext, FhirgateHost, HostLogger } from '../host.ts';
 import { readBearerToken } from '../http/bearer-token.ts';
 import { createFhirgatePlugin, type FhirgatePlugin } from '../index.ts';
 import type { FhirgateOptionsInput } from '../options.ts';
-import { readAuthenticatedContext, readRequestLogger } from './medplum-server/request-context.ts';
+import { readAuthenticatedContext, readRequestId, readRequestLogger } from './medplum-server/request-context.ts';
 
 /**
  * The fields of Medplum's `RepositoryContext` (fhir/repo.ts) that fhirgate sets. `projects` stays a mutable
@@ -120,6 +120,7 @@ export function createMedplumServerHost(server: MedplumServerFunctions): Fhirgat
     },
     redis: server.getRedis?.(),
     logger: createRequestAwareLogger(server),
+    requestIdOf: () => readRequestId(server.tryGetRequestContext()),
   };
 }
 

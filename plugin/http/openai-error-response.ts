@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, toAppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
+import { requestIdOf } from '../telemetry/request-telemetry.ts';
 
 /** The spec's error body: `{error: {message, type, code}}`, as OpenAI clients expect it. */
 export interface OpenAiErrorBody {
@@ -41,8 +42,8 @@ export function sendOpenAiError(response: Response, error: AppError): void {
 export function createOpenAiErrorHandler(logger: HostLogger | undefined) {
   return (thrown: unknown, _request: Request, response: Response, next: NextFunction): void => {
     const error = toAppError(fromBodyParserError(thrown) ?? thrown);
-    if (error.status >= 500) {
-      logger?.error('Request failed', { code: error.code, cause: describeCause(error.cause) });
+    if (error.status >= 500 && error.code !== 'unavailable') {
+      logger?.error('Request failed', { requestId: requestIdOf(response), code: error.code, cause: describeCause(error.cause) });
     }
     if (response.headersSent) {
       next(thrown);

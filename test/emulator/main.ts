@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // Runs the emulator as its own process (benchmarks, the chaos suite): `node test/emulator/main.ts --port 0`.
 // Prints {"url": "..."} as one JSON line once it listens, so a parent process can read where to connect,
 // and runs until SIGTERM or SIGINT.

@@ -14,6 +14,7 @@ import { readProjectFixture, seedProject, type SeededProject } from '../../plugi
 import type { FhirgateOptionsInput } from '../../plugin/options.ts';
 import { loadFhirDefinitions } from '../../plugin/hosts/standalone/fhir-definitions.ts';
 import type { Redis } from 'ioredis';
+import type { HostLogger } from '../../plugin/host.ts';
 
 /** A running test host. */
 export interface TestHost {
@@ -47,6 +48,10 @@ export interface TestHostOptions {
   readonly accessTokenLifetimeSeconds?: number;
   /** Token issuer; all test hosts share `TEST_ISSUER` unless told otherwise. */
   readonly issuer?: string;
+  /** Serve `/metrics` (registers this test file's global meter provider). */
+  readonly metrics?: boolean;
+  /** Where the host logs; silent unless given. */
+  readonly logger?: HostLogger;
 }
 
 /** The issuer test hosts sign with, whatever port they listen on. */
@@ -64,7 +69,8 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
   const standalone = await createStandaloneHost({
     store,
     baseUrl: options.issuer ?? TEST_ISSUER,
-    logger: createJsonLogger('silent'),
+    logger: options.logger ?? createJsonLogger('silent'),
+    metrics: options.metrics,
     plugin: project && options.pluginFor ? options.pluginFor(project) : options.plugin,
     redis: options.redis,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,

@@ -41,6 +41,11 @@ export function readRequestLogger(context: unknown): HostLogger | undefined {
   return context.logger;
 }
 
+/** The request context's `requestId` (Medplum makes one per request), or undefined outside a request. */
+export function readRequestId(context: unknown): string | undefined {
+  return isObject(context) && typeof context.requestId === 'string' && context.requestId.length > 0 ? context.requestId : undefined;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }

@@ -19,6 +19,11 @@ import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
 import { createJsonLogger } from './logger.ts';
 import { ProjectRepository } from './project-repository.ts';
+import { createHealthcheck } from './healthcheck.ts';
+import { registerPrometheusMetrics } from './prometheus-metrics.ts';
+
+// After the chat turns are drained, how long other responses may take to finish before their connections close.
+const CONNECTION_LINGER_MS = 2000;
 
 /** What a standalone host is built from. */
 export interface StandaloneHostOptions {
@@ -30,6 +35,8 @@ export interface StandaloneHostOptions {
   readonly logger?: HostLogger;
   readonly plugin?: FhirgateOptionsInput;
   readonly accessTokenLifetimeSeconds?: number;
+  /** Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider). */
+  readonly metrics?: boolean;
 }
 
 /** A built host: the Express app, the host port given to the plugin, and the token service (for tools and tests). */
@@ -41,7 +48,11 @@ export interface StandaloneHost {
   readonly store: FhirRepository;
   /** Starts listening; resolves to the bound server and its URL. */
   listen(port: number, hostname?: string): Promise<{ server: Server; url: string }>;
-  close(): Promise<void>;
+  /**
+   * Graceful stop: stops accepting connections, lets chat turns run up to `graceMs` (default: the plugin's
+   * `shutdownGraceMs`), stops the rest (recorded `stopped`), then closes the connections that are left.
+   */
+  close(options?: { readonly graceMs?: number }): Promise<void>;
 }
 
 /** Builds the standalone host around a store. */
@@ -58,14 +69,17 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     redis: options.redis,
     logger,
   };
+  // The meter provider goes first: the plugin makes its instruments when it is created.
+  const metricsHandler = options.metrics ? registerPrometheusMetrics() : undefined;
   const plugin = createFhirgatePlugin(host, options.plugin);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
-  app.get('/healthcheck', (_request, response) => {
-    response.json({ ok: true, version: 'fhirgate-standalone' });
-  });
+  app.get('/healthcheck', createHealthcheck(store, options.redis));
+  if (metricsHandler) {
+    app.get('/metrics', metricsHandler);
+  }
   app.use(createOAuthRoutes({ store, tokens, keys }));
   app.use('/fhir/R4', createFhirRoutes(host.authenticate));
   app.use(plugin);
@@ -89,9 +103,14 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
           resolve({ server, url: `http://${hostname}:${address.port}/` });
         });
       }),
-    close: async () => {
-      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-      await plugin.close();
+    close: async ({ graceMs } = {}) => {
+      const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
+      await plugin.close({ graceMs });
+      // Every chat reply is on record now: idle keep-alive connections go at once, busy ones after a moment.
+      servers.forEach((server) => server.closeIdleConnections());
+      const lingering = setTimeout(() => servers.forEach((server) => server.closeAllConnections()), CONNECTION_LINGER_MS);
+      await Promise.all(closed);
+      clearTimeout(lingering);
     },
   };
 }

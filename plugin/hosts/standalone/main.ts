@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `npm start`: the standalone host with fhirgate mounted, on a SQLite file under the data folder, with the demo
  * project loaded. Binds to loopback by default.
@@ -14,6 +15,11 @@ import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
 import { Redis } from 'ioredis';
 import { FhirRouter } from '@medplum/fhir-router';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
+
+// From the sources (`npm start`) the token command is an npm script; from the package or the image, a command.
+const FROM_SOURCES = import.meta.url.endsWith('.ts');
+const TOKEN_COMMAND = FROM_SOURCES ? 'npm run -s token' : 'fhirgate-token';
+const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
@@ -38,7 +44,8 @@ const standalone = await createStandaloneHost({
   baseUrl: config.baseUrl,
   logger,
   redis,
-  plugin: { llm: configuredLlm ?? demoProvider?.llm, device_auth: deviceAuth },
+  metrics: config.metrics,
+  plugin: { llm: configuredLlm ?? demoProvider?.llm, device_auth: deviceAuth, shutdownGraceMs: config.shutdownGraceMs },
 });
 // Medplum builds its GraphQL schema on first use; pay for it before the first device waits for it.
 await warmUpGraphqlSchema(new FhirRouter(), store);
@@ -54,22 +61,30 @@ if (demo) {
       `  FHIR API:        ${url}fhir/R4/`,
       `  Chat API:        ${url}v1/chat/completions   (model ${configuredLlm?.defaultModel ?? `${DEMO_MODEL_ID}: the offline DEMO provider, set AI_PROVIDER for a real one`})`,
       `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
-      '  Access token for Dr. Alice Carter:  npm run -s token',
-      '  Client credentials of the demo integration:  npm run -s token -- --client',
-      ...(deviceAuth && !config.deviceAuthFile ? [`  Demo device ${DEMO_DEVICE.id}, its API key:  npm run -s token -- --device`] : []),
+      `  Access token for Dr. Alice Carter:  ${TOKEN_COMMAND}`,
+      `  Client credentials of the demo integration:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--client`,
+      ...(deviceAuth && !config.deviceAuthFile ? [`  Demo device ${DEMO_DEVICE.id}, its API key:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--device`] : []),
       '',
     ].join('\n')
   );
 }
 
+// SIGTERM or SIGINT: stop accepting, let chat turns finish within the grace period, stop the rest (their replies
+// recorded as `stopped`), close the store and exit 0. A second signal, or a stop that hangs, exits at once.
+const HARD_STOP_AFTER_GRACE_MS = 15_000;
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (stopping) {
-      return;
+      logger.warn('fhirgate standalone host stopped without draining', { signal });
+      process.exit(1);
     }
     stopping = true;
-    logger.info('fhirgate standalone host stopping', { signal });
+    logger.info('fhirgate standalone host stopping', { signal, graceMs: config.shutdownGraceMs });
+    setTimeout(() => {
+      logger.error('fhirgate standalone host did not stop in time');
+      process.exit(1);
+    }, config.shutdownGraceMs + HARD_STOP_AFTER_GRACE_MS).unref();
     standalone
       .close()
       .then(() => demoProvider?.emulator.close())

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `npm run -s token`: prints an access token for the demo practitioner (Dr. Alice Carter), signed with the
  * host's keys in the data folder, for curl and the openai SDK. `--client` prints the demo integration's client

@@ -20,6 +20,10 @@ export interface StandaloneConfig {
   readonly seedDemo: boolean;
   /** A JSON file with the spec's `device_auth` object. */
   readonly deviceAuthFile?: string;
+  /** Serve `/metrics` in Prometheus's text format (default on). */
+  readonly metrics: boolean;
+  /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
+  readonly shutdownGraceMs: number;
 }
 
 const environmentSchema = z.object({
@@ -31,6 +35,8 @@ const environmentSchema = z.object({
   REDIS_URL: z.string().min(1).optional(),
   LOG_LEVEL: z.string().optional(),
   FHIRGATE_DEVICE_AUTH: z.string().min(1).optional(),
+  FHIRGATE_METRICS: z.enum(['on', 'off']).default('on'),
+  FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -51,5 +57,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     logLevel: parseLogLevel(values.LOG_LEVEL),
     seedDemo: values.FHIRGATE_SEED_DEMO === 'true',
     deviceAuthFile: values.FHIRGATE_DEVICE_AUTH ? resolve(values.FHIRGATE_DEVICE_AUTH) : undefined,
+    metrics: values.FHIRGATE_METRICS === 'on',
+    shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
   };
 }

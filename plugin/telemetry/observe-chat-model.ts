@@ -1,0 +1,135 @@
+/**
+ * Wraps a ChatModel so that each provider call is a `chat <model>` span (OpenTelemetry's GenAI conventions) and
+ * feeds the provider metrics: duration, time to first token, tokens in and out, upstream errors by kind. The
+ * chat pipeline calls the wrapped model as it would the bare one.
+ */
+import { SpanKind, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { AppError } from '../errors.ts';
+import type { ChatCompletion, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from '../llm/chat-model.ts';
+import { isAbortError } from '../llm/provider-errors.ts';
+import type { Telemetry } from './telemetry.ts';
+
+/** Who a call is for, as metric attributes. */
+export interface ProviderCallLabels {
+  readonly projectId: string;
+  /** The model or deployment name sent to the provider. */
+  readonly modelName: string;
+}
+
+/** The model, observed. */
+export function observeChatModel(model: ChatModel, telemetry: Telemetry, labels: ProviderCallLabels): ChatModel {
+  const attributes: Attributes = {
+    'gen_ai.provider.name': model.provider,
+    'gen_ai.request.model': labels.modelName,
+    'fhirgate.project.id': labels.projectId,
+  };
+  const startCall = (stream: boolean): ProviderCall => new ProviderCall(telemetry, attributes, stream);
+  return {
+    provider: model.provider,
+    complete: async (request: ChatModelRequest): Promise<ChatCompletion> => {
+      const call = startCall(false);
+      try {
+        const completion = await model.complete(request);
+        call.succeeded(completion.usage, completion.finishReason);
+        return completion;
+      } catch (error) {
+        call.failed(error);
+        throw error;
+      }
+    },
+    stream: (request: ChatModelRequest): AsyncIterable<ChatStreamEvent> => observeStream(model.stream(request), startCall),
+  };
+}
+
+async function* observeStream(events: AsyncIterable<ChatStreamEvent>, startCall: (stream: boolean) => ProviderCall): AsyncGenerator<ChatStreamEvent> {
+  // The upstream request starts on the first next(), so the call's clock does too.
+  const call = startCall(true);
+  let ended = false;
+  try {
+    for await (const event of events) {
+      if (event.type === 'text') {
+        call.firstToken();
+      } else {
+        call.succeeded(event.usage, event.finishReason);
+        ended = true;
+      }
+      yield event;
+    }
+  } catch (error) {
+    call.failed(error);
+    ended = true;
+    throw error;
+  } finally {
+    if (!ended) {
+      // The consumer stopped reading (its client left): not a provider failure.
+      call.failed(new DOMException('The reader stopped.', 'AbortError'));
+    }
+  }
+}
+
+/** One provider call's span and measurements. */
+class ProviderCall {
+  readonly #telemetry: Telemetry;
+  readonly #attributes: Attributes;
+  readonly #span: Span;
+  readonly #started = performance.now();
+  #sawFirstToken = false;
+  #ended = false;
+
+  constructor(telemetry: Telemetry, attributes: Attributes, stream: boolean) {
+    this.#telemetry = telemetry;
+    this.#attributes = attributes;
+    this.#span = telemetry.tracer.startSpan(`chat ${String(attributes['gen_ai.request.model'])}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { ...attributes, 'gen_ai.operation.name': 'chat', 'fhirgate.stream': stream },
+    });
+  }
+
+  firstToken(): void {
+    if (this.#sawFirstToken) {
+      return;
+    }
+    this.#sawFirstToken = true;
+    this.#telemetry.timeToFirstToken.record(this.#seconds(), this.#attributes);
+    this.#span.addEvent('first_token');
+  }
+
+  succeeded(usage: ChatUsage | undefined, finishReason: string): void {
+    if (usage) {
+      this.#telemetry.tokens.add(usage.promptTokens, { ...this.#attributes, 'gen_ai.token.type': 'input' });
+      this.#telemetry.tokens.add(usage.completionTokens, { ...this.#attributes, 'gen_ai.token.type': 'output' });
+      this.#span.setAttributes({ 'gen_ai.usage.input_tokens': usage.promptTokens, 'gen_ai.usage.output_tokens': usage.completionTokens });
+    }
+    this.#span.setAttribute('gen_ai.response.finish_reasons', [finishReason]);
+    this.#end(undefined);
+  }
+
+  failed(error: unknown): void {
+    if (isAbortError(error)) {
+      this.#end('cancelled');
+      return;
+    }
+    const kind = AppError.isInstance(error) && typeof error.details?.reason === 'string' ? error.details.reason : 'unknown';
+    this.#telemetry.upstreamErrors.add(1, { 'gen_ai.provider.name': this.#attributes['gen_ai.provider.name'], 'error.type': kind });
+    // The AppError's message is written for the client: it names the provider and the kind, never a key.
+    this.#span.setStatus({ code: SpanStatusCode.ERROR, message: AppError.isInstance(error) ? error.message : kind });
+    this.#end(kind);
+  }
+
+  #end(errorType: string | undefined): void {
+    if (this.#ended) {
+      return;
+    }
+    this.#ended = true;
+    const attributes = errorType ? { ...this.#attributes, 'error.type': errorType } : this.#attributes;
+    this.#telemetry.providerDuration.record(this.#seconds(), attributes);
+    if (errorType) {
+      this.#span.setAttribute('error.type', errorType);
+    }
+    this.#span.end();
+  }
+
+  #seconds(): number {
+    return (performance.now() - this.#started) / 1000;
+  }
+}

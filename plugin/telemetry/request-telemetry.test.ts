@@ -1,0 +1,103 @@
+import { SpanStatusCode } from '@opentelemetry/api';
+import express, { type Express } from 'express';
+import request from 'supertest';
+import type { Histogram } from '@opentelemetry/sdk-metrics';
+import { createTestTelemetry, type TestTelemetry } from '../../test/support/telemetry.ts';
+import type { HostLogger } from '../host.ts';
+import { annotateRequest, createRequestTelemetry, requestIdOf, routeOf } from './request-telemetry.ts';
+
+interface Line {
+  readonly level: string;
+  readonly message: string;
+  readonly data?: Record<string, unknown>;
+}
+
+function capturingLogger(lines: Line[]): HostLogger {
+  const log = (level: string) => (message: string, data?: Record<string, unknown>) => lines.push({ level, message, data });
+  return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
+}
+
+describe('routeOf', () => {
+  test.each([
+    ['/v1/chat/completions', '/v1/chat/completions'],
+    ['/V1/Chat/Completions/', '/v1/chat/completions'],
+    ['/v1/models', '/v1/models'],
+    ['/v1/embeddings', '/v1/*'],
+    ['/account/api/token/device', '/account/api/token/device/'],
+    ['/account/api/token/device/', '/account/api/token/device/'],
+    ['/graphql', '/graphql'],
+    ['/fhir/R4/Patient', undefined],
+    ['/auth/login', undefined],
+    ['/v10/models', undefined],
+  ])('%s → %s', (path, route) => {
+    expect(routeOf(path)).toBe(route);
+  });
+});
+
+describe('request telemetry', () => {
+  let recorded: TestTelemetry;
+  let lines: Line[];
+  let app: Express;
+
+  beforeEach(() => {
+    recorded = createTestTelemetry();
+    lines = [];
+    app = express();
+    app.use(createRequestTelemetry(recorded.telemetry, capturingLogger(lines), (incoming) => incoming.get('x-host-request-id')));
+    app.post('/v1/chat/completions', (_incoming, response) => {
+      annotateRequest(response, { projectId: 'project-1', model: 'demo/echo', skipped: undefined });
+      response.status(201).json({ requestId: requestIdOf(response) });
+    });
+    app.get('/graphql', (_incoming, response) => {
+      response.status(503).end();
+    });
+    app.get('/fhir/R4/Patient', (_incoming, response) => {
+      response.json({ requestId: requestIdOf(response) ?? null });
+    });
+  });
+
+  test('a plugin request gets an id, a span, a duration by route and status, and one log line of ids only', async () => {
+    const response = await request(app).post('/v1/chat/completions').send({ messages: [{ role: 'user', content: 'private text' }] }).expect(201);
+    const requestId = response.headers['x-request-id'];
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(response.body.requestId).toBe(requestId);
+
+    const [duration] = await recorded.points('fhirgate.http.server.request.duration');
+    expect(duration.attributes).toEqual({ 'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'http.response.status_code': 201 });
+    expect((duration.value as Histogram).count).toBe(1);
+    const [span] = recorded.spans();
+    expect(span.name).toBe('POST /v1/chat/completions');
+    expect(span.attributes).toMatchObject({ 'fhirgate.request_id': requestId, 'http.response.status_code': 201, projectId: 'project-1' });
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        message: 'fhirgate request',
+        data: { requestId, method: 'POST', route: '/v1/chat/completions', status: 201, durationMs: expect.any(Number), projectId: 'project-1', model: 'demo/echo' },
+      },
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('private text');
+  });
+
+  test("the host's request id wins, then a well-formed client X-Request-Id; a malformed one is replaced", async () => {
+    const fromHost = await request(app).post('/v1/chat/completions').set('x-host-request-id', 'medplum-1').set('X-Request-Id', 'client-1');
+    expect(fromHost.headers['x-request-id']).toBe('medplum-1');
+    const fromClient = await request(app).post('/v1/chat/completions').set('X-Request-Id', 'client-1');
+    expect(fromClient.headers['x-request-id']).toBe('client-1');
+    const malformed = await request(app).post('/v1/chat/completions').set('X-Request-Id', 'bad id\twith "quotes"');
+    expect(malformed.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('a 5xx marks the span as an error', async () => {
+    await request(app).get('/graphql').expect(503);
+    expect(recorded.spans()[0].status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  test("the host's own routes pass through untouched: no id, no span, no metric, no log line", async () => {
+    const response = await request(app).get('/fhir/R4/Patient').expect(200);
+    expect(response.headers['x-request-id']).toBeUndefined();
+    expect(response.body.requestId).toBeNull();
+    expect(recorded.spans()).toEqual([]);
+    expect(await recorded.points('fhirgate.http.server.request.duration')).toEqual([]);
+    expect(lines).toEqual([]);
+  });
+});

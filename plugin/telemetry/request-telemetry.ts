@@ -1,0 +1,117 @@
+/**
+ * Per request of fhirgate's routes: a request id (the host's, the client's `X-Request-Id`, or a new one, sent
+ * back in `X-Request-Id`), a span, the duration metric, and one structured log line at the end. Requests for
+ * the host's own routes pass through untouched, so mounting fhirgate at the root of a Medplum server changes
+ * nothing for Medplum's routes.
+ */
+import { randomUUID } from 'node:crypto';
+import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import type { Request, RequestHandler, Response } from 'express';
+import type { HostLogger } from '../host.ts';
+import type { Telemetry } from './telemetry.ts';
+
+/** Ids, names and counts a step adds to its request's log line and span: never content, keys or tokens. */
+export type RequestAnnotations = Readonly<Record<string, string | number | boolean | undefined>>;
+
+interface RequestScope {
+  readonly requestId: string;
+  readonly span: Span;
+  annotations: Record<string, string | number | boolean>;
+}
+
+const scopes = new WeakMap<Response, RequestScope>();
+
+// A client's request id is echoed into logs: only a short token of safe characters is taken.
+const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** The fhirgate route a path belongs to, as a low-cardinality `http.route`, or undefined for the host's routes. */
+export function routeOf(path: string): string | undefined {
+  const normalized = path.toLowerCase().replace(/\/+$/, '');
+  if (normalized === '/v1/chat/completions' || normalized === '/v1/models') {
+    return normalized;
+  }
+  if (normalized === '/v1' || normalized.startsWith('/v1/')) {
+    return '/v1/*';
+  }
+  if (normalized === '/account/api/token/device') {
+    return '/account/api/token/device/';
+  }
+  if (normalized === '/graphql') {
+    return '/graphql';
+  }
+  return undefined;
+}
+
+/** The middleware; mount it first in the plugin's router. */
+export function createRequestTelemetry(
+  telemetry: Telemetry,
+  logger: HostLogger | undefined,
+  hostRequestId: ((request: Request) => string | undefined) | undefined
+): RequestHandler {
+  return (request, response, next) => {
+    const route = routeOf(request.path);
+    if (!route) {
+      next();
+      return;
+    }
+    const started = performance.now();
+    const requestId = hostRequestId?.(request) ?? clientRequestId(request) ?? randomUUID();
+    response.setHeader('X-Request-Id', requestId);
+    const span = telemetry.tracer.startSpan(`${request.method} ${route}`, {
+      attributes: { 'http.request.method': request.method, 'http.route': route, 'fhirgate.request_id': requestId },
+    });
+    const scope: RequestScope = { requestId, span, annotations: {} };
+    scopes.set(response, scope);
+
+    let finished = false;
+    const finish = (): void => {
+      if (finished) {
+        return;
+      }
+      finished = true;
+      // 499: the client left before any response (nginx's convention); a stream it left keeps its 200.
+      const status = response.headersSent ? response.statusCode : 499;
+      const seconds = (performance.now() - started) / 1000;
+      telemetry.requestDuration.record(seconds, { 'http.request.method': request.method, 'http.route': route, 'http.response.status_code': status });
+      span.setAttributes({ 'http.response.status_code': status, ...scope.annotations });
+      if (status >= 500) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+      logger?.info('fhirgate request', {
+        requestId,
+        method: request.method,
+        route,
+        status,
+        durationMs: Math.round(seconds * 10_000) / 10,
+        ...scope.annotations,
+      });
+    };
+    response.once('finish', finish);
+    response.once('close', finish);
+    context.with(trace.setSpan(context.active(), span), next);
+  };
+}
+
+/** Adds ids and counts to the request's log line and span (see `RequestAnnotations`). */
+export function annotateRequest(response: Response, annotations: RequestAnnotations): void {
+  const scope = scopes.get(response);
+  if (!scope) {
+    return;
+  }
+  for (const [key, value] of Object.entries(annotations)) {
+    if (value !== undefined) {
+      scope.annotations[key] = value;
+    }
+  }
+}
+
+/** The request id of a request fhirgate serves, for its other log lines. */
+export function requestIdOf(response: Response): string | undefined {
+  return scopes.get(response)?.requestId;
+}
+
+function clientRequestId(request: Request): string | undefined {
+  const value = request.headers['x-request-id'];
+  return typeof value === 'string' && CLIENT_REQUEST_ID.test(value) ? value : undefined;
+}

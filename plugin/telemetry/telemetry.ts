@@ -1,0 +1,71 @@
+/**
+ * fhirgate's metrics and traces, through `@opentelemetry/api` only: they cost nothing and go nowhere until the
+ * host process registers an OpenTelemetry SDK (Medplum's server does when OpenTelemetry is configured; the
+ * standalone host does for `/metrics`). Register the meter provider before creating the plugin: the instruments
+ * are made once, here.
+ *
+ * Attributes carry ids and names only (route, status, project id, provider, model, reasons): never a key, a
+ * token or message text.
+ */
+import { metrics, trace, type Counter, type Histogram, type MeterProvider, type Tracer, type TracerProvider, type UpDownCounter } from '@opentelemetry/api';
+
+/** The instrumentation scope's name: the meter and tracer `fhirgate`. */
+export const TELEMETRY_SCOPE = 'fhirgate';
+
+// Seconds: a gateway's own work is milliseconds, a model's reply up to minutes.
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** The instruments fhirgate records into; one set per plugin. */
+export interface Telemetry {
+  readonly tracer: Tracer;
+  /** Every plugin request: `http.request.method`, `http.route`, `http.response.status_code`. Its count is the request count. */
+  readonly requestDuration: Histogram;
+  /** One provider call, to its end: `gen_ai.provider.name`, `gen_ai.request.model`, `fhirgate.project.id`, `error.type` on failure. */
+  readonly providerDuration: Histogram;
+  /** From the provider call to its first streamed text. */
+  readonly timeToFirstToken: Histogram;
+  /** Tokens as the provider reported them: `gen_ai.token.type` (`input`, `output`), project, provider, model. */
+  readonly tokens: Counter;
+  /** Failed provider calls: `gen_ai.provider.name`, `error.type` (`details.reason` of provider-errors.ts: `http_status`, `timeout`, `connection`, `stream_cut`, ...). */
+  readonly upstreamErrors: Counter;
+  /** SSE streams open right now. */
+  readonly activeStreams: UpDownCounter;
+  /** Device token exchanges: `fhirgate.outcome` (`issued`, `refused`), `fhirgate.reason` for refusals. */
+  readonly deviceTokenExchanges: Counter;
+  /** Requests refused by a rate limit: `fhirgate.limit` (e.g. `device`). */
+  readonly rateLimitRejections: Counter;
+}
+
+/** Where the instruments come from: the globally registered providers unless given (as tests do). */
+export interface TelemetryProviders {
+  readonly meterProvider?: MeterProvider;
+  readonly tracerProvider?: TracerProvider;
+}
+
+/** Makes the instruments (no-ops when no SDK is registered). */
+export function createTelemetry(version: string, providers: TelemetryProviders = {}): Telemetry {
+  const meter = (providers.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE, version);
+  const latency = { unit: 's', advice: { explicitBucketBoundaries: LATENCY_BUCKETS } };
+  return {
+    tracer: (providers.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE, version),
+    requestDuration: meter.createHistogram('fhirgate.http.server.request.duration', {
+      ...latency,
+      description: 'Duration of the requests fhirgate served, streams to their last byte.',
+    }),
+    providerDuration: meter.createHistogram('fhirgate.llm.request.duration', {
+      ...latency,
+      description: 'Duration of LLM provider calls, to the last token.',
+    }),
+    timeToFirstToken: meter.createHistogram('fhirgate.llm.time_to_first_token', {
+      ...latency,
+      description: 'Time from a streamed provider call to its first text.',
+    }),
+    tokens: meter.createCounter('fhirgate.llm.tokens', { unit: '{token}', description: 'Tokens in and out, as the providers reported them.' }),
+    upstreamErrors: meter.createCounter('fhirgate.llm.upstream_errors', { description: 'Failed LLM provider calls, by kind.' }),
+    activeStreams: meter.createUpDownCounter('fhirgate.chat.active_streams', { description: 'Chat completion streams open now.' }),
+    deviceTokenExchanges: meter.createCounter('fhirgate.device.token_exchanges', {
+      description: 'Device token exchanges, issued or refused (with the reason).',
+    }),
+    rateLimitRejections: meter.createCounter('fhirgate.rate_limit.rejections', { description: 'Requests refused by a rate limit.' }),
+  };
+}
