@@ -61,7 +61,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   const inFlight = new InFlightTurns();
   let closing = false;
   const router = express.Router();
-  router.use(createRequestTelemetry(telemetry, host.logger, host.requestIdOf));
+  router.use(createRequestTelemetry(telemetry, host.logger, (request) => host.requestIdOf?.(request)));
   router.use((request, response, next) => {
     const route = closing ? routeOf(request.path) : undefined;
     if (route) {

@@ -1,12 +1,15 @@
 /**
  * Runs a request (already in Medplum's dialect) on Medplum's GraphQL engine, the same `$graphql` operation
  * `FhirRouter` serves on `/fhir/R4`, over the caller's repository, so every read and write is checked by the
- * caller's AccessPolicy. Whatever goes wrong comes back as GraphQL errors with `extensions.code`: a refused
- * write is FORBIDDEN, never a thrown 500, and server faults never repeat their internal text.
+ * caller's AccessPolicy. With a fast path, a document Medplum's handler has already validated runs on a schema
+ * pruned to what it needs, without being validated again (`fast-graphql-path.ts`). Whatever goes wrong comes
+ * back as GraphQL errors with `extensions.code`: a refused write is FORBIDDEN, never a thrown 500, and server
+ * faults never repeat their internal text.
  */
 import { OperationOutcomeError, getStatus, isOk, isOperationOutcome } from '@medplum/core';
-import { makeSimpleRequest, type FhirRepository, type FhirResponse, type FhirRouter } from '@medplum/fhir-router';
+import { makeSimpleRequest, type FhirRepository, type FhirRouter } from '@medplum/fhir-router';
 import type { OperationOutcome } from '@medplum/fhirtypes';
+import { FastGraphqlPath, type GraphqlEngineResponse } from './fast-graphql-path.ts';
 import { isJsonObject } from './graphql-request.ts';
 import { renderGraphqlError, type GraphqlErrorCode, type GraphqlResponse, type GraphqlResponseError } from './graphql-response.ts';
 
@@ -21,11 +24,18 @@ const INTERNAL_MESSAGE = 'The server could not complete the request.';
 const MAX_MESSAGE_CHARS = 500;
 
 /** Executes the request on Medplum's engine with the given repository; always resolves to a GraphQL response. */
-export async function executeGraphql(router: FhirRouter, repo: FhirRepository, request: GraphqlExecutionRequest): Promise<GraphqlResponse> {
+export async function executeGraphql(
+  router: FhirRouter,
+  repo: FhirRepository,
+  request: GraphqlExecutionRequest,
+  fastPath?: FastGraphqlPath,
+): Promise<GraphqlResponse> {
   const { query, operationName, variables } = request;
-  let response: FhirResponse;
+  let response: GraphqlEngineResponse;
   try {
-    response = await router.handleRequest(makeSimpleRequest('POST', '$graphql', { query, operationName, variables }), repo);
+    response = fastPath
+      ? await fastPath.execute(repo, request)
+      : await router.handleRequest(makeSimpleRequest('POST', '$graphql', { query, operationName, variables }), repo);
   } catch (error) {
     return renderGraphqlError(error);
   }
@@ -124,8 +134,10 @@ function truncate(text: string): string {
 
 /**
  * Builds Medplum's GraphQL schema now rather than on the first request (it takes seconds, once per process, and
- * blocks the event loop meanwhile). Hosts call it at start-up, before they take traffic.
+ * blocks the event loop meanwhile), and checks the fast path can read it. Hosts call it at start-up, before they
+ * take traffic.
  */
 export async function warmUpGraphqlSchema(router: FhirRouter, repo: FhirRepository): Promise<void> {
   await executeGraphql(router, repo, { query: '{ __typename }' });
+  await new FastGraphqlPath(router).prepare();
 }

@@ -5,7 +5,8 @@
  *      (a device is also rate limited → 429, and must still be an active Device)
  *   3. translate the document to Medplum's dialect, within fhirgate's limits
  *   4. for a device: only Observation writes that name the device itself, linked to its Device → else FORBIDDEN
- *   5. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors
+ *   5. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors;
+ *      a document Medplum's handler already validated runs on a schema pruned to it, unvalidated (the fast path)
  * Errors are GraphQL errors with `extensions.code`; transport failures keep their HTTP status.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -21,6 +22,7 @@ import { fromBodyParserError } from '../http/openai-error-response.ts';
 import { guardDeviceWrites } from './device-write-guard.ts';
 import type { DocumentLimits } from './document-limits.ts';
 import { executeGraphql } from './execute-graphql.ts';
+import { FastGraphqlPath } from './fast-graphql-path.ts';
 import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-request.ts';
 import { renderGraphqlError } from './graphql-response.ts';
 import { translateDocument } from './translate-document.ts';
@@ -39,6 +41,11 @@ export interface GraphqlRouteOptions {
 export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
   const router = express.Router();
   const engine = new FhirRouter({ introspectionEnabled: options.limits.allowIntrospection === true });
+  const fastPath = new FastGraphqlPath(engine, {
+    onUnavailable: (reason) => options.host.logger?.warn('GraphQL fast path unavailable: every request is validated by Medplum', { reason }),
+    // Once per distinct document, and only at debug: the document is still answered, by Medplum's handler.
+    onUnsupportedDocument: (reason) => options.host.logger?.debug('GraphQL document left to Medplum\'s handler', { reason }),
+  });
   router.post('/graphql', express.json({ limit: options.maxBodyBytes }), async (request, response) => {
     const body = parseGraphqlRequestBody(request.body);
     const { repo, prepare } = await authenticate(options, request);
@@ -51,7 +58,7 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
       response.json(renderGraphqlError(error));
       return;
     }
-    response.json(await executeGraphql(engine, repo, translated));
+    response.json(await executeGraphql(engine, repo, translated, fastPath));
   });
   router.use('/graphql', renderError(options.host));
   return router;

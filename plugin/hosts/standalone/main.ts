@@ -47,8 +47,11 @@ const standalone = await createStandaloneHost({
   metrics: config.metrics,
   plugin: { llm: configuredLlm ?? demoProvider?.llm, device_auth: deviceAuth, shutdownGraceMs: config.shutdownGraceMs },
 });
-// Medplum builds its GraphQL schema on first use; pay for it before the first device waits for it.
-await warmUpGraphqlSchema(new FhirRouter(), store);
+// Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first
+// device waits for it, unless this instance serves no GraphQL (FHIRGATE_GRAPHQL_WARMUP=off).
+if (config.graphqlWarmUp) {
+  await warmUpGraphqlSchema(new FhirRouter(), store);
+}
 const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: false }) : undefined;
 const { url } = await standalone.listen(config.port, config.hostname);
 

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { OperationOutcomeError, getStatus } from '@medplum/core';
 import { MemoryRepository } from '@medplum/fhir-router';
 import type { AccessPolicy, Communication } from '@medplum/fhirtypes';
@@ -85,6 +86,34 @@ describe('ProjectRepository', () => {
     const texts = [...(firstPage.entry ?? []), ...(secondPage.entry ?? [])].map((entry) => entry.resource?.payload?.[0]?.contentString);
     expect(texts.every((text) => text?.startsWith('visible'))).toBe(true);
     expect(await statusOf(practitioner.search({ resourceType: 'Observation' }))).toBe(403);
+  });
+
+  test('a narrowed search stops reading candidates once its page is full', async () => {
+    for (let index = 0; index < 40; index++) {
+      await system.createResource(communicationAbout('p1', `visible ${index}`));
+    }
+    const storeSearch = jest.spyOn(store, 'search');
+    const page = await practitioner.search<Communication>({ resourceType: 'Communication', count: 5 });
+    expect(page.entry?.map((entry) => entry.resource?.payload?.[0]?.contentString)).toEqual(['visible 0', 'visible 1', 'visible 2', 'visible 3', 'visible 4']);
+    const candidatesAsked = storeSearch.mock.calls.reduce((sum, [request]) => sum + (request.count ?? 0), 0);
+    expect(candidatesAsked).toBeLessThan(40);
+    // Not every candidate was read, so no total unless one is asked for; asked, it counts them all.
+    expect(page.total).toBeUndefined();
+    expect((await practitioner.search({ resourceType: 'Communication', count: 5, total: 'accurate' })).total).toBe(40);
+  });
+
+  test('a narrowed search reads on past hidden candidates to fill its page', async () => {
+    for (let index = 0; index < 12; index++) {
+      await system.createResource(communicationAbout('p2', `hidden ${index}`));
+    }
+    for (let index = 0; index < 4; index++) {
+      await system.createResource(communicationAbout('p1', `visible ${index}`));
+    }
+    const firstPage = await practitioner.search<Communication>({ resourceType: 'Communication', count: 3 });
+    expect(firstPage.entry?.map((entry) => entry.resource?.payload?.[0]?.contentString)).toEqual(['visible 0', 'visible 1', 'visible 2']);
+    const secondPage = await practitioner.search<Communication>({ resourceType: 'Communication', count: 3, offset: 3 });
+    expect(secondPage.entry?.map((entry) => entry.resource?.payload?.[0]?.contentString)).toEqual(['visible 3']);
+    expect(secondPage.total).toBe(4);
   });
 
   test('an update may not move a resource outside the policy', async () => {

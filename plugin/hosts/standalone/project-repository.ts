@@ -164,15 +164,47 @@ export class ProjectRepository extends FhirRepository {
       const bundle = await this.#store.search(scoped, options);
       return { ...bundle, entry: this.#visibleEntries(bundle.entry) };
     }
-    // The policy's criteria are evaluated per resource: read the candidates, keep the allowed ones, then page.
-    const candidates = await this.#store.search({ ...scoped, offset: 0, count: POLICY_SCAN_LIMIT, total: 'none' }, options);
-    const allowed = this.#visibleEntries(candidates.entry) ?? [];
-    const matches = allowed.filter((entry) => entry.search?.mode !== 'include');
-    const included = allowed.filter((entry) => entry.search?.mode === 'include');
+    return this.#searchNarrowed(scoped, searchRequest, options);
+  }
+
+  /**
+   * The policy's criteria are evaluated per resource, so candidates are read in batches (the first just large
+   * enough for the page, then doubling), the allowed ones kept, and reading stops once the page is full: a page
+   * of the newest messages of a long conversation reads about one page of candidates, not the whole conversation.
+   * The total is given when every candidate was read (always, when the request asks for one).
+   */
+  async #searchNarrowed<T extends Resource>(
+    scoped: SearchRequest<T>,
+    searchRequest: SearchRequest<T>,
+    options: SearchOptions | undefined
+  ): Promise<Bundle<WithId<T>>> {
     const offset = searchRequest.offset ?? 0;
     const count = searchRequest.count ?? DEFAULT_SEARCH_COUNT;
-    const page = [...matches.slice(offset, offset + count), ...included];
-    return { resourceType: 'Bundle', type: 'searchset', entry: page.length ? page : undefined, total: matches.length };
+    const wantsTotal = searchRequest.total === 'accurate' || searchRequest.total === 'estimate';
+    // Keyed by reference: a write between two batches can shift a candidate into the next one.
+    const matches = new Map<string, BundleEntry<WithId<T>>>();
+    const included = new Map<string, BundleEntry<WithId<T>>>();
+    let read = 0;
+    let batch = offset + count + 1;
+    let exhausted = false;
+    while (read < POLICY_SCAN_LIMIT && (wantsTotal || matches.size <= offset + count)) {
+      const size = Math.min(batch, POLICY_SCAN_LIMIT - read);
+      const candidates = await this.#store.search({ ...scoped, offset: read, count: size, total: 'none' }, options);
+      const entries = candidates.entry ?? [];
+      for (const entry of this.#visibleEntries(entries) ?? []) {
+        const key = `${entry.resource?.resourceType}/${entry.resource?.id}`;
+        (entry.search?.mode === 'include' ? included : matches).set(key, entry);
+      }
+      read += size;
+      if (entries.filter((entry) => entry.search?.mode !== 'include').length < size) {
+        exhausted = true;
+        break;
+      }
+      batch *= 2;
+    }
+    const page = [...[...matches.values()].slice(offset, offset + count), ...included.values()];
+    const total = exhausted || wantsTotal || read >= POLICY_SCAN_LIMIT ? matches.size : undefined;
+    return { resourceType: 'Bundle', type: 'searchset', entry: page.length ? page : undefined, ...(total !== undefined ? { total } : undefined) };
   }
 
   async searchByReference<T extends Resource>(

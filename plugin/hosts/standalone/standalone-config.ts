@@ -24,6 +24,8 @@ export interface StandaloneConfig {
   readonly metrics: boolean;
   /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
   readonly shutdownGraceMs: number;
+  /** Build Medplum's GraphQL schema before listening (default on); off: on the first GraphQL request, if any. */
+  readonly graphqlWarmUp: boolean;
 }
 
 const environmentSchema = z.object({
@@ -37,6 +39,7 @@ const environmentSchema = z.object({
   FHIRGATE_DEVICE_AUTH: z.string().min(1).optional(),
   FHIRGATE_METRICS: z.enum(['on', 'off']).default('on'),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -59,5 +62,6 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     deviceAuthFile: values.FHIRGATE_DEVICE_AUTH ? resolve(values.FHIRGATE_DEVICE_AUTH) : undefined,
     metrics: values.FHIRGATE_METRICS === 'on',
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
+    graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
   };
 }

@@ -6,6 +6,8 @@
  * - Exact plan and SQL order: SQL pages with LIMIT/OFFSET and counts the total; only the page is loaded.
  * - Inexact plan and SQL order: candidates are read in order and checked one by one until the page is full
  *   (or all of them, when a total is asked for).
+ * - An index lookup drives and the index answers the sort: candidates are ordered from index rows alone, then
+ *   checked against the other conditions in that order until the page is full (see searchOrderedCandidates).
  * - Order SQL cannot give (a sort on a parameter outside the index): all candidates are loaded, checked and sorted.
  */
 import {
@@ -21,7 +23,7 @@ import type { Resource } from '@medplum/fhirtypes';
 import type { SQLInputValue } from 'node:sqlite';
 import { toNumber, type ResourceStore } from './resource-store.ts';
 import type { IndexedParameter } from './search-index.ts';
-import { planFilters, type FilterPlan } from './search-plan.ts';
+import { planFilters, type FilterPlan, type SqlFragment } from './search-plan.ts';
 import { resolveSortRules, sortResources, sqlOrderBy, type ResolvedSortRule } from './sort.ts';
 
 /** The matching resources of one page, and the total when the request asked for one. */
@@ -56,6 +58,10 @@ export function executeSearch<T extends Resource>(
   const rules = resolveSortRules(searchRequest.resourceType, searchRequest.sortRules);
   if (plan.matchesNothing) {
     return { resources: [], total: window.wantsTotal ? 0 : undefined };
+  }
+  const candidateOrder = plan.driver ? sqlOrderBy(rules, indexed, 'candidate.resource_pk') : undefined;
+  if (plan.driver && candidateOrder) {
+    return searchOrderedCandidates(store, plan, plan.driver, candidateOrder, searchRequest, window);
   }
   const orderBy = sqlOrderBy(rules, indexed);
   if (!orderBy) {
@@ -97,6 +103,62 @@ function searchCheckingInOrder<T extends Resource>(
     }
   }
   return { resources, total: window.wantsTotal ? matched : undefined };
+}
+
+/**
+ * Sorting in one query reads the `resources` row of every candidate (a conversation's every turn) before LIMIT
+ * applies. Here the candidates are ordered from their index rows alone and each is checked against the rest of the
+ * filters in that order, so `resources` rows are read for about one page: the newest 50 turns of a 1,000-turn
+ * conversation read 51 rows, not 2,000. A filter that rejects most candidates costs one small query per candidate.
+ */
+function searchOrderedCandidates<T extends Resource>(
+  store: ResourceStore,
+  plan: FilterPlan,
+  driver: NonNullable<FilterPlan['driver']>,
+  order: SqlFragment,
+  searchRequest: SearchRequest<T>,
+  window: PageWindow
+): SearchPage<T> {
+  const resources: WithId<T>[] = [];
+  if (window.count === 0 && !window.wantsTotal) {
+    return { resources, total: undefined };
+  }
+  // With an exact plan SQL decides the matches, so a total is counted in SQL and the scan stops with the page.
+  const scanAll = window.wantsTotal && !plan.exact;
+  const select = `SELECT candidate.resource_pk AS pk FROM (${driver.candidates.sql}) candidate ORDER BY ${order.sql}`;
+  const check = `SELECT 1 AS found FROM resources r WHERE r.pk = ? AND ${driver.residual.sql}`;
+  // A resource with several of the looked-up values has several index rows.
+  const seen = new Set<number>();
+  let matched = 0;
+  for (const row of store.queryIterate(select, [...driver.candidates.params, ...order.params])) {
+    const pk = toNumber(row.pk);
+    if (seen.has(pk)) {
+      continue;
+    }
+    seen.add(pk);
+    if (store.queryAll(check, [pk, ...driver.residual.params]).length === 0) {
+      continue;
+    }
+    if (plan.exact && matched < window.offset) {
+      matched++;
+      continue;
+    }
+    const resource = loadIfMatching(store, pk, searchRequest);
+    if (!resource) {
+      continue;
+    }
+    if (matched >= window.offset && resources.length < window.count) {
+      resources.push(resource);
+    }
+    matched++;
+    if (!scanAll && resources.length >= window.count) {
+      break;
+    }
+  }
+  if (!window.wantsTotal) {
+    return { resources, total: undefined };
+  }
+  return { resources, total: plan.exact ? countMatches(store, plan) : matched };
 }
 
 function searchSortedInMemory<T extends Resource>(

@@ -32,6 +32,11 @@ export interface FilterPlan {
   readonly exact: boolean;
   /** The condition on `resources r` (live resources of the searched type). */
   readonly where: SqlFragment;
+  /**
+   * When an index lookup drives: the query selecting its candidate pks (column `resource_pk`), and `residual`,
+   * the rest of `where`, to check one candidate at a time with `r.pk = ?`.
+   */
+  readonly driver?: { readonly candidates: SqlFragment; readonly residual: SqlFragment };
 }
 
 interface IndexLookup {
@@ -81,23 +86,26 @@ export function planFilters(
 
   // With an index lookup driving, '+' keeps SQLite from scanning a resources index instead.
   const columnPrefix = driver ? '+' : '';
-  const conditions: string[] = [`${columnPrefix}r.resource_type = ?`, 'r.deleted = 0'];
-  const params: SQLInputValue[] = [resourceType];
-  if (driver?.lookup) {
-    conditions.push(`r.pk IN (${driver.lookup.sql.sql})`);
-    params.push(...driver.lookup.sql.params);
-  }
+  const residualConditions: string[] = [`${columnPrefix}r.resource_type = ?`, 'r.deleted = 0'];
+  const residualParams: SQLInputValue[] = [resourceType];
   for (const translation of translations) {
     if (translation !== driver && translation.condition) {
       const condition = translation.condition(columnPrefix);
-      conditions.push(condition.sql);
-      params.push(...condition.params);
+      residualConditions.push(condition.sql);
+      residualParams.push(...condition.params);
     }
   }
+  const residual: SqlFragment = { sql: residualConditions.join(' AND '), params: residualParams };
+  const exact = translations.every((translation) => translation.exact);
+  if (!driver?.lookup) {
+    return { matchesNothing: false, exact, where: residual };
+  }
+  const lookup = driver.lookup.sql;
   return {
     matchesNothing: false,
-    exact: translations.every((translation) => translation.exact),
-    where: { sql: conditions.join(' AND '), params },
+    exact,
+    where: { sql: `r.pk IN (${lookup.sql}) AND ${residual.sql}`, params: [...lookup.params, ...residual.params] },
+    driver: { candidates: lookup, residual },
   };
 }
 

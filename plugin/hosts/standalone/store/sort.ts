@@ -57,13 +57,18 @@ export function resolveSortRules(resourceType: string, sortRules: readonly SortR
   });
 }
 
-/** The ORDER BY for the rules, or undefined when some rule reads a parameter the index does not hold. */
+/**
+ * The ORDER BY for the rules, or undefined when some rule reads a parameter the index does not hold. With
+ * `pkColumn` (a column holding resource pks, e.g. of index rows) only rules the index answers are accepted, since
+ * the columns of `resources` are not at hand; the order is the same as over `r.pk`.
+ */
 export function sqlOrderBy(
   rules: readonly ResolvedSortRule[],
-  indexed: ReadonlyMap<string, IndexedParameter>
+  indexed: ReadonlyMap<string, IndexedParameter>,
+  pkColumn = 'r.pk'
 ): SqlFragment | undefined {
   if (rules.length === 0) {
-    return DEFAULT_ORDER;
+    return pkColumn === 'r.pk' ? DEFAULT_ORDER : undefined;
   }
   const terms: string[] = [];
   const params: string[] = [];
@@ -72,19 +77,22 @@ export function sqlOrderBy(
     const nulls = rule.descending ? 'NULLS FIRST' : 'NULLS LAST';
     const column = COLUMN_KEYS[rule.code];
     if (column) {
+      if (pkColumn !== 'r.pk') {
+        return undefined;
+      }
       // id and last_updated are never NULL; leaving out NULLS lets SQLite read them in index order.
       terms.push(rule.code === '_project' ? `${column} ${direction} ${nulls}` : `${column} ${direction}`);
     } else if (indexed.has(rule.code)) {
       const aggregate = rule.descending ? 'MAX' : 'MIN';
       terms.push(
-        `(SELECT ${aggregate}(value) FROM search_index WHERE resource_pk = r.pk AND param = ?) ${direction} ${nulls}`
+        `(SELECT ${aggregate}(value) FROM search_index WHERE resource_pk = ${pkColumn} AND param = ?) ${direction} ${nulls}`
       );
       params.push(rule.code);
     } else {
       return undefined;
     }
   }
-  terms.push(rules[0].descending ? 'r.pk DESC' : 'r.pk');
+  terms.push(rules[0].descending ? `${pkColumn} DESC` : pkColumn);
   return { sql: terms.join(', '), params };
 }
 

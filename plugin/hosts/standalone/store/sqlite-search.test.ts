@@ -208,6 +208,21 @@ describe('SqliteRepository search results', () => {
     ]);
   });
 
+  test('an index lookup sorted on the index pages the candidates that pass the other filters, in order, once each', async () => {
+    // conv-b holds turns 1, 3, 5, 7, 9; turns 7 and 9 are in project-b.
+    expect(await ids('Communication?part-of=Communication/conv-b&_project=project-a&_sort=-sent')).toEqual(['turn-5', 'turn-3', 'turn-1']);
+    expect(await ids('Communication?part-of=Communication/conv-b&_project=project-a&_sort=-sent&_count=1&_offset=1')).toEqual(['turn-3']);
+    const counted = await repository.search(parseSearchRequest('Communication?part-of=Communication/conv-b&_project=project-a&_sort=sent&_count=1&_total=accurate'));
+    expect(counted.entry?.map((entry) => entry.resource?.id)).toEqual(['turn-1']);
+    expect(counted.total).toBe(3);
+    // An inexact filter (medium is not indexed) is checked per candidate; the total counts what passed.
+    const inexact = await repository.search(parseSearchRequest('Communication?part-of=Communication/conv-a&medium=written&_sort=-sent&_count=2&_offset=1&_total=accurate'));
+    expect(inexact.entry?.map((entry) => entry.resource?.id)).toEqual(['turn-6', 'turn-4']);
+    expect(inexact.total).toBe(5);
+    // A turn matching both looked-up values has two index rows, and is still one result.
+    expect(await ids('Communication?category=chat turn,reply&_sort=-sent&_count=4')).toEqual(['turn-9', 'turn-8', 'turn-7', 'turn-6']);
+  });
+
   test('_sort with an inexact filter pages after checking each candidate', async () => {
     expect(await ids('Communication?medium=written&_sort=-sent&_count=2')).toEqual(['turn-8', 'turn-6']);
     expect(await ids('Communication?medium=written&_sort=-sent&_count=2&_offset=2')).toEqual(['turn-4', 'turn-2']);

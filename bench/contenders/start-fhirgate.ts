@@ -1,0 +1,104 @@
+/**
+ * fhirgate in the standalone host with everything on: a Medplum-format RS256 token checked against its Login and
+ * membership, the demo practitioner's AccessPolicy, the patient check, prompt and reply stored as Communications
+ * in SQLite (WAL, synchronous=FULL: durable), and every measured request continuing a conversation, so it loads
+ * the conversation's history.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { keepTail, MODEL, PROMPT, type Contender } from './contender.ts';
+import { findFreePort, waitUntilAnswering } from '../lib/free-port.ts';
+import { startNodeProcess, stopProcess } from '../lib/processes.ts';
+
+const run = promisify(execFile);
+const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
+/** Maria Lopez, in Dr. Carter's care team: the AccessPolicy lets her chat about this patient. */
+const DEMO_PATIENT = 'a1f0c0de-0000-4000-8000-000000000301';
+const ISSUER = 'http://fhirgate.bench.test/';
+/** Earlier turns of each prepared conversation, so each measured request sends history to the model. */
+const EARLIER_TURNS = 3;
+const PREPARE_CONCURRENCY = 8;
+
+export interface FhirgateOptions {
+  readonly emulatorUrl: string;
+  readonly core: number | undefined;
+  /**
+   * How many conversations the measured requests rotate through. Each request adds a turn, so more conversations
+   * keep each one nearer its start: the history sent stays within the 50-message cap for most of the run.
+   */
+  readonly conversations: number;
+  /** Where fhirgate's fresh data directory is made (default: the OS temp dir); e.g. /dev/shm to take fsync out. */
+  readonly dataRoot?: string;
+  /** Extra `node` flags, e.g. `--cpu-prof` for profiling. */
+  readonly nodeFlags?: readonly string[];
+}
+
+export async function startFhirgate(options: FhirgateOptions): Promise<Contender> {
+  const port = await findFreePort();
+  const dataDir = await mkdtemp(join(options.dataRoot ?? tmpdir(), 'fhirgate-bench-'));
+  const env = {
+    ...process.env,
+    // LOG_LEVEL=warn hides the start-up line that names the port: the bench picks the port and polls instead.
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    FHIRGATE_DATA_DIR: dataDir,
+    FHIRGATE_BASE_URL: ISSUER,
+    AI_PROVIDER: 'openai-compatible',
+    AI_API_BASE: `${options.emulatorUrl}/v1`,
+    AI_API_KEY: 'bench',
+    AI_MODEL: MODEL,
+    LOG_LEVEL: 'warn',
+  };
+  const child = startNodeProcess([...(options.nodeFlags ?? []), 'plugin/hosts/standalone/main.ts'], { core: options.core, env });
+  const stderrTail = keepTail(child.stderr);
+  child.stdout?.resume();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitUntilAnswering(`${baseUrl}/healthcheck`, 120_000, () => child.exitCode !== null, stderrTail);
+  const token = (await run(process.execPath, ['plugin/hosts/standalone/print-token.ts'], { env })).stdout.trim();
+  const headers = {
+    'content-type': 'application/json',
+    authorization: `Bearer ${token}`,
+    'x-project-id': DEMO_PROJECT,
+  };
+  const chatUrl = `${baseUrl}/v1/chat/completions`;
+  const conversationIds: string[] = [];
+  // A few at a time: preparing is not measured, only start-up time.
+  while (conversationIds.length < options.conversations) {
+    const batch = Math.min(PREPARE_CONCURRENCY, options.conversations - conversationIds.length);
+    conversationIds.push(...(await Promise.all(Array.from({ length: batch }, () => prepareConversation(chatUrl, headers)))));
+  }
+  return {
+    name: 'fhirgate',
+    chatUrl,
+    headers,
+    pid: child.pid,
+    bodies: (stream) =>
+      conversationIds.map((conversationId) =>
+        JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
+      ),
+    stop: async () => {
+      await stopProcess(child, 15_000);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A conversation about the demo patient with a few earlier turns; returns its id. */
+async function prepareConversation(chatUrl: string, headers: Record<string, string>): Promise<string> {
+  let conversationId: string | undefined;
+  for (let turn = 0; turn < EARLIER_TURNS; turn += 1) {
+    const response = await fetch(chatUrl, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }] }),
+    });
+    const answer = (await response.json()) as { conversation_id?: string };
+    if (!response.ok || !answer.conversation_id) throw new Error(`fhirgate refused a preparing request: ${response.status} ${JSON.stringify(answer)}`);
+    conversationId = answer.conversation_id;
+  }
+  if (!conversationId) throw new Error('no conversation prepared');
+  return conversationId;
+}

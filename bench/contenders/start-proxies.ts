@@ -1,0 +1,55 @@
+/** The floor contenders: the emulator itself, the undici proxy, and Portkey's open-source gateway. */
+import { keepTail, plainChatBody, type Contender } from './contender.ts';
+import { findFreePort, waitUntilAnswering } from '../lib/free-port.ts';
+import { startNodeProcess, stopProcess, waitForOutput } from '../lib/processes.ts';
+
+const PORTKEY_ENTRY = 'node_modules/@portkey-ai/gateway/build/start-server.js';
+
+/** The emulator called directly: the latency floor every other contender is compared with. */
+export function directContender(emulatorUrl: string): Contender {
+  return {
+    name: 'direct',
+    chatUrl: `${emulatorUrl}/v1/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+    bodies: (stream) => [plainChatBody(stream)],
+    stop: async () => {},
+  };
+}
+
+export async function startUndiciProxy(emulatorUrl: string, core: number | undefined): Promise<Contender> {
+  const child = startNodeProcess(['bench/contenders/undici-proxy.ts', '--upstream', emulatorUrl], { core });
+  keepTail(child.stderr);
+  const match = await waitForOutput(child, 'stdout', /\{"url":"([^"]+)"\}/, 30_000);
+  return {
+    name: 'undici proxy',
+    chatUrl: `${match[1]}/v1/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+    pid: child.pid,
+    bodies: (stream) => [plainChatBody(stream)],
+    stop: () => stopProcess(child),
+  };
+}
+
+export async function startPortkey(emulatorUrl: string, core: number | undefined): Promise<Contender> {
+  // Portkey takes `--port=N` only (no port 0), so the bench asks the OS for a free one first.
+  const port = await findFreePort();
+  // Portkey's start-up draws a spinner on stdout: nothing to read there.
+  const child = startNodeProcess([PORTKEY_ENTRY, `--port=${port}`, '--headless'], { core, stdio: ['ignore', 'ignore', 'pipe'] });
+  const stderrTail = keepTail(child.stderr);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitUntilAnswering(`${baseUrl}/`, 30_000, () => child.exitCode !== null, stderrTail);
+  return {
+    name: 'Portkey',
+    chatUrl: `${baseUrl}/v1/chat/completions`,
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer bench',
+      'x-portkey-provider': 'openai',
+      'x-portkey-custom-host': `${emulatorUrl}/v1`,
+    },
+    pid: child.pid,
+    bodies: (stream) => [plainChatBody(stream)],
+    stop: () => stopProcess(child),
+  };
+}
+

@@ -1,0 +1,142 @@
+/**
+ * `npm run bench`: every contender side by side against one loopback LLM emulator, each in its own process, the
+ * load generator in another, pinned apart with taskset where it exists. Writes report.md, chart.svg and raw/ to
+ * the output directory (bench/results by default).
+ *
+ *   node bench/run.ts [--smoke] [--only 1,2,...] [--out-dir DIR] [--profile] [--data-root DIR] [--fhirgate-node-flag F] [--repetitions N]
+ *
+ * --smoke: tiny counts and one repetition, every contender and scenario, about a minute (CI keeps it working).
+ * --profile: fhirgate runs with --cpu-prof; the .cpuprofile lands in <out-dir>/raw/profiles/.
+ * --data-root DIR: where fhirgate's fresh data directory is made (an experiment: /dev/shm makes fsync free).
+ * --fhirgate-node-flag F: an extra node flag for fhirgate (repeatable), e.g. --max-old-space-size=384.
+ * --repetitions N: repetitions per scenario (3 by default, 1 in a smoke run).
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Contender } from './contenders/contender.ts';
+import { startFhirgate } from './contenders/start-fhirgate.ts';
+import { directContender, startPortkey, startUndiciProxy } from './contenders/start-proxies.ts';
+import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
+import { runExternalScenario } from './lib/external-scenario.ts';
+import { planCoreLayout } from './lib/processes.ts';
+import type { ScenarioSection } from './lib/section.ts';
+import { readMachineFacts } from './report/machine-facts.ts';
+import { renderReport } from './report/render-report.ts';
+import { renderChart } from './report/svg-chart.ts';
+import { measureAddedLatency } from './scenarios/added-latency.ts';
+import type { BenchContext } from './scenarios/bench-context.ts';
+import { measureManyStreams } from './scenarios/many-streams.ts';
+import { measureStreaming } from './scenarios/streaming.ts';
+import { measureThroughput, THROUGHPUT_CONNECTIONS } from './scenarios/throughput.ts';
+
+const { values } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'out-dir': { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    repetitions: { type: 'string' },
+    'data-root': { type: 'string' },
+    'fhirgate-node-flag': { type: 'string', multiple: true },
+  },
+});
+const smoke = values.smoke ?? false;
+const only = new Set((values.only ?? '1,2,3,4,5,6').split(',').map((part) => part.trim()));
+// A smoke run must never overwrite the committed report.
+const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
+const rawDirectory = join(outDirectory, 'raw');
+const repetitions = Number(values.repetitions ?? (smoke ? 1 : 3));
+
+const OWN_SCENARIOS: readonly { readonly id: string; readonly measure: (context: BenchContext) => Promise<ScenarioSection> }[] = [
+  { id: '1', measure: measureAddedLatency },
+  { id: '2', measure: measureThroughput },
+  { id: '3', measure: measureStreaming },
+  { id: '4', measure: measureManyStreams },
+];
+/** fhirgate's measured requests rotate through this many prepared conversations (about 50 turns each by the end). */
+const FHIRGATE_CONVERSATIONS = 128;
+const FINDINGS_FILE = 'bench/findings.md';
+const EXTERNAL_SCENARIOS = [
+  { id: '5', title: '5. History', script: 'bench/history.ts' },
+  { id: '6', title: '6. Devices', script: 'bench/devices.ts' },
+];
+
+const startedAt = new Date();
+function log(line: string): void {
+  const elapsed = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
+  process.stderr.write(`[bench ${elapsed}s] ${line}\n`);
+}
+
+async function runOwnScenarios(sections: ScenarioSection[], missing: { title: string; reason: string }[]): Promise<void> {
+  const scenarios = OWN_SCENARIOS.filter((scenario) => only.has(scenario.id));
+  if (scenarios.length === 0) return;
+  const layout = planCoreLayout();
+  let emulator: EmulatorProcess | undefined;
+  const contenders: Contender[] = [];
+  try {
+    log(`layout: ${layout.description}`);
+    emulator = await startEmulator(layout.generatorCore);
+    log(`emulator at ${emulator.url}`);
+    contenders.push(directContender(emulator.url));
+    contenders.push(await startUndiciProxy(emulator.url, layout.contenderCore));
+    log('undici proxy started');
+    contenders.push(await startPortkey(emulator.url, layout.contenderCore));
+    log('Portkey started');
+    await emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });
+    const profileFlags = [...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles')}`] : []), ...(values['fhirgate-node-flag'] ?? [])];
+    contenders.push(await startFhirgate({ emulatorUrl: emulator.url, core: layout.contenderCore, conversations: smoke ? THROUGHPUT_CONNECTIONS : FHIRGATE_CONVERSATIONS, nodeFlags: profileFlags, dataRoot: values['data-root'] }));
+    log('fhirgate started, conversations prepared');
+    const context: BenchContext = { contenders, emulator, layout, smoke, repetitions, rawDirectory, log };
+    for (const scenario of scenarios) {
+      log(`scenario ${scenario.id}`);
+      try {
+        sections.push(await scenario.measure(context));
+      } catch (error) {
+        log(`scenario ${scenario.id} failed: ${String(error)}`);
+        missing.push({ title: `Scenario ${scenario.id}`, reason: `failed: ${error instanceof Error ? error.message : String(error)}` });
+      }
+    }
+  } finally {
+    // The contender of interest last in, first out; each stop waits for the process to exit.
+    for (const contender of contenders.reverse()) await contender.stop().catch((error: unknown) => log(`stopping ${contender.name}: ${String(error)}`));
+    await emulator?.stop();
+  }
+}
+
+async function runExternalScenarios(sections: ScenarioSection[], missing: { title: string; reason: string }[]): Promise<void> {
+  for (const scenario of EXTERNAL_SCENARIOS.filter((external) => only.has(external.id))) {
+    log(`scenario ${scenario.id} (${scenario.script})`);
+    const outcome = await runExternalScenario(scenario.script, join(rawDirectory, `scenario-${scenario.id}.json`), smoke, smoke ? 180_000 : 600_000);
+    if ('section' in outcome) sections.push(outcome.section);
+    else {
+      log(`scenario ${scenario.id}: ${outcome.reason}`);
+      missing.push({ title: scenario.title, reason: outcome.reason });
+    }
+  }
+}
+
+await mkdir(rawDirectory, { recursive: true });
+const sections: ScenarioSection[] = [];
+const missing: { title: string; reason: string }[] = [];
+await runOwnScenarios(sections, missing);
+await runExternalScenarios(sections, missing);
+
+const panels = sections.flatMap((section) => (section.chart ? [section.chart] : []));
+const chartFile = panels.length > 0 ? 'chart.svg' : undefined;
+if (chartFile) await writeFile(join(outDirectory, chartFile), renderChart(panels));
+const report = renderReport({
+  startedAt,
+  durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
+  smoke,
+  machine: readMachineFacts(),
+  layout: planCoreLayout().description,
+  sections,
+  missing,
+  chartFile,
+  appendix: existsSync(FINDINGS_FILE) ? await readFile(FINDINGS_FILE, 'utf8') : undefined,
+});
+await writeFile(join(outDirectory, 'report.md'), report);
+await writeFile(join(rawDirectory, 'sections.json'), `${JSON.stringify(sections, null, 2)}\n`);
+log(`report written to ${join(outDirectory, 'report.md')}`);
