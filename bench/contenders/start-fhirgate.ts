@@ -2,9 +2,10 @@
  * fhirgate in the standalone host with everything on: a Medplum-format RS256 token checked against its Login and
  * membership, the demo practitioner's AccessPolicy, the patient check, prompt and reply stored as Communications
  * in SQLite (WAL, synchronous=FULL: durable), and every measured request continuing a conversation, so it loads
- * the conversation's history.
+ * the conversation's history. Scenario 4 runs a chat-only sibling of it (`startChatOnly`): the same data, the
+ * GraphQL schema not built at start-up (FHIRGATE_GRAPHQL_WARMUP=off).
  */
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,9 +37,68 @@ export interface FhirgateOptions {
   readonly nodeFlags?: readonly string[];
 }
 
-export async function startFhirgate(options: FhirgateOptions): Promise<Contender> {
-  const port = await findFreePort();
+/** The fhirgate contender, and what scenario 4 needs from it. */
+export interface FhirgateContender extends Contender {
+  /**
+   * Starts a second host on this one's data directory (same project, signing keys and prepared conversations)
+   * with FHIRGATE_GRAPHQL_WARMUP=off: an instance that serves chat only. Stopping it leaves the data in place.
+   */
+  startChatOnly(): Promise<FhirgateContender>;
+  /** Requests this host's fhirgate `/graphql` has answered so far (from its /metrics). */
+  countGraphqlRequests(): Promise<number>;
+}
+
+/** Whether the contender is a fhirgate host (the others cannot start a chat-only sibling). */
+export function isFhirgateContender(contender: Contender): contender is FhirgateContender {
+  return contender.name === 'fhirgate' && 'startChatOnly' in contender;
+}
+
+/** Starts fhirgate on a fresh data directory and prepares its conversations. */
+export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateContender> {
   const dataDir = await mkdtemp(join(options.dataRoot ?? tmpdir(), 'fhirgate-bench-'));
+  const host = await startHost(options, dataDir, { graphqlWarmUp: true });
+  const conversationIds: string[] = [];
+  // A few at a time: preparing is not measured, only start-up time.
+  while (conversationIds.length < options.conversations) {
+    const batch = Math.min(PREPARE_CONCURRENCY, options.conversations - conversationIds.length);
+    conversationIds.push(...(await Promise.all(Array.from({ length: batch }, () => prepareConversation(host.chatUrl, host.headers)))));
+  }
+  return toContender(options, dataDir, host, conversationIds, async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+}
+
+interface RunningHost {
+  readonly baseUrl: string;
+  readonly chatUrl: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly child: ChildProcess;
+}
+
+function toContender(options: FhirgateOptions, dataDir: string, host: RunningHost, conversationIds: readonly string[], afterStop: () => Promise<void>): FhirgateContender {
+  return {
+    name: 'fhirgate',
+    chatUrl: host.chatUrl,
+    headers: host.headers,
+    pid: host.child.pid,
+    bodies: (stream) =>
+      conversationIds.map((conversationId) =>
+        JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
+      ),
+    startChatOnly: async () => {
+      const sibling = await startHost(options, dataDir, { graphqlWarmUp: false });
+      return toContender(options, dataDir, sibling, conversationIds, async () => undefined);
+    },
+    countGraphqlRequests: () => countGraphqlRequests(host.baseUrl),
+    stop: async () => {
+      await stopProcess(host.child, 15_000);
+      await afterStop();
+    },
+  };
+}
+
+async function startHost(options: FhirgateOptions, dataDir: string, settings: { readonly graphqlWarmUp: boolean }): Promise<RunningHost> {
+  const port = await findFreePort();
   const env = {
     ...process.env,
     // LOG_LEVEL=warn hides the start-up line that names the port: the bench picks the port and polls instead.
@@ -51,6 +111,7 @@ export async function startFhirgate(options: FhirgateOptions): Promise<Contender
     AI_API_KEY: 'bench',
     AI_MODEL: MODEL,
     LOG_LEVEL: 'warn',
+    FHIRGATE_GRAPHQL_WARMUP: settings.graphqlWarmUp ? 'on' : 'off',
   };
   const child = startNodeProcess([...(options.nodeFlags ?? []), 'plugin/hosts/standalone/main.ts'], { core: options.core, env });
   const stderrTail = keepTail(child.stderr);
@@ -63,27 +124,18 @@ export async function startFhirgate(options: FhirgateOptions): Promise<Contender
     authorization: `Bearer ${token}`,
     'x-project-id': DEMO_PROJECT,
   };
-  const chatUrl = `${baseUrl}/v1/chat/completions`;
-  const conversationIds: string[] = [];
-  // A few at a time: preparing is not measured, only start-up time.
-  while (conversationIds.length < options.conversations) {
-    const batch = Math.min(PREPARE_CONCURRENCY, options.conversations - conversationIds.length);
-    conversationIds.push(...(await Promise.all(Array.from({ length: batch }, () => prepareConversation(chatUrl, headers)))));
+  return { baseUrl, chatUrl: `${baseUrl}/v1/chat/completions`, headers, child };
+}
+
+/** Sums the request-duration histogram's counts of fhirgate's `/graphql` route on the host's Prometheus text. */
+async function countGraphqlRequests(baseUrl: string): Promise<number> {
+  const response = await fetch(`${baseUrl}/metrics`);
+  if (!response.ok) throw new Error(`fhirgate /metrics answered ${response.status}`);
+  let count = 0;
+  for (const line of (await response.text()).split('\n')) {
+    if (/_count\{/.test(line) && line.includes('http_route="/graphql"')) count += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
-  return {
-    name: 'fhirgate',
-    chatUrl,
-    headers,
-    pid: child.pid,
-    bodies: (stream) =>
-      conversationIds.map((conversationId) =>
-        JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
-      ),
-    stop: async () => {
-      await stopProcess(child, 15_000);
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
+  return count;
 }
 
 /** A conversation about the demo patient with a few earlier turns; returns its id. */

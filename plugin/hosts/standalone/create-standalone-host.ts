@@ -13,6 +13,7 @@ import type { FhirgateHost, HostLogger } from '../../host.ts';
 import type { FhirgateOptionsInput } from '../../options.ts';
 import { createAccessTokenService, type AccessTokenService } from './auth/access-tokens.ts';
 import { authenticateRequest } from './auth/authenticate-request.ts';
+import { createCallerCache, type CallerCacheOptions } from './auth/caller-cache.ts';
 import { createOAuthRoutes } from './auth/oauth-routes.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
@@ -35,6 +36,8 @@ export interface StandaloneHostOptions {
   readonly logger?: HostLogger;
   readonly plugin?: FhirgateOptionsInput;
   readonly accessTokenLifetimeSeconds?: number;
+  /** How long (default 5 s) and how many resolved callers are kept; `{ ttlMs: 0 }` resolves every request afresh. */
+  readonly callerCache?: CallerCacheOptions;
   /** Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider). */
   readonly metrics?: boolean;
 }
@@ -62,8 +65,9 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   const logger = options.logger ?? createJsonLogger('info');
   const keys = await loadSigningKeys(store);
   const tokens = createAccessTokenService({ keys, issuer: options.baseUrl, lifetimeSeconds: options.accessTokenLifetimeSeconds });
+  const callers = createCallerCache(options.callerCache);
   const host: FhirgateHost = {
-    authenticate: (request) => authenticateRequest(request.headers, store, tokens),
+    authenticate: (request) => authenticateRequest(request.headers, store, tokens, callers),
     getSystemRepo: async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
     getDeviceRepo: async (projectId, accessPolicy, device) => new ProjectRepository(store, { projectId, author: device, accessPolicy }),
     redis: options.redis,
@@ -80,7 +84,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   if (metricsHandler) {
     app.get('/metrics', metricsHandler);
   }
-  app.use(createOAuthRoutes({ store, tokens, keys }));
+  app.use(createOAuthRoutes({ store, tokens, keys, callers }));
   app.use('/fhir/R4', createFhirRoutes(host.authenticate));
   app.use(plugin);
 

@@ -14,7 +14,6 @@ import {
   isResourceType,
   notFound,
   parseReference,
-  satisfiedAccessPolicy,
   type SearchRequest,
   type WithId,
 } from '@medplum/core';
@@ -29,6 +28,7 @@ import {
   type UpdateResourceOptions,
 } from '@medplum/fhir-router';
 import type { AccessPolicy, Bundle, BundleEntry, Meta, Reference, Resource } from '@medplum/fhirtypes';
+import { compileAccessPolicy, type CompiledAccessPolicy } from './compiled-access-policy.ts';
 
 type PatchOperations = Parameters<FhirRepository['patchResource']>[2];
 
@@ -39,6 +39,8 @@ export interface ProjectRepositoryOptions {
   readonly author: Reference;
   /** The effective policy; undefined means system rights inside the project. */
   readonly accessPolicy?: AccessPolicy;
+  /** Called after each write this repository makes (so what was derived from the written resource can be dropped). */
+  readonly onWrite?: (resourceType: string) => void;
 }
 
 /** Searches that the policy narrows read at most this many candidates before paging. */
@@ -48,11 +50,13 @@ const POLICY_SCAN_LIMIT = 10_000;
 export class ProjectRepository extends FhirRepository {
   readonly #store: FhirRepository;
   readonly #options: ProjectRepositoryOptions;
+  readonly #policy: CompiledAccessPolicy | undefined;
 
   constructor(store: FhirRepository, options: ProjectRepositoryOptions) {
     super();
     this.#store = store;
     this.#options = options;
+    this.#policy = options.accessPolicy ? compileAccessPolicy(options.accessPolicy) : undefined;
   }
 
   /** The project this repository is limited to. */
@@ -74,7 +78,7 @@ export class ProjectRepository extends FhirRepository {
     const id = options?.assignedId && resource.id ? resource.id : this.generateId();
     const prepared = this.#withServerMeta({ ...resource, id }, undefined);
     this.#requireSatisfied(prepared, AccessPolicyInteraction.CREATE);
-    return this.#store.createResource(prepared, { ...options, assignedId: true });
+    return this.#written(await this.#store.createResource(prepared, { ...options, assignedId: true }));
   }
 
   async readResource<T extends Resource>(resourceType: string, id: string): Promise<WithId<T>> {
@@ -119,7 +123,7 @@ export class ProjectRepository extends FhirRepository {
     this.#requireSatisfied(existing, AccessPolicyInteraction.UPDATE);
     const prepared = this.#withServerMeta(resource, existing.meta);
     this.#requireSatisfied(prepared, AccessPolicyInteraction.UPDATE);
-    return this.#store.updateResource(prepared, options);
+    return this.#written(await this.#store.updateResource(prepared, options));
   }
 
   async patchResource<T extends Resource>(
@@ -133,7 +137,7 @@ export class ProjectRepository extends FhirRepository {
     this.#visibleOrNotFound(existing, AccessPolicyInteraction.READ);
     this.#requireSatisfied(existing, AccessPolicyInteraction.UPDATE);
     // The patched result is checked inside the transaction, so a patch that leaves the caller's rights rolls back.
-    return this.#store.withTransaction(
+    const result = await this.#store.withTransaction(
       async (transaction) => {
         const patched = await transaction.patchResource<T>(resourceType, id, patch, options);
         if (patched.meta?.project !== this.projectId || patched.meta.author?.reference !== this.#options.author.reference) {
@@ -144,6 +148,7 @@ export class ProjectRepository extends FhirRepository {
       },
       { resourceTypes: [resourceType] }
     );
+    return this.#written(result);
   }
 
   async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
@@ -152,6 +157,7 @@ export class ProjectRepository extends FhirRepository {
     this.#visibleOrNotFound(existing, AccessPolicyInteraction.READ);
     this.#requireSatisfied(existing, AccessPolicyInteraction.DELETE);
     await this.#store.deleteResource(resourceType, id, options);
+    this.#options.onWrite?.(resourceType);
   }
 
   async search<T extends Resource>(searchRequest: SearchRequest<T>, options?: SearchOptions): Promise<Bundle<WithId<T>>> {
@@ -227,6 +233,11 @@ export class ProjectRepository extends FhirRepository {
     );
   }
 
+  #written<T extends Resource>(resource: WithId<T>): WithId<T> {
+    this.#options.onWrite?.(resource.resourceType);
+    return resource;
+  }
+
   /** Server-owned meta: the project, the author and the compartments are set here, never taken from the caller. */
   #withServerMeta<T extends Resource>(resource: T, existingMeta: Meta | undefined): T {
     const projectReference = { reference: `Project/${this.projectId}` };
@@ -253,8 +264,7 @@ export class ProjectRepository extends FhirRepository {
   }
 
   #requireSatisfied(resource: Resource, interaction: AccessPolicyInteraction): void {
-    const policy = this.#options.accessPolicy;
-    if (policy && !satisfiedAccessPolicy(resource, interaction, policy)) {
+    if (this.#policy && !this.#policy.satisfiedBy(resource, interaction)) {
       throw new OperationOutcomeError(forbidden);
     }
   }
@@ -263,8 +273,7 @@ export class ProjectRepository extends FhirRepository {
     if (resource.meta?.project !== this.projectId) {
       return false;
     }
-    const policy = this.#options.accessPolicy;
-    return !policy || satisfiedAccessPolicy(resource, interaction, policy) !== undefined;
+    return !this.#policy || this.#policy.satisfiedBy(resource, interaction) !== undefined;
   }
 
   #visibleOrNotFound<T extends Resource>(resource: WithId<T>, interaction: AccessPolicyInteraction): WithId<T> {

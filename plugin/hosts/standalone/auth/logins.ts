@@ -60,8 +60,59 @@ export async function startLogin(store: FhirRepository, tokens: AccessTokenServi
   return { login, accessToken, expiresInSeconds: tokens.lifetimeSeconds };
 }
 
+/** Options of caller resolution. */
+export interface ResolveCallerOptions {
+  /** Called after the caller's repository writes a resource (so cached callers can be dropped). */
+  readonly onWrite?: (resourceType: string) => void;
+}
+
 /** Resolves the caller of verified token claims; undefined when the login no longer authenticates anyone. */
-export async function resolveCaller(store: FhirRepository, claims: AccessTokenClaims): Promise<CallerContext | undefined> {
+export async function resolveCaller(
+  store: FhirRepository,
+  claims: AccessTokenClaims,
+  options: ResolveCallerOptions = {}
+): Promise<CallerContext | undefined> {
+  const live = await readLiveLoginAndMembership(store, claims);
+  if (!live) {
+    return undefined;
+  }
+  const { login, membership } = live;
+  const project = await readOrUndefined<Project>(store, membership.project);
+  if (!project) {
+    return undefined;
+  }
+  const accessPolicy = await buildAccessPolicy(membership, (reference) => store.readReference(reference));
+  const profile = membership.profile as Reference<ProfileResource>;
+  const repo = new ProjectRepository(store, { projectId: project.id, author: profile, accessPolicy, onWrite: options.onWrite });
+  return { repo, project, membership, profile, login };
+}
+
+/**
+ * Re-checks a caller resolved earlier from the same claims: the Login and the membership are read again (two
+ * indexed reads), so a revoked login or a deactivated membership stops the caller at once; the repository, the
+ * project and the policy are reused while the membership is the version they were built from. Undefined when
+ * the caller no longer authenticates; `stale` when the membership changed and the caller must be resolved again.
+ */
+export async function recheckCaller(
+  store: FhirRepository,
+  claims: AccessTokenClaims,
+  cached: CallerContext
+): Promise<CallerContext | 'stale' | undefined> {
+  const live = await readLiveLoginAndMembership(store, claims);
+  if (!live) {
+    return undefined;
+  }
+  if (live.membership.id !== cached.membership.id || live.membership.meta?.versionId !== cached.membership.meta?.versionId) {
+    return 'stale';
+  }
+  return { ...cached, login: live.login, membership: live.membership };
+}
+
+/** The Login named by the claims and its membership, when both still authenticate the token's profile. */
+async function readLiveLoginAndMembership(
+  store: FhirRepository,
+  claims: AccessTokenClaims
+): Promise<{ login: WithId<Login>; membership: WithId<ProjectMembership> } | undefined> {
   const login = await readOrUndefined<Login>(store, 'Login', claims.login_id);
   if (!login || login.revoked || !login.granted || !login.membership) {
     return undefined;
@@ -70,14 +121,7 @@ export async function resolveCaller(store: FhirRepository, claims: AccessTokenCl
   if (!membership || membership.active === false || membership.profile.reference !== claims.profile) {
     return undefined;
   }
-  const project = await readOrUndefined<Project>(store, membership.project);
-  if (!project) {
-    return undefined;
-  }
-  const accessPolicy = await buildAccessPolicy(membership, (reference) => store.readReference(reference));
-  const profile = membership.profile as Reference<ProfileResource>;
-  const repo = new ProjectRepository(store, { projectId: project.id, author: profile, accessPolicy });
-  return { repo, project, membership, profile, login };
+  return { login, membership };
 }
 
 async function readOrUndefined<T extends Login | ProjectMembership | Project>(

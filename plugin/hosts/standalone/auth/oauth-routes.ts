@@ -10,6 +10,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { CallerContext } from '../../../host.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import { authenticateRequest } from './authenticate-request.ts';
+import type { CallerCache } from './caller-cache.ts';
 import { startLogin } from './logins.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
@@ -18,11 +19,13 @@ export interface OAuthRoutesOptions {
   readonly store: FhirRepository;
   readonly tokens: AccessTokenService;
   readonly keys: SigningKeys;
+  /** The host's cache of resolved callers, shared with its other routes. */
+  readonly callers?: CallerCache;
 }
 
 /** Creates the router for `/oauth2/token`, `/.well-known/jwks.json` and `/auth/me`. */
 export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
-  const { store, tokens, keys } = options;
+  const { store, tokens, keys, callers } = options;
   const router = express.Router();
   router.get('/.well-known/jwks.json', (_request, response) => {
     response.json(keys.jwks);
@@ -36,7 +39,7 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
     }
   );
   router.get('/auth/me', async (request, response) => {
-    const caller = await authenticateRequest(request.headers, store, tokens);
+    const caller = await authenticateRequest(request.headers, store, tokens, callers);
     if (!caller) {
       response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
       return;

@@ -55,6 +55,7 @@ export class ResourceStore {
   readonly #content: StatementSync;
   readonly #readInfo: StatementSync;
   readonly #writeInfo: StatementSync;
+  #commits = 0;
 
   constructor(database: DatabaseSync) {
     this.#database = database;
@@ -102,8 +103,11 @@ export class ResourceStore {
         this.#database.exec('RELEASE store_write');
         return result;
       } catch (error) {
-        this.#database.exec('ROLLBACK TO store_write');
-        this.#database.exec('RELEASE store_write');
+        // Some failures (I/O error, disk full) make SQLite roll the whole transaction back: no savepoint is left.
+        if (this.#database.isTransaction) {
+          this.#database.exec('ROLLBACK TO store_write');
+          this.#database.exec('RELEASE store_write');
+        }
         throw error;
       }
     }
@@ -126,6 +130,17 @@ export class ResourceStore {
   /** Commits the open transaction. */
   commit(): void {
     this.#database.exec('COMMIT');
+    this.#commits++;
+  }
+
+  /** COMMITs that returned since the store was opened: with `synchronous=FULL`, one WAL fsync each. */
+  get commitCount(): number {
+    return this.#commits;
+  }
+
+  /** True while a transaction is open on the connection. */
+  get inTransaction(): boolean {
+    return this.#database.isTransaction;
   }
 
   /** Rolls back the open transaction, if SQLite has not already. */

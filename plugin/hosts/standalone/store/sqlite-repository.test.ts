@@ -1,6 +1,7 @@
-import { OperationOutcomeError, getStatus, normalizeOperationOutcome } from '@medplum/core';
+import { OperationOutcomeError } from '@medplum/core';
 import type { Communication, Patient } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
+import { statusOf } from '../../../../test/support/rejection-status.ts';
 
 const repositories: SqliteRepository[] = [];
 
@@ -16,16 +17,6 @@ afterEach(() => {
   }
 });
 
-/** The HTTP status FhirRouter would answer with for what `promise` rejects with. */
-async function statusOf(promise: Promise<unknown>): Promise<number> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(OperationOutcomeError);
-    return getStatus(normalizeOperationOutcome(error));
-  }
-  throw new Error('expected a rejection');
-}
 
 const patient: Patient = { resourceType: 'Patient', name: [{ given: ['Ada'], family: 'Lovelace' }] };
 

@@ -2,9 +2,10 @@
  * The standalone host's system-level FHIR store: a FhirRepository over one SQLite file (or ':memory:').
  *
  * No project scoping and no AccessPolicy here: the repository layered on top does that and sets the server-owned
- * meta (project, author, compartment), which this store keeps as given. Every write is one SQLite transaction
- * (current version, history row and search index rows together); errors are OperationOutcomeErrors with the
- * outcomes Medplum's server uses, so FhirRouter answers with the same HTTP statuses.
+ * meta (project, author, compartment), which this store keeps as given. Every write is atomic (current version,
+ * history row and search index rows together); the writes of concurrent requests share one transaction and one
+ * fsync (group-commit.ts), and a write's promise resolves once it is durable. Errors are OperationOutcomeErrors
+ * with the outcomes Medplum's server uses, so FhirRouter answers with the same HTTP statuses.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
@@ -41,6 +42,7 @@ import type { Bundle, BundleEntry, OperationOutcome, Reference, Resource } from 
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { applyResourcePatch, type PatchOperations } from './apply-patch.ts';
 import { AsyncMutex } from './async-mutex.ts';
+import { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 import { ResourceStore, type CurrentRow, type VersionRow, type VersionWrite } from './resource-store.ts';
 import { openStoreDatabase, type StoreDatabaseOptions } from './schema.ts';
 import { executeSearch } from './search-executor.ts';
@@ -50,6 +52,8 @@ import { SearchIndexSpec, type IndexedParameter } from './search-index.ts';
 export interface SqliteRepositoryOptions extends StoreDatabaseOptions {
   /** Builds `Bundle.entry.fullUrl` for search and history entries; without it, entries have no fullUrl. */
   readonly fullUrl?: (resourceType: string, id: string) => string;
+  /** How concurrent writes are grouped into one commit. */
+  readonly groupCommit?: GroupCommitOptions;
 }
 
 interface TransactionScope {
@@ -69,11 +73,13 @@ export class SqliteRepository extends FhirRepository {
   readonly #fullUrl: SqliteRepositoryOptions['fullUrl'];
   readonly #mutex = new AsyncMutex();
   readonly #transaction = new AsyncLocalStorage<TransactionScope>();
+  readonly #groupCommit: GroupCommit;
 
   private constructor(database: DatabaseSync, options: SqliteRepositoryOptions) {
     super();
     this.#database = database;
     this.#store = new ResourceStore(database);
+    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, options.groupCommit);
     this.#index = new SearchIndexSpec();
     this.#fullUrl = options.fullUrl;
     this.#store.ensureIndex(this.#index.fingerprint, (content) => this.#index.rowsFor(JSON.parse(content) as Resource));
@@ -91,11 +97,17 @@ export class SqliteRepository extends FhirRepository {
     }
   }
 
-  /** Closes the database; a transaction still open is rolled back. */
+  /** Commits the writes waiting for their group, then closes the database; a transaction still open is rolled back. */
   close(): void {
     if (this.#database.isOpen) {
+      this.#groupCommit.flushNow();
       this.#database.close();
     }
+  }
+
+  /** COMMITs so far, each one fsync; a group of concurrent writes counts once. For tests and metrics. */
+  get commitCount(): number {
+    return this.#store.commitCount;
   }
 
   setMode(_mode: RepositoryMode): void {
@@ -112,11 +124,12 @@ export class SqliteRepository extends FhirRepository {
     if (!FHIR_ID.test(id)) {
       throw new OperationOutcomeError(badRequest('Invalid id', `${resource.resourceType}.id`));
     }
+    // Serialised and indexed now, outside the write lock, and safe from changes the caller makes meanwhile.
+    const version = this.#guardStorage(() => this.#newVersion({ ...resource, id }));
     return this.#write(() => {
       if (this.#store.findCurrent(resource.resourceType, id)) {
         throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
       }
-      const version = this.#newVersion({ ...resource, id });
       this.#store.insertVersion(version.write);
       return version.resource;
     });
@@ -183,7 +196,10 @@ export class SqliteRepository extends FhirRepository {
     if (!id) {
       throw new OperationOutcomeError(badRequest('Missing id'));
     }
-    return this.#write(() => this.#updateNow({ ...resource, id }, options));
+    // A copy taken now: the write may run later, in its group, after the caller changed its object.
+    const snapshot = this.#guardStorage(() => JSON.parse(stringify({ ...resource, id })) as WithId<T>);
+    const ifMatch = options?.ifMatch;
+    return this.#write(() => this.#updateNow(snapshot, ifMatch));
   }
 
   async patchResource<T extends Resource>(
@@ -193,21 +209,23 @@ export class SqliteRepository extends FhirRepository {
     options?: UpdateResourceOptions
   ): Promise<WithId<T>> {
     validateResourceType(resourceType);
+    const ifMatch = options?.ifMatch;
     return this.#write(() => {
       const resource = parseContent<T>(this.#requireLive(resourceType, id));
       applyResourcePatch(resource, patch);
       if (resource.resourceType !== resourceType || resource.id !== id) {
         throw new OperationOutcomeError(badRequest('A patch cannot change the resource type or id'));
       }
-      return this.#updateNow(resource, options);
+      return this.#updateNow(resource, ifMatch);
     });
   }
 
   async deleteResource(resourceType: string, id: string, options?: DeleteResourceOptions): Promise<void> {
     validateResourceType(resourceType);
+    const ifMatch = options?.ifMatch;
     await this.#write(() => {
       const current = this.#requireLive(resourceType, id);
-      if (options?.ifMatch && options.ifMatch !== current.versionId) {
+      if (ifMatch && ifMatch !== current.versionId) {
         throw new OperationOutcomeError(preconditionFailed);
       }
       this.#store.markDeleted(current.pk, this.generateId(), new Date().toISOString());
@@ -252,8 +270,9 @@ export class SqliteRepository extends FhirRepository {
   }
 
   /**
-   * Runs `callback` in one SQLite transaction: committed when it resolves, rolled back when it throws. Other
-   * calls on this repository wait until it ends; calls made from inside it (any depth) run in it.
+   * Runs `callback` in one SQLite transaction of its own: committed when it resolves, rolled back when it throws.
+   * Calls made from inside it (any depth) run in it at once, each write in a savepoint. Reads from outside wait
+   * until it ends (they never see its uncommitted rows); writes from outside are grouped and committed after it.
    */
   async withTransaction<TResult>(
     callback: (transactionRepo: this) => Promise<TResult>,
@@ -284,12 +303,12 @@ export class SqliteRepository extends FhirRepository {
     }
   }
 
-  #updateNow<T extends Resource>(resource: WithId<T>, options: UpdateResourceOptions | undefined): WithId<T> {
+  #updateNow<T extends Resource>(resource: WithId<T>, ifMatch: string | undefined): WithId<T> {
     const current = this.#store.findCurrent(resource.resourceType, resource.id);
     if (!current) {
       throw new OperationOutcomeError(notFound);
     }
-    if (options?.ifMatch && options.ifMatch !== current.versionId) {
+    if (ifMatch && ifMatch !== current.versionId) {
       throw new OperationOutcomeError(preconditionFailed);
     }
     if (current.content !== undefined) {
@@ -379,13 +398,21 @@ export class SqliteRepository extends FhirRepository {
     return this.#mutex.runExclusive(() => this.#guardStorage(work));
   }
 
-  /** Runs a write atomically, now or after the transaction in progress when called from outside it. */
+  /**
+   * Runs a write atomically. Inside `withTransaction` it runs now, in a savepoint of that transaction. Otherwise it
+   * joins this event-loop turn's group and resolves once the group's COMMIT returned: a resolved write is durable.
+   * The chat route answers only after its own writes resolved, so it never answers with a turn that then failed
+   * to commit.
+   */
   async #write<T>(work: () => T): Promise<T> {
-    const atomic = (): T => this.#guardStorage(() => this.#store.atomically(work));
-    if (this.#inTransaction() || !this.#mutex.isLocked) {
-      return atomic();
+    if (this.#inTransaction()) {
+      return this.#guardStorage(() => this.#store.atomically(work));
     }
-    return this.#mutex.runExclusive(atomic);
+    try {
+      return await this.#groupCommit.write(work);
+    } catch (error) {
+      throw toStoreError(error);
+    }
   }
 
   /** FHIR outcomes pass through; a storage failure becomes a 500 without SQLite's text in the response. */
@@ -393,14 +420,19 @@ export class SqliteRepository extends FhirRepository {
     try {
       return work();
     } catch (error) {
-      if (error instanceof OperationOutcomeError) {
-        throw error;
-      }
-      throw new OperationOutcomeError(serverError(new Error('The FHIR store could not complete the operation')), {
-        cause: error,
-      });
+      throw toStoreError(error);
     }
   }
+}
+
+/** FHIR outcomes as they are; anything else (SQLite's errors) a 500 whose text does not leak SQLite's. */
+function toStoreError(error: unknown): OperationOutcomeError {
+  if (error instanceof OperationOutcomeError) {
+    return error;
+  }
+  return new OperationOutcomeError(serverError(new Error('The FHIR store could not complete the operation')), {
+    cause: error,
+  });
 }
 
 function parseContent<T extends Resource>(current: CurrentRow): WithId<T> {

@@ -1,14 +1,8 @@
-import {
-  OperationOutcomeError,
-  Operator,
-  getStatus,
-  normalizeOperationOutcome,
-  parseSearchRequest,
-  type SearchRequest,
-} from '@medplum/core';
+import { Operator, parseSearchRequest, type SearchRequest } from '@medplum/core';
 import { MemoryRepository, type FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Device, Observation, Resource } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
+import { statusOf } from '../../../../test/support/rejection-status.ts';
 
 const CATEGORY_SYSTEM = 'http://fhirgate.dev/category';
 const TURN_SYSTEM = 'urn:fhirgate:turn';
@@ -79,15 +73,6 @@ async function idSet(query: string): Promise<string[]> {
   return (await ids(query)).sort();
 }
 
-async function statusOf(promise: Promise<unknown>): Promise<number> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(OperationOutcomeError);
-    return getStatus(normalizeOperationOutcome(error));
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('SqliteRepository search filters', () => {
   test('part-of, subject, sender and recipient (references)', async () => {

@@ -1,0 +1,166 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { AsyncMutex } from './async-mutex.ts';
+import { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
+import { ResourceStore } from './resource-store.ts';
+import { openStoreDatabase } from './schema.ts';
+
+let directory: string;
+let path: string;
+let database: DatabaseSync;
+let store: ResourceStore;
+let connection: AsyncMutex;
+const readers: DatabaseSync[] = [];
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'fhirgate-group-commit-'));
+  path = join(directory, 'store.sqlite');
+  database = openStoreDatabase(path);
+  store = new ResourceStore(database);
+  connection = new AsyncMutex();
+});
+
+afterEach(() => {
+  for (const reader of readers.splice(0)) {
+    reader.close();
+  }
+  database.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+function groupCommit(options?: GroupCommitOptions): GroupCommit {
+  return new GroupCommit(store, connection, options);
+}
+
+/** A write of one Patient row, as the repository would queue it. */
+function insert(id: string): () => string {
+  return () => {
+    const content = JSON.stringify({ resourceType: 'Patient', id });
+    const lastUpdated = '2026-01-01T00:00:00.000Z';
+    store.insertVersion({ resourceType: 'Patient', id, versionId: `${id}-v1`, lastUpdated, project: undefined, content, indexRows: [] });
+    return id;
+  };
+}
+
+/** Another connection on the file: it sees only what was committed. */
+function openReader(): DatabaseSync {
+  const reader = new DatabaseSync(path, { readOnly: true });
+  readers.push(reader);
+  return reader;
+}
+
+function committedIds(reader: DatabaseSync): string[] {
+  return reader.prepare('SELECT id FROM resources ORDER BY id').all().map((row) => String(row.id));
+}
+
+/** Lets the event loop finish this turn, so that a group scheduled with setImmediate has been flushed. */
+async function nextTurn(): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('GroupCommit', () => {
+  test('the writes of one event-loop turn are committed together, with one COMMIT', async () => {
+    const group = groupCommit();
+    const results = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((id) => group.write(insert(id))));
+    expect(results).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(store.commitCount).toBe(1);
+    expect(committedIds(openReader())).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  test('a write runs and resolves only with its group: when it resolves, its COMMIT has returned', async () => {
+    const group = groupCommit();
+    const reader = openReader();
+    const seenWhenResolved: { id: string; commits: number; committed: string[] }[] = [];
+    const writes = ['a', 'b'].map((id) =>
+      group.write(insert(id)).then((result) => {
+        seenWhenResolved.push({ id: result, commits: store.commitCount, committed: committedIds(reader) });
+      })
+    );
+    // Queued, not run: nothing is written, not even uncommitted on the writer's own connection.
+    expect(group.pendingWrites).toBe(2);
+    expect(database.prepare('SELECT count(*) AS n FROM resources').get()?.n).toBe(0);
+    await Promise.all(writes);
+    expect(seenWhenResolved).toEqual([
+      { id: 'a', commits: 1, committed: ['a', 'b'] },
+      { id: 'b', commits: 1, committed: ['a', 'b'] },
+    ]);
+  });
+
+  test('a write that throws is rolled back alone; the rest of its group commits', async () => {
+    const group = groupCommit();
+    const failing = (): string => {
+      insert('half-written')();
+      throw new Error('failed after its first statement');
+    };
+    const results = await Promise.allSettled([group.write(insert('a')), group.write(failing), group.write(insert('c'))]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(store.commitCount).toBe(1);
+    expect(committedIds(openReader())).toEqual(['a', 'c']);
+  });
+
+  test('a failing COMMIT rejects every write of the group and stores none of them', async () => {
+    // A deferred foreign key is checked at COMMIT: a row that breaks it makes the COMMIT itself fail.
+    database.exec(`
+      PRAGMA foreign_keys = ON;
+      CREATE TABLE parent (id INTEGER PRIMARY KEY);
+      CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED);
+      CREATE TRIGGER poison AFTER INSERT ON resources WHEN NEW.id = 'poison' BEGIN INSERT INTO child VALUES (42); END;
+    `);
+    const group = groupCommit();
+    const results = await Promise.allSettled(['a', 'poison', 'c'].map((id) => group.write(insert(id))));
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(String((results[0] as PromiseRejectedResult).reason)).toContain('FOREIGN KEY');
+    expect(store.commitCount).toBe(0);
+    expect(database.isTransaction).toBe(false);
+    expect(committedIds(openReader())).toEqual([]);
+
+    // The connection is usable again: the next group commits.
+    expect(await group.write(insert('after'))).toBe('after');
+    expect(committedIds(openReader())).toEqual(['after']);
+  });
+
+  test('when SQLite rolls the whole transaction back during a write, every write of the group fails', async () => {
+    const group = groupCommit();
+    const abortingTransaction = (): string => {
+      database.exec('ROLLBACK'); // what SQLite does by itself on an I/O error or a full disk
+      throw new Error('disk I/O error');
+    };
+    const results = await Promise.allSettled([group.write(insert('a')), group.write(abortingTransaction), group.write(insert('c'))]);
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(committedIds(openReader())).toEqual([]);
+  });
+
+  test('a group reaching maxWrites is committed at once; the next writes start a new group', async () => {
+    const group = groupCommit({ maxWrites: 2 });
+    const writes = ['a', 'b', 'c', 'd', 'e'].map((id) => group.write(insert(id)));
+    expect(store.commitCount).toBe(2);
+    await Promise.all(writes);
+    expect(store.commitCount).toBe(3);
+    expect(committedIds(openReader())).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  test('a group waits while a transaction holds the connection, then commits on its own', async () => {
+    const group = groupCommit();
+    const release = await connection.acquire();
+    store.begin();
+    insert('in-transaction')();
+    const queued = group.write(insert('queued'));
+    await nextTurn();
+    await nextTurn();
+    expect(group.pendingWrites).toBe(1);
+    store.rollback();
+    release();
+    expect(await queued).toBe('queued');
+    expect(committedIds(openReader())).toEqual(['queued']);
+  });
+
+  test('flushNow commits what is queued at once', async () => {
+    const group = groupCommit();
+    const queued = group.write(insert('a'));
+    group.flushNow();
+    expect(store.commitCount).toBe(1);
+    expect(await queued).toBe('a');
+  });
+});

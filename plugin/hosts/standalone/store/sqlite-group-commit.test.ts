@@ -1,0 +1,169 @@
+/**
+ * Group commit as the repository's callers see it: concurrent writes share one COMMIT, each resolves once it is
+ * durable (visible to another connection on the file), failures stay with their own write, and withTransaction
+ * keeps its atomicity and isolation among grouped writes.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { TransactionOptions } from '@medplum/fhir-router';
+import type { Communication } from '@medplum/fhirtypes';
+import { SqliteRepository } from './sqlite-repository.ts';
+import { statusOf } from '../../../../test/support/rejection-status.ts';
+
+let directory: string;
+let path: string;
+const opened: { close(): void }[] = [];
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'fhirgate-group-'));
+  path = join(directory, 'store.sqlite');
+});
+
+afterEach(() => {
+  for (const resource of opened.splice(0)) {
+    resource.close();
+  }
+  rmSync(directory, { recursive: true, force: true });
+});
+
+function open(): SqliteRepository {
+  const repository = SqliteRepository.open(path);
+  opened.push(repository);
+  return repository;
+}
+
+/** Another connection on the file: what it sees was committed. */
+function committedIds(): string[] {
+  const reader = new DatabaseSync(path, { readOnly: true });
+  try {
+    return reader.prepare("SELECT id FROM resources WHERE resource_type = 'Communication' ORDER BY id").all().map((row) => String(row.id));
+  } finally {
+    reader.close();
+  }
+}
+
+function turn(id: string, conversation = 'c1'): Communication {
+  return { resourceType: 'Communication', id, status: 'completed', partOf: [{ reference: `Communication/${conversation}` }] };
+}
+
+
+describe('SqliteRepository group commit', () => {
+  test('concurrent writes of several requests are committed with one COMMIT', async () => {
+    const repository = open();
+    const before = repository.commitCount;
+    const existing = await repository.createResource(turn('existing'), { assignedId: true });
+    expect(repository.commitCount).toBe(before + 1);
+
+    await Promise.all([
+      ...['a', 'b', 'c', 'd'].map((id) => repository.createResource(turn(id), { assignedId: true })),
+      repository.updateResource({ ...existing, status: 'stopped' as const }),
+    ]);
+    expect(repository.commitCount).toBe(before + 2);
+    expect(committedIds()).toEqual(['a', 'b', 'c', 'd', 'existing']);
+    expect((await repository.readResource<Communication>('Communication', 'existing')).status).toBe('stopped');
+  });
+
+  test('each write resolves only once its COMMIT returned: another connection already sees it', async () => {
+    const repository = open();
+    const seen: string[][] = [];
+    await Promise.all(
+      ['a', 'b', 'c'].map((id) =>
+        repository.createResource(turn(id), { assignedId: true }).then(() => {
+          seen.push(committedIds());
+        })
+      )
+    );
+    expect(seen).toEqual([
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c'],
+      ['a', 'b', 'c'],
+    ]);
+  });
+
+  test('a failing write does not affect the others of its group', async () => {
+    const repository = open();
+    await repository.createResource(turn('taken'), { assignedId: true });
+    const before = repository.commitCount;
+    const [first, duplicate, stale, last] = [
+      repository.createResource(turn('first'), { assignedId: true }),
+      repository.createResource(turn('taken'), { assignedId: true }),
+      repository.updateResource(turn('taken'), { ifMatch: 'not-the-current-version' }),
+      repository.createResource(turn('last'), { assignedId: true }),
+    ];
+    expect(await statusOf(duplicate)).toBe(400);
+    expect(await statusOf(stale)).toBe(412);
+    expect((await first).id).toBe('first');
+    expect((await last).id).toBe('last');
+    expect(repository.commitCount).toBe(before + 1);
+    expect(committedIds()).toEqual(['first', 'last', 'taken']);
+  });
+
+  test('withTransaction stays atomic and isolated among grouped writes', async () => {
+    const repository = open();
+    const options: TransactionOptions = { resourceTypes: ['Communication'] };
+    let rootWritten!: () => void;
+    const rootIsWritten = new Promise<void>((resolve) => {
+      rootWritten = resolve;
+    });
+    let mayContinue!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      mayContinue = resolve;
+    });
+    const writes = Promise.allSettled([
+      repository.createResource(turn('before'), { assignedId: true }),
+      repository.withTransaction(async (transaction) => {
+        await transaction.createResource(turn('failed-root'), { assignedId: true });
+        rootWritten();
+        await gate;
+        await transaction.createResource(turn('failed-prompt'), { assignedId: true });
+        throw new Error('the prompt could not be recorded');
+      }, options),
+      repository.createResource(turn('during'), { assignedId: true }),
+      repository.withTransaction(async (transaction) => {
+        const root = await transaction.createResource(turn('root'), { assignedId: true });
+        const prompt = await transaction.createResource(turn('prompt', root.id), { assignedId: true });
+        // Inside the transaction, its own writes are visible before it commits.
+        expect((await transaction.readResource('Communication', root.id)).id).toBe('root');
+        return prompt.id;
+      }, options),
+      repository.createResource(turn('after'), { assignedId: true }),
+    ]);
+    await rootIsWritten;
+    // A read from outside while the transaction holds an uncommitted row waits for it and never sees that row.
+    const readFromOutside = repository.searchResources({ resourceType: 'Communication' });
+    mayContinue();
+    const results = await writes;
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+    expect(committedIds()).toEqual(['after', 'before', 'during', 'prompt', 'root']);
+    expect((await readFromOutside).map((resource) => resource.id)).not.toContain('failed-root');
+  });
+
+  test('reads after a resolved write see it, on the same repository and on another one', async () => {
+    const repository = open();
+    const other = open();
+    const created = await repository.createResource(turn('a'));
+    expect((await repository.readResource('Communication', created.id)).id).toBe(created.id);
+    expect((await other.readResource('Communication', created.id)).id).toBe(created.id);
+    const updated = await repository.updateResource({ ...created, status: 'stopped' as const });
+    expect(await other.readResource('Communication', created.id)).toEqual(updated);
+  });
+
+  test('the resource passed in may change after the call: what is stored is what was passed', async () => {
+    const repository = open();
+    const resource = turn('a');
+    const created = repository.createResource(resource, { assignedId: true });
+    resource.status = 'entered-in-error';
+    expect((await created).status).toBe('completed');
+    expect((await repository.readResource<Communication>('Communication', 'a')).status).toBe('completed');
+  });
+
+  test('close commits the writes still waiting for their group', async () => {
+    const repository = open();
+    const pending = repository.createResource(turn('a'), { assignedId: true });
+    repository.close();
+    expect((await pending).id).toBe('a');
+    expect(committedIds()).toEqual(['a']);
+  });
+});
