@@ -14,7 +14,9 @@ import { parseArgs } from 'node:util';
 import { STORE_FILE_NAME } from '../plugin/hosts/standalone/open-store.ts';
 import type { LoadCase, LoadPlan, LoadResult } from './history/load-runner.ts';
 import { buildHistorySection, type StoreMeasurement } from './history/history-section.ts';
-import { demoToken, isPinned, spawnNode, startEmulator, startHost, stopProcess, type RunningProcess } from './history/processes.ts';
+import { demoToken, layout, startHost, type RunningHost } from './history/processes.ts';
+import { startEmulator } from './lib/emulator-process.ts';
+import { startNodeProcess, stopProcess } from './lib/processes.ts';
 import { DEMO, type SeedPlan } from './history/seed-store.ts';
 import { RAW_DIRECTORY, cachedStore, type CachedStore } from './history/store-cache.ts';
 
@@ -44,8 +46,8 @@ const stores = [
   { label: 'large', otherCommunications: size.otherCommunications },
 ];
 const prepared: PreparedStore[] = [];
-const emulator = await startEmulator();
-const hosts: RunningProcess[] = [];
+const emulator = await startEmulator(layout.generatorCore);
+const hosts: RunningHost[] = [];
 let measurements: StoreMeasurement[];
 try {
   for (const store of stores) {
@@ -80,13 +82,14 @@ try {
     samples: { fresh: result.samples[`${store.label}/fresh`], long: result.samples[`${store.label}/long`] },
   }));
 } finally {
-  await Promise.all(hosts.map((host) => stopProcess(host)));
-  await stopProcess(emulator);
+  // A host asked for a CPU profile writes it as it exits: give it time.
+  await Promise.all(hosts.map((host) => stopProcess(host.child, 30_000)));
+  await emulator.stop();
   for (const store of prepared) {
     rmSync(store.workDir, { recursive: true, force: true });
   }
 }
-const section = buildHistorySection(size, measurements, isPinned);
+const section = buildHistorySection(size, measurements, layout.contenderCore !== undefined);
 writeFileSync(values.out, `${JSON.stringify(section, null, 2)}\n`);
 process.stdout.write(`${values.out}: ${section.targets.map((target) => `${target.description}: ${target.measured} ${target.met ? 'met' : 'MISSED'}`).join('; ')}\n`);
 
@@ -133,7 +136,7 @@ function readThrough(path: string): void {
 }
 
 async function runLoad(plan: LoadPlan): Promise<LoadResult> {
-  const child = spawnNode(0, ['bench/history/load-runner.ts', JSON.stringify(plan)], { stdout: 'pipe' });
+  const child = startNodeProcess(['bench/history/load-runner.ts', JSON.stringify(plan)], { core: layout.generatorCore });
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

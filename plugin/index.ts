@@ -14,7 +14,7 @@ import { createGraphqlRoute } from './graphql/graphql-route.ts';
 import { createModelRegistry } from './llm/model-registry.ts';
 import type { FhirgateHost } from './host.ts';
 import { createOpenAiErrorHandler, sendOpenAiError } from './http/openai-error-response.ts';
-import { renderGraphqlError } from './graphql/graphql-response.ts';
+import { sendGraphqlError } from './graphql/graphql-response.ts';
 import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
@@ -47,11 +47,10 @@ function refuseWhileClosing(route: string, response: Response): void {
   const error = shuttingDownError();
   response.setHeader('Connection', 'close');
   if (route === '/graphql') {
-    response.setHeader('Retry-After', String(error.retryAfterSeconds));
-    response.status(error.status).json(renderGraphqlError(error));
-    return;
+    sendGraphqlError(response, error);
+  } else {
+    sendOpenAiError(response, error);
   }
-  sendOpenAiError(response, error);
 }
 
 /** Creates the plugin router for a server; options are validated here, once. */

@@ -3,7 +3,8 @@
  * surface. An AppError is rendered here, its message only (AppError messages are safe for the caller); an
  * unknown failure becomes `internal_error` through `toAppError`, so internal text never reaches the client.
  */
-import { toAppError, type AppErrorCode } from '../errors.ts';
+import type { Response } from 'express';
+import { toAppError, type AppError, type AppErrorCode } from '../errors.ts';
 
 /** The `extensions.code` values fhirgate's `/graphql` answers with. */
 export type GraphqlErrorCode =
@@ -53,6 +54,14 @@ export function graphqlCodeOf(error: unknown): GraphqlErrorCode {
     return finer as GraphqlErrorCode;
   }
   return CODE_BY_APP_ERROR[appError.code] ?? 'INTERNAL_SERVER_ERROR';
+}
+
+/** Sends a failure as a GraphQL response with its status, and `Retry-After` where the error names one. */
+export function sendGraphqlError(response: Response, error: AppError): void {
+  if (error.retryAfterSeconds !== undefined) {
+    response.setHeader('Retry-After', String(error.retryAfterSeconds));
+  }
+  response.status(error.status).json(renderGraphqlError(error));
 }
 
 /** Renders any failure as a GraphQL response with one error; the HTTP status is `toAppError(error).status`. */

@@ -24,7 +24,7 @@ import type { DocumentLimits } from './document-limits.ts';
 import { executeGraphql } from './execute-graphql.ts';
 import { FastGraphqlPath } from './fast-graphql-path.ts';
 import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-request.ts';
-import { renderGraphqlError } from './graphql-response.ts';
+import { renderGraphqlError, sendGraphqlError } from './graphql-response.ts';
 import { translateDocument } from './translate-document.ts';
 import { requestIdOf } from '../telemetry/request-telemetry.ts';
 
@@ -111,9 +111,6 @@ function renderError(host: FhirgateHost) {
         cause: error.cause instanceof Error ? error.cause.name : undefined,
       });
     }
-    if (error.retryAfterSeconds !== undefined) {
-      response.setHeader('Retry-After', String(error.retryAfterSeconds));
-    }
-    response.status(error.status).json(renderGraphqlError(error));
+    sendGraphqlError(response, error);
   };
 }
