@@ -34,6 +34,9 @@ export interface UpstreamCall {
   toError(error: unknown, describeSdkError: (error: unknown) => UpstreamFailure | undefined): Error;
 }
 
+// The reason a finished call's signal is aborted with: made once, since a DOMException records a stack.
+const CALL_OVER = new DOMException('The LLM call is over.', 'AbortError');
+
 /** Starts a call; throws the abort error at once when the caller's signal is already aborted. */
 export function startUpstreamCall(provider: string, callerSignal: AbortSignal, timeoutMs: number): UpstreamCall {
   if (callerSignal.aborted) {
@@ -85,7 +88,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
     },
     finish: () => {
       clearTimeout(timer);
-      deadline.abort(new DOMException('The LLM call is over.', 'AbortError'));
+      deadline.abort(CALL_OVER);
     },
     throwIfStopped: () => {
       const error = stoppedError();

@@ -65,8 +65,36 @@ describe('compileAccessPolicy', () => {
     expect(satisfiedAccessPolicy(resources[0], AccessPolicyInteraction.READ, empty)).toBeUndefined();
   });
 
-  test('one compiled form per policy object', () => {
+  test('one compiled form per policy content: a caller resolved again keeps its compiled policy', () => {
     expect(compileAccessPolicy(ownConversations)).toBe(compileAccessPolicy(ownConversations));
-    expect(compileAccessPolicy({ ...ownConversations })).not.toBe(compileAccessPolicy(ownConversations));
+    expect(compileAccessPolicy(structuredClone(ownConversations))).toBe(compileAccessPolicy(ownConversations));
+    const narrower = { ...ownConversations, resource: ownConversations.resource?.slice(1) };
+    expect(compileAccessPolicy(narrower)).not.toBe(compileAccessPolicy(ownConversations));
+  });
+
+  test('decisions about stored versions are the same as fresh ones, for every version', () => {
+    const compiled = compileAccessPolicy(ownConversations);
+    let version = 0;
+    for (const resource of resources) {
+      const stored = { ...resource, id: resource.id ?? 'r1', meta: { ...resource.meta, versionId: `v${version++}` } };
+      for (const interaction of interactions) {
+        const expected = satisfiedAccessPolicy(stored, interaction, ownConversations);
+        // Asked twice: the second answer comes from what the first remembered.
+        expect(compiled.satisfiedByStored(stored, interaction)).toEqual(expected);
+        expect(compiled.satisfiedByStored(stored, interaction)).toEqual(expected);
+      }
+    }
+  });
+
+  test('a new version of the same resource is decided on its own content', () => {
+    const compiled = compileAccessPolicy(ownConversations);
+    const mine = { resourceType: 'Communication', id: 'c1', status: 'completed', sender: { reference: 'Practitioner/dr' }, meta: { versionId: 'a' } } as const;
+    expect(compiled.satisfiedByStored(mine, AccessPolicyInteraction.CREATE)).toBeDefined();
+    const movedAway = { ...mine, sender: { reference: 'Practitioner/other' }, meta: { versionId: 'b' } };
+    expect(compiled.satisfiedByStored(movedAway, AccessPolicyInteraction.CREATE)).toBeUndefined();
+    // Without a versionId nothing is remembered: the content decides every time.
+    const unversioned = { ...movedAway, meta: {} };
+    expect(compiled.satisfiedByStored(unversioned, AccessPolicyInteraction.CREATE)).toBeUndefined();
+    expect(compiled.satisfiedByStored({ ...unversioned, sender: mine.sender }, AccessPolicyInteraction.CREATE)).toBeDefined();
   });
 });

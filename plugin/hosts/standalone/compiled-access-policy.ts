@@ -2,6 +2,10 @@
  * An AccessPolicy with each rule's `criteria` parsed once. `@medplum/core`'s `satisfiedAccessPolicy` parses the
  * criteria URL again for every resource it checks (a third of the policy's cost in a narrowed search); this is
  * the same decision, rule by rule in the same order, with the parse done when the policy is first used.
+ *
+ * Decisions about stored versions are remembered: a stored version (type, id, versionId) never changes content,
+ * and a compiled policy never changes, so the answer for the pair is fixed. A conversation's history, read under
+ * the caller's policy on every turn, then costs one FHIRPath evaluation per message once, not once per turn.
  */
 import {
   AccessPolicyInteraction,
@@ -17,6 +21,11 @@ import type { AccessPolicy, AccessPolicyResource, Resource } from '@medplum/fhir
 export interface CompiledAccessPolicy {
   /** The first rule that allows the interaction on the resource (Medplum's answer), or undefined. */
   satisfiedBy(resource: Resource, interaction: AccessPolicyInteraction): AccessPolicyResource | undefined;
+  /**
+   * The same answer for a resource exactly as the store holds it (read or searched, with its `meta.versionId`),
+   * remembered per stored version. Never for content about to be written: it may carry an old versionId.
+   */
+  satisfiedByStored(resource: Resource, interaction: AccessPolicyInteraction): AccessPolicyResource | undefined;
 }
 
 interface CompiledRule {
@@ -26,18 +35,41 @@ interface CompiledRule {
 
 // Keyed by the policy object: a caller's repository and the repositories of its transactions share one.
 const compiledPolicies = new WeakMap<AccessPolicy, CompiledAccessPolicy>();
+// And by content: a caller resolved again (its cache entry expired) gets an equal policy object, and keeps the
+// decisions already made. Bounded; the oldest is dropped first.
+const compiledByContent = new Map<string, CompiledAccessPolicy>();
+const MAX_POLICIES_BY_CONTENT = 256;
+
+// Decisions about stored versions, for all policies together, so memory stays bounded however many callers there
+// are: about 100 bytes an entry. Keyed by policy serial, interaction and version; the value is the rule's index, or -1.
+const storedDecisions = new Map<string, number>();
+export const MAX_STORED_DECISIONS = 50_000;
+let nextSerial = 0;
 
 /** The compiled form of a policy, made on first use and kept as long as the policy object lives. */
 export function compileAccessPolicy(policy: AccessPolicy): CompiledAccessPolicy {
   let compiled = compiledPolicies.get(policy);
   if (!compiled) {
-    compiled = buildCompiledPolicy(policy);
+    const content = JSON.stringify(policy);
+    compiled = compiledByContent.get(content);
+    if (!compiled) {
+      compiled = buildCompiledPolicy(policy);
+      remember(compiledByContent, content, compiled, MAX_POLICIES_BY_CONTENT);
+    }
     compiledPolicies.set(policy, compiled);
   }
   return compiled;
 }
 
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  if (map.size >= max) {
+    map.delete(map.keys().next().value as string);
+  }
+  map.set(key, value);
+}
+
 function buildCompiledPolicy(policy: AccessPolicy): CompiledAccessPolicy {
+  const serial = nextSerial++;
   // Parsed lazily, so a rule whose criteria no request reaches costs nothing (device policies are per request).
   let rules: CompiledRule[] | undefined;
   const compiledRules = (): CompiledRule[] => {
@@ -47,9 +79,23 @@ function buildCompiledPolicy(policy: AccessPolicy): CompiledAccessPolicy {
     }));
     return rules;
   };
+  const firstMatch = (resource: Resource, interaction: AccessPolicyInteraction): number =>
+    compiledRules().findIndex((compiled) => matchesRule(resource, interaction, compiled));
   return {
-    satisfiedBy: (resource, interaction) =>
-      compiledRules().find((compiled) => matchesRule(resource, interaction, compiled))?.rule,
+    satisfiedBy: (resource, interaction) => compiledRules()[firstMatch(resource, interaction)]?.rule,
+    satisfiedByStored: (resource, interaction) => {
+      const versionId = resource.meta?.versionId;
+      if (!resource.id || !versionId) {
+        return compiledRules()[firstMatch(resource, interaction)]?.rule;
+      }
+      const key = `${serial} ${interaction} ${resource.resourceType}/${resource.id}/${versionId}`;
+      let index = storedDecisions.get(key);
+      if (index === undefined) {
+        index = firstMatch(resource, interaction);
+        remember(storedDecisions, key, index, MAX_STORED_DECISIONS);
+      }
+      return compiledRules()[index]?.rule;
+    },
   };
 }
 

@@ -273,7 +273,7 @@ export class ProjectRepository extends FhirRepository {
     if (resource.meta?.project !== this.projectId) {
       return false;
     }
-    return !this.#policy || this.#policy.satisfiedBy(resource, interaction) !== undefined;
+    return !this.#policy || this.#policy.satisfiedByStored(resource, interaction) !== undefined;
   }
 
   #visibleOrNotFound<T extends Resource>(resource: WithId<T>, interaction: AccessPolicyInteraction): WithId<T> {

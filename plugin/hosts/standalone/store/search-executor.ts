@@ -1,8 +1,9 @@
 /**
  * Runs the match part of a search (filters, sort, offset, count, total) against the store.
  *
- * `matchesSearchRequest` from @medplum/core decides what matches: SQL only narrows the candidates (see
- * search-plan.ts) and orders them when it can (see sort.ts); every returned resource has passed the matcher.
+ * `matchesSearchRequest` from @medplum/core decides what matches where SQL cannot: a plan is exact when its SQL
+ * selects exactly the matches (search-plan.ts), and then SQL decides; otherwise SQL narrows the candidates and
+ * every returned resource has passed the matcher. SQL orders them when it can (see sort.ts).
  * - Exact plan and SQL order: SQL pages with LIMIT/OFFSET and counts the total; only the page is loaded.
  * - Inexact plan and SQL order: candidates are read in order and checked one by one until the page is full
  *   (or all of them, when a total is asked for).
@@ -71,7 +72,8 @@ export function executeSearch<T extends Resource>(
   const params = [...plan.where.params, ...orderBy.params];
   if (plan.exact) {
     const pageRows = store.queryAll(`${select} LIMIT ? OFFSET ?`, [...params, window.count, window.offset]);
-    const resources = loadMatching(store, pageRows.map((row) => toNumber(row.pk)), searchRequest);
+    // SQL selected exactly the matches and counted them for the total; the page is what it selected.
+    const resources = loadAll<T>(store, pageRows.map((row) => toNumber(row.pk)));
     return { resources, total: window.wantsTotal ? countMatches(store, plan) : undefined };
   }
   return searchCheckingInOrder(store, select, params, searchRequest, window);
@@ -126,7 +128,8 @@ function searchOrderedCandidates<T extends Resource>(
   // With an exact plan SQL decides the matches, so a total is counted in SQL and the scan stops with the page.
   const scanAll = window.wantsTotal && !plan.exact;
   const select = `SELECT candidate.resource_pk AS pk FROM (${driver.candidates.sql}) candidate ORDER BY ${order.sql}`;
-  const check = `SELECT 1 AS found FROM resources r WHERE r.pk = ? AND ${driver.residual.sql}`;
+  // The rest of the SQL conditions and the content in one lookup per candidate.
+  const load = `SELECT r.content FROM resources r WHERE r.pk = ? AND ${driver.residual.sql}`;
   // A resource with several of the looked-up values has several index rows.
   const seen = new Set<number>();
   let matched = 0;
@@ -136,14 +139,15 @@ function searchOrderedCandidates<T extends Resource>(
       continue;
     }
     seen.add(pk);
-    if (store.queryAll(check, [pk, ...driver.residual.params]).length === 0) {
+    const [loaded] = store.queryAll(load, [pk, ...driver.residual.params]);
+    if (!loaded) {
       continue;
     }
     if (plan.exact && matched < window.offset) {
       matched++;
       continue;
     }
-    const resource = loadIfMatching(store, pk, searchRequest);
+    const resource = plan.exact ? parseResource<T>(loaded.content) : matching(parseResource<T>(loaded.content), searchRequest);
     if (!resource) {
       continue;
     }
@@ -193,14 +197,10 @@ function countMatches(store: ResourceStore, plan: FilterPlan): number {
   return toNumber(row?.total);
 }
 
-function loadMatching<T extends Resource>(
-  store: ResourceStore,
-  pks: readonly number[],
-  searchRequest: SearchRequest<T>
-): WithId<T>[] {
+function loadAll<T extends Resource>(store: ResourceStore, pks: readonly number[]): WithId<T>[] {
   const resources: WithId<T>[] = [];
   for (const pk of pks) {
-    const resource = loadIfMatching(store, pk, searchRequest);
+    const resource = parseResource<T>(store.contentOf(pk));
     if (resource) {
       resources.push(resource);
     }
@@ -213,7 +213,10 @@ function loadIfMatching<T extends Resource>(
   pk: number,
   searchRequest: SearchRequest<T>
 ): WithId<T> | undefined {
-  const resource = parseResource<T>(store.contentOf(pk));
+  return matching(parseResource<T>(store.contentOf(pk)), searchRequest);
+}
+
+function matching<T extends Resource>(resource: WithId<T> | undefined, searchRequest: SearchRequest<T>): WithId<T> | undefined {
   return resource && matchesSearchRequest(resource, searchRequest) ? resource : undefined;
 }
 
