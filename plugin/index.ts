@@ -17,6 +17,8 @@ import { createOpenAiErrorHandler, sendOpenAiError } from './http/openai-error-r
 import { sendGraphqlError } from './graphql/graphql-response.ts';
 import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
+import { ReplyJournal } from './chat/reply-journal.ts';
+import { ReplyRecords } from './chat/reply-records.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { FHIRGATE_VERSION } from './version.ts';
@@ -40,6 +42,11 @@ export type FhirgatePlugin = Router & {
    * Resolves once every reply is on record.
    */
   close(options?: { readonly graceMs?: number }): Promise<void>;
+  /**
+   * Settles once the replies an earlier process left unfinished (found in the reply journal) were written, or the
+   * first try failed (the rest are retried in the background).
+   */
+  readonly recovered: Promise<{ readonly recovered: number; readonly pending: number }>;
 };
 
 /** A request that arrives while the plugin closes: 503 in its surface's error shape, and the connection closes. */
@@ -58,6 +65,15 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   const options = parseFhirgateOptions(optionsInput);
   const telemetry = createTelemetry(FHIRGATE_VERSION);
   const inFlight = new InFlightTurns();
+  const journal = ReplyJournal.open(options.replyJournalDir);
+  if (!options.replyJournalDir) {
+    host.logger?.warn('fhirgate runs without a reply journal: replies of turns running when the process dies are not recovered', {});
+  }
+  const records = new ReplyRecords({ journal, systemRepo: (projectId) => host.getSystemRepo(projectId), logger: host.logger });
+  const recovered = records.recover().catch((error: unknown) => {
+    host.logger?.error('fhirgate could not recover unfinished replies; they stay in the journal', { error: String(error) });
+    return { recovered: 0, pending: records.pending };
+  });
   let closing = false;
   const router = express.Router();
   router.use(createRequestTelemetry(telemetry, host.logger, (request) => host.requestIdOf?.(request)));
@@ -81,6 +97,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       defaultMaxTokens: options.llm.maxTokens,
       telemetry,
       inFlight,
+      records,
     };
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {
@@ -104,10 +121,14 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   router.use('/account/api/token/device', deviceToken);
   router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, maxBodyBytes: options.maxBodyBytes }));
   return Object.assign(router, {
+    recovered,
     close: async ({ graceMs = options.shutdownGraceMs }: { readonly graceMs?: number } = {}): Promise<void> => {
       closing = true;
       const { stopped } = await inFlight.drain(graceMs);
-      host.logger?.info('fhirgate closed', { stoppedTurns: stopped });
+      await recovered;
+      await records.close();
+      journal.close();
+      host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
     },
   });
 }

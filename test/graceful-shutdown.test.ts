@@ -4,11 +4,10 @@
  * client received) before the host exits. New requests are refused meanwhile. Checked in-process through the
  * plugin's close hook, and on the standalone host's process with SIGTERM.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parseSearchRequest } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -18,9 +17,8 @@ import { openStandaloneStore } from '../plugin/hosts/standalone/open-store.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
-import { waitFor } from './support/wait-for.ts';
+import { demoToken, startHostProcess, until } from './support/host-process.ts';
 
-const run = promisify(execFile);
 const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
 // The token issuer the host and the token command share (the host listens on a port picked at start).
 const ISSUER = 'http://fhirgate.example.test/';
@@ -56,11 +54,6 @@ async function replyOf(store: FhirRepository, conversationId: string): Promise<C
   const replies = records.filter((record) => record.inResponseTo?.length);
   expect(replies).toHaveLength(1);
   return replies[0];
-}
-
-/** Waits until `condition` holds. */
-function until(condition: () => boolean, timeoutMs = 10_000): Promise<true> {
-  return waitFor(async () => (condition() ? true : undefined), timeoutMs);
 }
 
 function newSeen(): StreamSeen {
@@ -135,28 +128,18 @@ describe('SIGTERM on the standalone host process', () => {
   });
 
   test('the host stops accepting, ends the open stream cleanly within the grace period, records it as stopped and exits 0', async () => {
-    child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
-      env: {
-        ...process.env,
-        PORT: '0',
-        FHIRGATE_DATA_DIR: dataDir,
-        FHIRGATE_BASE_URL: ISSUER,
-        LOG_LEVEL: 'info',
-        AI_PROVIDER: 'openai-compatible',
-        AI_API_BASE: `${emulator.url}/v1`,
-        AI_MODEL: 'slow',
-        FHIRGATE_SHUTDOWN_GRACE_MS: '500',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const host = await startHostProcess({
+      FHIRGATE_DATA_DIR: dataDir,
+      FHIRGATE_BASE_URL: ISSUER,
+      AI_PROVIDER: 'openai-compatible',
+      AI_API_BASE: `${emulator.url}/v1`,
+      AI_MODEL: 'slow',
+      FHIRGATE_SHUTDOWN_GRACE_MS: '500',
     });
-    let logs = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      logs += chunk.toString();
-    });
-    await until(() => /"msg":"fhirgate standalone host started"/.test(logs), 60_000);
-    const url = /"url":"([^"]+)"/.exec(logs)?.[1] ?? '';
-    const { stdout: token } = await run(process.execPath, ['plugin/hosts/standalone/print-token.ts'], { env: { ...process.env, FHIRGATE_DATA_DIR: dataDir, FHIRGATE_BASE_URL: ISSUER } });
-    const openai = new OpenAI({ baseURL: `${url}v1`, apiKey: token.trim(), defaultHeaders: { 'X-Project-ID': DEMO_PROJECT }, maxRetries: 0 });
+    child = host.child;
+    const { url } = host;
+    const token = await demoToken(dataDir, ISSUER);
+    const openai = new OpenAI({ baseURL: `${url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': DEMO_PROJECT }, maxRetries: 0 });
 
     emulator.setBehaviour({ replyTokens: 1000, tokensPerSecond: 20 });
     const seen = newSeen();
@@ -166,13 +149,13 @@ describe('SIGTERM on the standalone host process', () => {
     const exited = new Promise<number | null>((resolve) => child?.once('exit', resolve));
     child.kill('SIGTERM');
 
-    await until(() => /"msg":"fhirgate standalone host stopping"/.test(logs));
+    await until(() => /"msg":"fhirgate standalone host stopping"/.test(host.logs()));
     await expect(fetch(`${url}healthcheck`)).rejects.toThrow();
     await reading;
     expect(seen.ended).toBe('error');
     expect(seen.error).toMatchObject({ message: expect.stringContaining('shutting down') });
     expect(await exited).toBe(0);
-    expect(logs).toContain('"stoppedTurns":1');
+    expect(host.logs()).toContain('"stoppedTurns":1');
 
     const store = openStandaloneStore(dataDir);
     try {

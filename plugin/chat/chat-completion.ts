@@ -29,6 +29,7 @@ import { loadHistory, readConversationRoot, type ConversationHistory, type Histo
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
+import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -42,6 +43,8 @@ export interface ChatServices {
   readonly telemetry: Telemetry;
   /** Turns running now, drained by the plugin's close hook. */
   readonly inFlight: InFlightTurns;
+  /** The reply journal and outbox: one reply record per accepted turn, whatever the store or the process does. */
+  readonly records: ReplyRecords;
 }
 
 /** Handles one chat completion request. */
@@ -55,24 +58,39 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: caller.profile as CommunicationParty,
-    agent: await services.agents.referenceFor(caller.project.id),
+    agent: await requireStored(() => services.agents.referenceFor(caller.project.id)),
     subject,
   };
 
   // Registered before anything is stored: a server that is shutting down refuses the turn with nothing written.
   const controller = services.inFlight.begin();
+  // The records' ids are fixed first and the turn journaled before its prompt is written, so a process killed at
+  // any point after the prompt's record leaves what the next start needs to record the reply (reply-records.ts).
+  const rootId = root?.id ?? caller.repo.generateId();
+  const promptId = caller.repo.generateId();
+  const replyId = caller.repo.generateId();
+  services.records.open({
+    projectId: caller.project.id,
+    parties,
+    reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 } },
+  });
+  let accepted = false;
   try {
-    const { rootId, promptId } = await recordPrompt(caller.repo, parties, chat, root);
+    await recordPrompt(caller.repo, parties, chat, { rootId, promptId, isNew: !root });
+    accepted = true;
     annotateRequest(response, { conversationId: rootId, promptId });
     const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
+    services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId });
     const turn: ChatTurn = {
       repo: caller.repo,
+      projectId: caller.project.id,
+      records: services.records,
       chat,
       target,
       parties,
       rootId,
       promptId,
-      replyId: caller.repo.generateId(),
+      replyId,
       history,
       controller,
       completionId: `chatcmpl-${randomUUID()}`,
@@ -87,6 +105,9 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
     };
     await deliver(services, turn, response);
   } finally {
+    if (!accepted) {
+      services.records.abandon(replyId);
+    }
     services.inFlight.end(controller);
   }
 }
@@ -135,25 +156,44 @@ async function resolveSubject(repo: FhirRepository, patientId: string | undefine
   }
 }
 
-/** Step 2: the prompt's Communication, after the root of a new conversation. */
-async function recordPrompt(
-  repo: FhirRepository,
-  parties: ConversationParties,
-  chat: ChatRequest,
-  existingRoot: WithId<Communication> | undefined
-): Promise<{ rootId: string; promptId: string }> {
+/**
+ * Step 2: the prompt's Communication, after the root of a new conversation. A store that fails for a passing
+ * reason is tried again a few times; if it still fails, the request is refused (503) with nothing stored and the
+ * provider never called: a turn is accepted only once its prompt is on record.
+ */
+async function recordPrompt(repo: FhirRepository, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
+  let tried = false;
+  await requireStored(async () => {
+    // A try whose answer was lost may have stored the prompt: never a second one.
+    if (tried && (await communicationExists(repo, ids.promptId))) {
+      return;
+    }
+    tried = true;
+    await writePrompt(repo, parties, chat, ids);
+  });
+}
+
+/** The ids the prompt (and the root of a new conversation) are written with. */
+interface PromptIds {
+  readonly rootId: string;
+  readonly promptId: string;
+  /** True when the root is to be written too. */
+  readonly isNew: boolean;
+}
+
+async function writePrompt(repo: FhirRepository, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
   const sent = new Date().toISOString();
   const text = chat.messages.findLast((message) => message.role === 'user')?.content ?? '';
-  if (existingRoot) {
-    const prompt = await repo.createResource(buildPrompt(parties, { rootId: existingRoot.id, text, requestBody: chat.body, sent }));
-    return { rootId: existingRoot.id, promptId: prompt.id };
+  const prompt = { ...buildPrompt(parties, { rootId: ids.rootId, text, requestBody: chat.body, sent }), id: ids.promptId };
+  if (!ids.isNew) {
+    await repo.createResource(prompt, { assignedId: true });
+    return;
   }
   // A new conversation's root and first prompt are written together or not at all: no root without a prompt.
-  return repo.withTransaction(
+  await repo.withTransaction(
     async (transaction) => {
-      const root = await transaction.createResource(buildConversationRoot(parties, sent));
-      const prompt = await transaction.createResource(buildPrompt(parties, { rootId: root.id, text, requestBody: chat.body, sent }));
-      return { rootId: root.id, promptId: prompt.id };
+      await transaction.createResource({ ...buildConversationRoot(parties, sent), id: ids.rootId }, { assignedId: true });
+      await transaction.createResource(prompt, { assignedId: true });
     },
     { resourceTypes: ['Communication'] }
   );

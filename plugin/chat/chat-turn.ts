@@ -8,10 +8,14 @@ import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
 import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
 import type { ConversationHistory } from './conversation.ts';
+import type { ReplyRecords } from './reply-records.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
   readonly repo: FhirRepository;
+  readonly projectId: string;
+  /** Where the reply is journaled while the turn runs, and recorded when it ends (reply-records.ts). */
+  readonly records: ReplyRecords;
   readonly chat: ChatRequest;
   readonly target: ResolvedModel;
   readonly parties: ConversationParties;
@@ -37,21 +41,24 @@ export interface ReplyOutcome {
   readonly reason?: string;
 }
 
-/** Step 6: writes the reply's Communication, `inResponseTo` the prompt, through the caller's repository. */
+/**
+ * Step 6: writes the reply's Communication, `inResponseTo` the prompt, through the caller's repository; if the
+ * store does not take it, the reply waits in the outbox and is written later (reply-records.ts).
+ */
 export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promise<void> {
-  const reply = buildReply(turn.parties, {
+  const resource = buildReply(turn.parties, {
     id: turn.replyId,
     rootId: turn.rootId,
     promptId: turn.promptId,
+    modelId: turn.target.id,
+    history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
     text: outcome.text,
     status: outcome.status,
     reason: outcome.reason,
-    modelId: turn.target.id,
     usage: outcome.usage,
-    history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
     sent: new Date().toISOString(),
   });
-  await turn.repo.createResource(reply, { assignedId: true });
+  await turn.records.record(turn.repo, turn.projectId, { ...resource, id: turn.replyId });
 }
 
 /** Usage in the wire format; zeros when the provider reported none. */

@@ -48,6 +48,8 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     for await (const event of turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })) {
       await startStream();
       if (event.type === 'text') {
+        // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
+        turn.records.delivered(turn.replyId, event.text);
         await sse.send(chunk({ content: event.text }));
         delivered += event.text;
       } else {

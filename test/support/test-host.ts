@@ -15,6 +15,7 @@ import type { FhirgateOptionsInput } from '../../plugin/options.ts';
 import { loadFhirDefinitions } from '../../plugin/hosts/standalone/fhir-definitions.ts';
 import type { Redis } from 'ioredis';
 import type { HostLogger } from '../../plugin/host.ts';
+import type { FhirRepository } from '@medplum/fhir-router';
 
 /** A running test host. */
 export interface TestHost {
@@ -52,6 +53,8 @@ export interface TestHostOptions {
   readonly metrics?: boolean;
   /** Where the host logs; silent unless given. */
   readonly logger?: HostLogger;
+  /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
+  readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }
 
 /** The issuer test hosts sign with, whatever port they listen on. */
@@ -67,7 +70,7 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     project = await seedProject(store, await readProjectFixture(), { freshIds: true });
   }
   const standalone = await createStandaloneHost({
-    store,
+    store: options.wrapStore ? options.wrapStore(store) : store,
     baseUrl: options.issuer ?? TEST_ISSUER,
     logger: options.logger ?? createJsonLogger('silent'),
     metrics: options.metrics,

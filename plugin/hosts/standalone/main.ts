@@ -3,6 +3,7 @@
  * `npm start`: the standalone host with fhirgate mounted, on a SQLite file under the data folder, with the demo
  * project loaded. Binds to loopback by default.
  */
+import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { readStandaloneConfig } from './standalone-config.ts';
 import { createJsonLogger } from './logger.ts';
@@ -46,7 +47,12 @@ const standalone = await createStandaloneHost({
   logger,
   redis,
   metrics: config.metrics,
-  plugin: { llm: configuredLlm ?? demoProvider?.llm, device_auth: deviceAuth, shutdownGraceMs: config.shutdownGraceMs },
+  plugin: {
+    llm: configuredLlm ?? demoProvider?.llm,
+    device_auth: deviceAuth,
+    shutdownGraceMs: config.shutdownGraceMs,
+    replyJournalDir: join(config.dataDir, 'journal'),
+  },
 });
 // Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first
 // device waits for it, unless this instance serves no GraphQL (FHIRGATE_GRAPHQL_WARMUP=off).

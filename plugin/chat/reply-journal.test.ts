@@ -1,0 +1,105 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ReplyJournal, journalFileBytes, readUnfinished, type OpenTurn } from './reply-journal.ts';
+
+const turn = (id: string): OpenTurn => ({
+  projectId: 'project-1',
+  parties: { categorySystem: 'urn:test', caller: { reference: 'Practitioner/dr' }, agent: { reference: 'Device/agent' } },
+  reply: { id, rootId: 'root-1', promptId: `prompt-${id}`, modelId: 'openai/gpt-4o-mini', history: { count: 0 } },
+});
+
+describe('ReplyJournal', () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'fhirgate-journal-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  test("the next start adopts a dead process's journal: open turns with their text, history and outbox; closed ones gone", () => {
+    const first = ReplyJournal.open(root);
+    first.open(turn('a'));
+    first.history('a', { count: 4, oldest: 'c-1' });
+    first.delivered('a', 'Hello, ');
+    first.delivered('a', 'world');
+    first.open(turn('b'));
+    first.closed('b');
+    first.open(turn('c'));
+    first.outbox('c', { resourceType: 'Communication', status: 'completed', id: 'c' });
+    // No close(): the process died. (Its lock names this test's own pid, which counts as an earlier life.)
+
+    const second = ReplyJournal.open(root);
+    const unfinished = second.unfinished.map((entry) => ({ id: entry.reply.id, delivered: entry.delivered, history: entry.reply.history, outbox: entry.outbox?.status }));
+    expect(unfinished).toEqual([
+      { id: 'a', delivered: 'Hello, world', history: { count: 4, oldest: 'c-1' }, outbox: undefined },
+      { id: 'c', delivered: '', history: { count: 0 }, outbox: 'completed' },
+    ]);
+    // Adopted into the new journal's own file, the old directory removed.
+    expect(readdirSync(root)).toHaveLength(1);
+    expect(second.openTurns).toBe(2);
+
+    // Still unfinished when this one dies too: the third start finds them again.
+    second.closed('a');
+    const third = ReplyJournal.open(root);
+    expect(third.unfinished.map((entry) => entry.reply.id)).toEqual(['c']);
+  });
+
+  test('a journal whose process is alive is left alone', () => {
+    const live = ReplyJournal.open(root);
+    live.open(turn('x'));
+    const theirs = readdirSync(root)[0];
+    // Pretend the first journal belongs to another, live process (this test's parent).
+    writeFileSync(join(root, theirs, 'LOCK'), String(process.ppid));
+    const mine = ReplyJournal.open(root);
+    expect(mine.unfinished).toEqual([]);
+    expect(readdirSync(root)).toHaveLength(2);
+  });
+
+  test('a torn last line (the process died writing it) is skipped', () => {
+    const lines = [
+      JSON.stringify({ op: 'open', id: 'a', ...turn('a') }),
+      JSON.stringify({ op: 'text', id: 'a', text: 'kept' }),
+      '{"op":"text","id":"a","te',
+    ];
+    expect(readUnfinished(lines.join('\n')).map((entry) => entry.delivered)).toEqual(['kept']);
+  });
+
+  test('the file is rewritten with only unfinished turns once it grows past its limit', () => {
+    const journal = ReplyJournal.open(root, { rotateBytes: 4096 });
+    journal.open(turn('long'));
+    for (let index = 0; index < 200; index++) {
+      journal.open(turn(`t${index}`));
+      journal.delivered(`t${index}`, 'x'.repeat(100));
+      journal.closed(`t${index}`);
+      journal.delivered('long', `${index} `);
+    }
+    const dir = join(root, readdirSync(root)[0]);
+    expect(journalFileBytes(dir)).toBeLessThan(8192);
+    const [left] = readUnfinished(readFileSync(join(dir, 'replies.jsonl'), 'utf8'));
+    expect(left?.reply.id).toBe('long');
+    expect(left?.delivered.startsWith('0 1 2 ')).toBe(true);
+    expect(left?.delivered.endsWith('198 199 ')).toBe(true);
+  });
+
+  test('closing with nothing unfinished removes the directory; with turns open it stays for the next start', () => {
+    const empty = ReplyJournal.open(root);
+    empty.close();
+    expect(readdirSync(root)).toEqual([]);
+
+    const busy = ReplyJournal.open(root);
+    busy.open(turn('open'));
+    busy.close();
+    const [dir] = readdirSync(root);
+    expect(readdirSync(join(root, dir))).toEqual(['replies.jsonl']);
+    appendFileSync(join(root, dir, 'replies.jsonl'), '');
+    expect(ReplyJournal.open(root).unfinished.map((entry) => entry.reply.id)).toEqual(['open']);
+  });
+
+  test('without a directory it keeps nothing on disk and recovers nothing', () => {
+    const journal = ReplyJournal.open(undefined);
+    journal.open(turn('a'));
+    journal.delivered('a', 'text');
+    expect(journal.unfinished).toEqual([]);
+    journal.close();
+  });
+});

@@ -1,0 +1,310 @@
+/**
+ * The reply journal: a local append-only file that holds, for every chat turn whose reply is not yet in the FHIR
+ * store, what is needed to record it. It is how fhirgate keeps its promise of one reply record per accepted
+ * request when the process dies or the store refuses writes:
+ * - `open` before the prompt is written: the ids of the prompt and the reply (fixed in advance) and everything to
+ *   build the reply's record except how it ends;
+ * - `history` once the conversation's history is loaded (what the reply's record says the model was sent);
+ * - `text` for each piece of reply text, written before the piece goes to the socket;
+ * - `outbox` with the whole reply resource when the store did not take it (fsync'd: the record exists only here);
+ * - `closed` once the reply is in the store, or when the prompt was never stored (the turn was refused).
+ *
+ * After a crash or SIGKILL the next start reads the journal: a turn whose prompt is on record gets its reply
+ * recorded as `stopped` with the text delivered, and an outbox entry is written (see reply-records.ts). Appends are plain
+ * `write`s, which survive the process being killed (the kernel holds them); only outbox entries are fsync'd, so a
+ * power loss can lose the text of a stream that was running, never a record the store refused.
+ *
+ * Each process has its own journal directory under the configured root (a `LOCK` file names its pid); the next
+ * process to start adopts those of processes that are gone. The file is rewritten when it grows past a size,
+ * keeping only the turns still unfinished.
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Communication } from '@medplum/fhirtypes';
+import type { ReplyRecord, ConversationParties } from './communication-builders.ts';
+
+/** What a journal knows about a turn when it opens: everything to build its reply except how it ended. */
+export interface OpenTurn {
+  readonly projectId: string;
+  readonly parties: ConversationParties;
+  readonly reply: Omit<ReplyRecord, 'text' | 'status' | 'reason' | 'usage' | 'sent'>;
+}
+
+/** A turn found unfinished in the journal of an earlier process. */
+export interface UnfinishedTurn extends OpenTurn {
+  /** The reply text the client was sent before the process stopped. */
+  readonly delivered: string;
+  /** When set, the reply as it was to be stored (the store had refused it): store this, not a `stopped` reply. */
+  readonly outbox?: Communication;
+}
+
+type Entry =
+  | ({ readonly op: 'open'; readonly id: string } & OpenTurn)
+  | { readonly op: 'history'; readonly id: string; readonly history: OpenTurn['reply']['history'] }
+  | { readonly op: 'text'; readonly id: string; readonly text: string }
+  | { readonly op: 'outbox'; readonly id: string; readonly resource: Communication }
+  | { readonly op: 'closed'; readonly id: string };
+
+const FILE = 'replies.jsonl';
+const LOCK = 'LOCK';
+/** The file is rewritten with only unfinished turns once it grows past this. */
+const DEFAULT_ROTATE_BYTES = 8 * 1024 * 1024;
+
+interface TurnState extends OpenTurn {
+  reply: OpenTurn['reply'];
+  delivered: string;
+  outbox?: Communication;
+}
+
+/** The journal of one process; `undefined` directory: kept in memory only (no recovery after a crash). */
+export class ReplyJournal {
+  readonly #dir: string | undefined;
+  readonly #rotateBytes: number;
+  readonly #turns = new Map<string, TurnState>();
+  #fd: number | undefined;
+  #bytes = 0;
+  /** Turns an earlier process left unfinished, found when this journal was opened. */
+  readonly unfinished: readonly UnfinishedTurn[];
+
+  private constructor(dir: string | undefined, rotateBytes: number, unfinished: UnfinishedTurn[]) {
+    this.#dir = dir;
+    this.#rotateBytes = rotateBytes;
+    this.unfinished = unfinished;
+  }
+
+  /**
+   * Opens this process's journal under `root` (created if needed): a directory of its own, `<pid>-<time>`, so that
+   * several instances may share one root (as they share one data directory). Journals under `root` whose process
+   * is gone (a crash, SIGKILL, or a restart) are adopted: renamed into this one (atomic, so two instances starting
+   * together never both take one), their unfinished turns copied into this journal's file, then removed.
+   */
+  static open(root: string | undefined, options: { readonly rotateBytes?: number } = {}): ReplyJournal {
+    const rotateBytes = options.rotateBytes ?? DEFAULT_ROTATE_BYTES;
+    if (!root) {
+      return new ReplyJournal(undefined, rotateBytes, []);
+    }
+    mkdirSync(root, { recursive: true });
+    const dir = join(root, `${process.pid}-${Date.now().toString(36)}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, LOCK), String(process.pid), { flush: true });
+    const adopted = adoptOrphans(root, dir);
+    const unfinished = adopted.flatMap((orphan) => {
+      const path = join(orphan, FILE);
+      return existsSync(path) ? readUnfinished(readFileSync(path, 'utf8')) : [];
+    });
+    const journal = new ReplyJournal(dir, rotateBytes, unfinished);
+    for (const turn of unfinished) {
+      journal.#turns.set(turn.reply.id, { ...turn });
+    }
+    // The adopted turns are on this journal's file (fsync'd) before their old files go: a crash now loses none.
+    journal.#rewrite();
+    for (const orphan of adopted) {
+      rmSync(orphan, { recursive: true, force: true });
+    }
+    return journal;
+  }
+
+  /** Turns not yet recorded, this process's and recovered ones. */
+  get openTurns(): number {
+    return this.#turns.size;
+  }
+
+  /** A turn is about to write its prompt. */
+  open(turn: OpenTurn): void {
+    this.#turns.set(turn.reply.id, { ...turn, delivered: '' });
+    this.#append({ op: 'open', id: turn.reply.id, ...turn });
+  }
+
+  /** The history sent to the model, as the reply's record will state it. */
+  history(id: string, history: OpenTurn['reply']['history']): void {
+    const state = this.#turns.get(id);
+    if (!state) {
+      return;
+    }
+    state.reply = { ...state.reply, history };
+    this.#append({ op: 'history', id, history });
+  }
+
+  /** Reply text is about to be sent to the client. */
+  delivered(id: string, text: string): void {
+    const state = this.#turns.get(id);
+    if (!state || text === '') {
+      return;
+    }
+    state.delivered += text;
+    this.#append({ op: 'text', id, text });
+  }
+
+  /** The store refused the reply of an open turn: the resource is kept here, on disk, until it is written. */
+  outbox(id: string, resource: Communication): void {
+    const state = this.#turns.get(id);
+    if (state) {
+      state.outbox = resource;
+    }
+    this.#append({ op: 'outbox', id, resource }, { sync: true });
+  }
+
+  /** Nothing is left to do for the turn: its reply is in the store, or its prompt never was. */
+  closed(id: string): void {
+    if (this.#turns.delete(id)) {
+      this.#append({ op: 'closed', id });
+    }
+  }
+
+  /** Closes the file; a journal with unfinished turns stays for the next start to adopt, an empty one is removed. */
+  close(): void {
+    if (this.#fd === undefined || !this.#dir) {
+      return;
+    }
+    fsyncSync(this.#fd);
+    closeSync(this.#fd);
+    this.#fd = undefined;
+    if (this.#turns.size === 0) {
+      rmSync(this.#dir, { recursive: true, force: true });
+    } else {
+      unlinkSync(join(this.#dir, LOCK));
+    }
+  }
+
+  #append(entry: Entry, options: { readonly sync?: boolean } = {}): void {
+    if (this.#fd === undefined) {
+      return;
+    }
+    const line = `${JSON.stringify(entry)}\n`;
+    this.#bytes += writeSync(this.#fd, line);
+    if (options.sync) {
+      fsyncSync(this.#fd);
+    }
+    if (this.#bytes > this.#rotateBytes) {
+      this.#rewrite();
+    }
+  }
+
+  /** Replaces the file with one holding only the unfinished turns, atomically (write, fsync, rename). */
+  #rewrite(): void {
+    if (!this.#dir) {
+      return;
+    }
+    const path = join(this.#dir, FILE);
+    const next = `${path}.next`;
+    const lines: string[] = [];
+    for (const [id, state] of this.#turns) {
+      const { delivered, outbox, ...open } = state;
+      lines.push(JSON.stringify({ op: 'open', id, ...open } satisfies Entry));
+      if (delivered) {
+        lines.push(JSON.stringify({ op: 'text', id, text: delivered } satisfies Entry));
+      }
+      if (outbox) {
+        lines.push(JSON.stringify({ op: 'outbox', id, resource: outbox } satisfies Entry));
+      }
+    }
+    const content = lines.length ? `${lines.join('\n')}\n` : '';
+    writeFileSync(next, content, { flush: true });
+    if (this.#fd !== undefined) {
+      closeSync(this.#fd);
+    }
+    renameSync(next, path);
+    fsyncDirectory(this.#dir);
+    this.#fd = openSync(path, 'a');
+    this.#bytes = Buffer.byteLength(content);
+  }
+}
+
+/** Folds the journal's lines into the turns not recorded; a torn last line (the process died writing it) is skipped. */
+export function readUnfinished(content: string): UnfinishedTurn[] {
+  const turns = new Map<string, TurnState>();
+  for (const line of content.split('\n')) {
+    const entry = parseLine(line);
+    if (!entry) {
+      continue;
+    }
+    if (entry.op === 'open') {
+      const { op: _op, id, ...open } = entry;
+      turns.set(id, { ...open, delivered: '' });
+      continue;
+    }
+    const state = turns.get(entry.id);
+    if (!state) {
+      continue;
+    }
+    if (entry.op === 'text') {
+      state.delivered += entry.text;
+    } else if (entry.op === 'history') {
+      state.reply = { ...state.reply, history: entry.history };
+    } else if (entry.op === 'outbox') {
+      state.outbox = entry.resource;
+    } else {
+      turns.delete(entry.id);
+    }
+  }
+  return [...turns.values()];
+}
+
+function parseLine(line: string): Entry | undefined {
+  if (!line.trim()) {
+    return undefined;
+  }
+  try {
+    const entry = JSON.parse(line) as Entry;
+    return typeof entry === 'object' && entry !== null && typeof entry.id === 'string' ? entry : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Moves into `dir` every sibling journal whose process is gone; returns their new paths. */
+function adoptOrphans(root: string, dir: string): string[] {
+  const adopted: string[] = [];
+  for (const name of readdirSync(root)) {
+    const sibling = join(root, name);
+    if (sibling === dir || !isOrphan(sibling)) {
+      continue;
+    }
+    const target = join(dir, `adopted-${name}`);
+    try {
+      renameSync(sibling, target);
+      adopted.push(target);
+    } catch {
+      // Another instance adopted it first.
+    }
+  }
+  return adopted;
+}
+
+/** A journal directory whose lock names no live process (its own process's earlier life included). */
+function isOrphan(path: string): boolean {
+  const lock = join(path, LOCK);
+  if (!statSync(path).isDirectory()) {
+    return false;
+  }
+  if (!existsSync(lock)) {
+    // Closed cleanly (the lock goes last), or never fully opened.
+    return true;
+  }
+  const holder = Number(readFileSync(lock, 'utf8').trim());
+  return !(Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function fsyncDirectory(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Size of the journal file, for tests and diagnostics. */
+export function journalFileBytes(dir: string): number {
+  const path = join(dir, FILE);
+  return existsSync(path) ? statSync(path).size : 0;
+}

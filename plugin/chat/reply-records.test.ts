@@ -1,0 +1,121 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OperationOutcomeError, forbidden, serverError } from '@medplum/core';
+import { MemoryRepository } from '@medplum/fhir-router';
+import type { Communication, Resource } from '@medplum/fhirtypes';
+import { buildReply } from './communication-builders.ts';
+import { ReplyJournal, type OpenTurn } from './reply-journal.ts';
+import { RECOVERED_REASON, ReplyRecords } from './reply-records.ts';
+
+/** A repository whose creates fail while `failures` is above 0 (or always, with Infinity). */
+class FlakyRepository extends MemoryRepository {
+  failures = 0;
+  refusal: 'server' | 'forbidden' = 'server';
+  creates = 0;
+  refused = 0;
+  override async createResource<T extends Resource>(resource: T, options?: { assignedId?: boolean }): Promise<T & { id: string }> {
+    this.creates++;
+    if (this.failures > 0) {
+      this.failures--;
+      this.refused++;
+      throw new OperationOutcomeError(this.refusal === 'server' ? serverError(new Error('down')) : forbidden);
+    }
+    return super.createResource(resource, options);
+  }
+}
+
+const parties: OpenTurn['parties'] = { categorySystem: 'urn:test', caller: { reference: 'Practitioner/dr' }, agent: { reference: 'Device/agent' } };
+const openTurn = (id: string, promptId: string): OpenTurn => ({
+  projectId: 'project-1',
+  parties,
+  reply: { id, rootId: 'root-1', promptId, modelId: 'm', history: { count: 2 } },
+});
+const reply = (id: string, text: string): Communication & { id: string } => ({
+  ...buildReply(parties, { id, rootId: 'root-1', promptId: 'p', modelId: 'm', history: { count: 0 }, text, status: 'completed', sent: new Date().toISOString() }),
+  id,
+});
+
+describe('ReplyRecords', () => {
+  let root: string;
+  let repo: FlakyRepository;
+  const records: ReplyRecords[] = [];
+  const start = (journal: ReplyJournal): ReplyRecords => {
+    const created = new ReplyRecords({ journal, systemRepo: async () => repo, retryDelaysMs: [1, 1, 1], drainDelayMs: 5, maxDrainDelayMs: 20 });
+    records.push(created);
+    return created;
+  };
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'fhirgate-records-'));
+    repo = new FlakyRepository();
+  });
+  afterEach(async () => {
+    await Promise.all(records.splice(0).map((item) => item.close()));
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  test('a store failing for a moment is retried: stored, once', async () => {
+    const subject = start(ReplyJournal.open(root));
+    repo.failures = 2;
+    await expect(subject.record(repo, 'project-1', reply('r1', 'hi'))).resolves.toBe('stored');
+    expect(repo.creates).toBe(3);
+    expect(await repo.readResource('Communication', 'r1')).toMatchObject({ payload: [{ contentString: 'hi' }] });
+  });
+
+  test('a reply the store keeps refusing goes to the outbox and is written, once, when the store is back', async () => {
+    const subject = start(ReplyJournal.open(root));
+    subject.open(openTurn('r2', 'p'));
+    repo.failures = Number.POSITIVE_INFINITY;
+    await expect(subject.record(repo, 'project-1', reply('r2', 'kept'))).resolves.toBe('outbox');
+    expect(subject.pending).toBe(1);
+    repo.failures = 0;
+    for (let waited = 0; subject.pending > 0 && waited < 2000; waited += 10) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(subject.pending).toBe(0);
+    expect(await repo.readResource('Communication', 'r2')).toMatchObject({ payload: [{ contentString: 'kept' }] });
+    // Written once: the drain's one successful create, after the refused tries.
+    expect(repo.creates - repo.refused).toBe(1);
+  });
+
+  test('a refusal (4xx) is not retried: the reply goes straight to the outbox', async () => {
+    const subject = start(ReplyJournal.open(root));
+    repo.failures = 1;
+    repo.refusal = 'forbidden';
+    await expect(subject.record(repo, 'project-1', reply('r3', 'x'))).resolves.toBe('outbox');
+    expect(repo.creates).toBe(1);
+  });
+
+  test("the next start records a killed process's turns: stopped with the delivered text if the prompt is stored, nothing if not", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-stored', status: 'completed' }, { assignedId: true });
+    const dying = ReplyJournal.open(root);
+    dying.open(openTurn('r-stored', 'prompt-stored'));
+    dying.delivered('r-stored', 'Half of ');
+    dying.delivered('r-stored', 'it');
+    dying.open(openTurn('r-never', 'prompt-never-written'));
+
+    const subject = start(ReplyJournal.open(root));
+    await expect(subject.recover()).resolves.toEqual({ recovered: 2, pending: 0 });
+    expect(await repo.readResource('Communication', 'r-stored')).toMatchObject({
+      status: 'stopped',
+      statusReason: { text: RECOVERED_REASON },
+      payload: [{ contentString: 'Half of it' }],
+      inResponseTo: [{ reference: 'Communication/prompt-stored' }],
+    });
+    await expect(repo.readResource('Communication', 'r-never')).rejects.toThrow('Not found');
+  });
+
+  test('what is still in the outbox at close is written by the next start', async () => {
+    const first = start(ReplyJournal.open(root));
+    first.open(openTurn('r4', 'p'));
+    repo.failures = Number.POSITIVE_INFINITY;
+    await first.record(repo, 'project-1', reply('r4', 'later'));
+    await first.close();
+    repo.failures = 0;
+
+    const next = start(ReplyJournal.open(root));
+    await expect(next.recover()).resolves.toEqual({ recovered: 1, pending: 0 });
+    expect(await repo.readResource('Communication', 'r4')).toMatchObject({ status: 'completed', payload: [{ contentString: 'later' }] });
+  });
+});

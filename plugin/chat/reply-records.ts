@@ -1,0 +1,241 @@
+/**
+ * Step 6's guarantee: every accepted turn ends with exactly one reply record, whatever the store does.
+ * - A write the store refuses for a passing reason (a 5xx, a lost connection) is retried with backoff, briefly,
+ *   while the client waits.
+ * - A reply that still cannot be written, or that the store refuses outright, goes to the journal's outbox (on
+ *   disk, fsync'd) and the client is answered as usual; a background drain writes it with the project's system
+ *   repository, backing off up to half a minute between rounds, until the store takes it.
+ * - At start-up, the turns an earlier process left unfinished (killed mid-stream) are recorded: their outbox reply
+ *   if they had one, otherwise a `stopped` reply with the text that process had delivered.
+ * Every write names the reply's id (assigned before the provider is called), and the drain reads before it writes,
+ * so a retry never makes a second record.
+ */
+import { OperationOutcomeError, getStatus, isNotFound } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { Communication } from '@medplum/fhirtypes';
+import { AppError } from '../errors.ts';
+import type { HostLogger } from '../host.ts';
+import { buildReply } from './communication-builders.ts';
+import type { OpenTurn, ReplyJournal } from './reply-journal.ts';
+
+/** The reason recorded on a reply whose process stopped before it finished. */
+export const RECOVERED_REASON = 'The server stopped before the reply finished; recorded at the next start with the text delivered.';
+
+/** How writes are retried. */
+export interface ReplyRecordsOptions {
+  readonly journal: ReplyJournal;
+  readonly systemRepo: (projectId: string) => Promise<FhirRepository>;
+  readonly logger?: HostLogger;
+  /** Waits between the tries of a write while the client waits (default 25, 100, 400 ms: four tries). */
+  readonly retryDelaysMs?: readonly number[];
+  /** First wait of the background drain; doubles after each failed round up to `maxDrainDelayMs`. */
+  readonly drainDelayMs?: number;
+  readonly maxDrainDelayMs?: number;
+}
+
+interface OutboxEntry {
+  readonly projectId: string;
+  readonly resource: Communication & { id: string };
+  /** Recovered turns: write only if this prompt is on record (the process may have died before writing it). */
+  readonly promptId?: string;
+}
+
+/** The reply records of one plugin. */
+export class ReplyRecords {
+  readonly #options: ReplyRecordsOptions;
+  readonly #outbox = new Map<string, OutboxEntry>();
+  #timer: NodeJS.Timeout | undefined;
+  #delayMs: number;
+  #draining: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: ReplyRecordsOptions) {
+    this.#options = options;
+    this.#delayMs = options.drainDelayMs ?? 1_000;
+    for (const turn of options.journal.unfinished) {
+      const entry: OutboxEntry = turn.outbox
+        ? { projectId: turn.projectId, resource: { ...turn.outbox, id: turn.reply.id } }
+        : { projectId: turn.projectId, resource: stoppedReply(turn), promptId: turn.reply.promptId };
+      this.#outbox.set(turn.reply.id, entry);
+    }
+  }
+
+  /** Replies waiting in the outbox (this process's, and those recovered at start-up). */
+  get pending(): number {
+    return this.#outbox.size;
+  }
+
+  /** Records what an earlier process left unfinished; resolves when the store took all of it, or the first round failed. */
+  async recover(): Promise<{ readonly recovered: number; readonly pending: number }> {
+    const before = this.#outbox.size;
+    if (before === 0) {
+      return { recovered: 0, pending: 0 };
+    }
+    await this.#drainOnce();
+    this.#options.logger?.info('fhirgate recovered unfinished replies', { recovered: before - this.#outbox.size, pending: this.#outbox.size });
+    return { recovered: before - this.#outbox.size, pending: this.#outbox.size };
+  }
+
+  /** A turn is about to write its prompt (with the ids in `turn`). */
+  open(turn: OpenTurn): void {
+    this.#options.journal.open(turn);
+  }
+
+  /** The history the model is sent, for the reply's record. */
+  history(replyId: string, history: OpenTurn['reply']['history']): void {
+    this.#options.journal.history(replyId, history);
+  }
+
+  /** The turn's prompt was not stored: the turn was refused and needs no reply. */
+  abandon(replyId: string): void {
+    this.#options.journal.closed(replyId);
+  }
+
+  /** Reply text is about to go to the client. */
+  delivered(replyId: string, text: string): void {
+    this.#options.journal.delivered(replyId, text);
+  }
+
+  /**
+   * Writes the reply through the caller's repository, retrying passing failures; if the store still does not take
+   * it, keeps it in the outbox. Resolves `stored` or `outbox`; rejects only when not even the journal can keep it.
+   */
+  async record(repo: FhirRepository, projectId: string, resource: Communication & { id: string }): Promise<'stored' | 'outbox'> {
+    try {
+      await withRetries(() => repo.createResource(resource, { assignedId: true }), this.#options.retryDelaysMs);
+      this.#options.journal.closed(resource.id);
+      return 'stored';
+    } catch (error) {
+      this.#options.journal.outbox(resource.id, resource);
+      this.#outbox.set(resource.id, { projectId, resource });
+      this.#options.logger?.warn('fhirgate kept a reply in the outbox: the store did not take it', {
+        replyId: resource.id,
+        status: statusOf(error),
+      });
+      this.#schedule();
+      return 'outbox';
+    }
+  }
+
+  /** Stops the background drain after one last round; what is still pending stays in the journal for the next start. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    await this.#draining;
+    if (this.#outbox.size > 0) {
+      await this.#drainOnce();
+    }
+  }
+
+  #schedule(): void {
+    if (this.#timer || this.#closed) {
+      return;
+    }
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#drainOnce().then(() => {
+        if (this.#outbox.size > 0) {
+          this.#delayMs = Math.min(this.#delayMs * 2, this.#options.maxDrainDelayMs ?? 30_000);
+          this.#schedule();
+        } else {
+          this.#delayMs = this.#options.drainDelayMs ?? 1_000;
+        }
+      });
+    }, this.#delayMs);
+    this.#timer.unref();
+  }
+
+  #drainOnce(): Promise<void> {
+    this.#draining ??= this.#drain().finally(() => {
+      this.#draining = undefined;
+    });
+    return this.#draining;
+  }
+
+  async #drain(): Promise<void> {
+    for (const [id, entry] of [...this.#outbox]) {
+      try {
+        const repo = await this.#options.systemRepo(entry.projectId);
+        const promptStored = entry.promptId === undefined || (await communicationExists(repo, entry.promptId));
+        if (promptStored && !(await communicationExists(repo, id))) {
+          await repo.createResource(entry.resource, { assignedId: true });
+        }
+        this.#outbox.delete(id);
+        this.#options.journal.closed(id);
+      } catch (error) {
+        this.#options.logger?.warn('fhirgate could not write a reply from the outbox yet', { replyId: id, status: statusOf(error) });
+        if (this.#outbox.size > 0) {
+          this.#schedule();
+        }
+        return;
+      }
+    }
+  }
+}
+
+/** Runs `write`, retrying after each delay while the failure is a passing one (not a 4xx refusal). */
+export async function withRetries<T>(write: () => Promise<T>, delaysMs: readonly number[] = [25, 100, 400]): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (attempt >= delaysMs.length || !isPassingFailure(error)) {
+        throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delaysMs[attempt]));
+    }
+  }
+}
+
+/**
+ * A write the turn cannot go on without (the prompt, the project's AI agent Device): retried like any write, and
+ * if the store still fails, the request is refused with 503 `unavailable` and Retry-After, nothing stored by it.
+ */
+export async function requireStored<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await withRetries(write);
+  } catch (error) {
+    if (isPassingFailure(error)) {
+      throw new AppError('unavailable', 'The FHIR store is not taking writes right now; nothing was stored. Retry shortly.', {
+        cause: error,
+        isRetryable: true,
+        retryAfterSeconds: 1,
+      });
+    }
+    throw error;
+  }
+}
+
+/** A store failure that may pass: anything but a FHIR outcome in the 4xx range (those are refusals). */
+export function isPassingFailure(error: unknown): boolean {
+  const status = statusOf(error);
+  return status === undefined || status >= 500;
+}
+
+function statusOf(error: unknown): number | undefined {
+  return error instanceof OperationOutcomeError ? getStatus(error.outcome) : undefined;
+}
+
+/** Whether the repository holds (and shows the caller) the Communication `id`. */
+export async function communicationExists(repo: FhirRepository, id: string): Promise<boolean> {
+  try {
+    await repo.readResource('Communication', id);
+    return true;
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
+      return false;
+    }
+    throw error;
+  }
+}
+
+function stoppedReply(turn: { readonly parties: OpenTurn['parties']; readonly reply: OpenTurn['reply']; readonly delivered: string }): Communication & { id: string } {
+  const reply = buildReply(turn.parties, {
+    ...turn.reply,
+    text: turn.delivered,
+    status: 'stopped',
+    reason: RECOVERED_REASON,
+    sent: new Date().toISOString(),
+  });
+  return { ...reply, id: turn.reply.id };
+}

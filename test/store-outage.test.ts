@@ -1,0 +1,128 @@
+/**
+ * The store refusing writes loses nothing and duplicates nothing: a prompt that cannot be stored refuses the turn
+ * (503, nothing stored, the provider never called); a reply that cannot be stored is answered as usual, kept in the
+ * outbox and written once the store takes writes again; a store that fails for a moment is retried. Checked with
+ * the openai SDK as the client and MedplumClient reading what was stored.
+ */
+import { MedplumClient } from '@medplum/core';
+import type { Communication, Resource } from '@medplum/fhirtypes';
+import OpenAI, { APIError } from 'openai';
+import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
+import { startTestHost, type TestHost } from './support/test-host.ts';
+import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
+import { waitFor } from './support/wait-for.ts';
+import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
+
+const MODEL = 'openai/gpt-4o-mini';
+type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+
+const isReply = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.inResponseTo?.length;
+const isPrompt = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.partOf?.length && !resource.inResponseTo?.length;
+
+describe('the store refusing writes', () => {
+  let emulator: LlmEmulator;
+  let faults: FaultyStore;
+  let host: TestHost;
+  let project: SeededProject;
+  let openai: OpenAI;
+  let medplum: MedplumClient;
+
+  beforeAll(async () => {
+    emulator = await startLlmEmulator();
+    host = await startTestHost({
+      wrapStore: (store) => {
+        faults = withWriteFaults(store);
+        return faults.repo;
+      },
+      plugin: {
+        llm: {
+          providers: { openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] } },
+          defaultModel: MODEL,
+        },
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await host.close();
+    await emulator.close();
+  });
+
+  beforeEach(async () => {
+    faults.heal();
+    emulator.reset();
+    project = await host.seedProject();
+    const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+    openai = new OpenAI({ baseURL: `${host.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': project.projectId }, maxRetries: 0 });
+    medplum = new MedplumClient({ baseUrl: host.url, fetch });
+    await medplum.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+  });
+
+  const communications = (): Promise<Communication[]> => medplum.searchResources('Communication', { _count: '1000' }, { cache: 'no-cache' });
+
+  test('a prompt the store will not take: 503 with Retry-After, nothing stored, no provider call', async () => {
+    const before = (await communications()).length;
+    faults.fail('all');
+    const failure = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello?' }] }).catch((error: unknown) => error);
+    faults.heal();
+
+    expect(failure).toBeInstanceOf(APIError);
+    const apiError = failure as APIError;
+    expect(apiError.status).toBe(503);
+    expect(apiError.headers?.get('retry-after')).toBe('1');
+    expect(apiError.error).toMatchObject({ code: 'unavailable', message: expect.stringContaining('nothing was stored') });
+    expect(emulator.received).toHaveLength(0);
+    expect((await communications()).length).toBe(before);
+  });
+
+  test('a reply the store will not take is answered, kept, and written once the store is back', async () => {
+    faults.fail(isReply);
+    const completion = (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Keep this.' }] })) as unknown as FhirgateCompletion;
+    expect(completion.choices[0]?.message.content).toBe('Echo: Keep this.');
+    // Tried while the client waited, then kept in the outbox: not in the store yet.
+    expect(faults.refused).toBeGreaterThanOrEqual(4);
+    await expect(medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' })).rejects.toThrow();
+
+    faults.heal();
+    const reply = await waitFor(() => medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' }).catch(() => undefined), 15_000);
+    expect(reply).toMatchObject({ status: 'completed', payload: [{ contentString: 'Echo: Keep this.' }] });
+    const thread = (await communications()).filter((record) => record.partOf?.[0]?.reference === `Communication/${completion.conversation_id}`);
+    expect(thread.filter(isReply)).toHaveLength(1);
+    expect(thread.filter(isPrompt)).toHaveLength(1);
+  });
+
+  test('a streamed reply the store will not take reaches its end, and its record follows with the text streamed', async () => {
+    faults.fail(isReply);
+    const stream = await openai.chat.completions.create({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Stream and keep this.' }] });
+    let text = '';
+    let communicationId: string | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      communicationId ??= (chunk as unknown as { communication_id?: string }).communication_id;
+    }
+    expect(text).toBe('Echo: Stream and keep this.');
+    expect(communicationId).toBeDefined();
+
+    faults.heal();
+    const reply = await waitFor(() => medplum.readResource('Communication', communicationId ?? '', { cache: 'no-cache' }).catch(() => undefined), 15_000);
+    expect(reply).toMatchObject({ status: 'completed', payload: [{ contentString: text }] });
+  });
+
+  test('a store that fails for a moment is tried again: each turn one prompt and one reply, readable at once', async () => {
+    const started = (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Start.' }] })) as unknown as FhirgateCompletion;
+    faults.fail(isPrompt, 2);
+    const completion = (await openai.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Try again.' }],
+      // @ts-expect-error fhirgate's extra request field
+      conversation_id: started.conversation_id,
+    })) as unknown as FhirgateCompletion;
+    expect(faults.refused).toBe(2);
+    const reply = await medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' });
+    expect(reply.status).toBe('completed');
+    const thread = (await communications()).filter((record) => record.partOf?.[0]?.reference === `Communication/${completion.conversation_id}`);
+    expect(thread.filter(isPrompt).map((prompt) => prompt.payload?.[0]?.contentString)).toEqual(['Start.', 'Try again.']);
+    expect(thread.filter(isReply)).toHaveLength(2);
+    expect(emulator.received).toHaveLength(2);
+  });
+});

@@ -1,0 +1,47 @@
+/**
+ * The standalone host as its own process (`plugin/hosts/standalone/main.ts`), for tests that signal or kill it:
+ * started on a free port with the given environment, its JSON log lines collected.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { waitFor } from './wait-for.ts';
+
+const run = promisify(execFile);
+
+/** A running host process. */
+export interface HostProcess {
+  readonly child: ChildProcess;
+  /** Base URL with a trailing slash. */
+  readonly url: string;
+  /** Everything the process logged so far. */
+  logs(): string;
+}
+
+/** Waits until `condition` holds. */
+export function until(condition: () => boolean, timeoutMs = 10_000): Promise<true> {
+  return waitFor(async () => (condition() ? true : undefined), timeoutMs);
+}
+
+/** Starts the host with `env` over the test's environment (PORT 0, info logs) and waits for its start-up line. */
+export async function startHostProcess(env: Readonly<Record<string, string>>): Promise<HostProcess> {
+  const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let logs = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    logs += chunk.toString();
+  });
+  await until(() => /"msg":"fhirgate standalone host started"/.test(logs) || child.exitCode !== null, 60_000);
+  const url = /"url":"([^"]+)"/.exec(logs)?.[1];
+  if (!url) {
+    throw new Error(`the host did not start: ${logs}`);
+  }
+  return { child, url, logs: () => logs };
+}
+
+/** An access token of the demo practitioner, as `npm run token` prints it, for the host on `dataDir`. */
+export async function demoToken(dataDir: string, issuer: string): Promise<string> {
+  const { stdout } = await run(process.execPath, ['plugin/hosts/standalone/print-token.ts'], { env: { ...process.env, FHIRGATE_DATA_DIR: dataDir, FHIRGATE_BASE_URL: issuer } });
+  return stdout.trim();
+}
