@@ -28,7 +28,7 @@ describe('chat gateway', () => {
     host = await startTestHost({
       plugin: {
         llm: {
-          providers: { openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] } },
+          providers: { openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } },
           defaultModel: MODEL,
         },
       },

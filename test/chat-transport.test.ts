@@ -35,7 +35,8 @@ describe('chat route over HTTP', () => {
 
   beforeAll(async () => {
     emulator = await startLlmEmulator();
-    const openai = { kind: 'openai' as const, apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] };
+    // One try per call: these tests look at what a single failure does (retries: test/provider-resilience.test.ts).
+    const openai = { kind: 'openai' as const, apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } };
     host = await startTestHost({
       plugin: {
         maxBodyBytes: MAX_BODY_BYTES,

@@ -51,7 +51,7 @@ describe('observability of the standalone host', () => {
       metrics: true,
       logger: createJsonLogger('info', (line) => logLines.push(line)),
       pluginFor: (seeded) => ({
-        llm: { providers: { emulator: { kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, apiKey: PROVIDER_KEY, models: ['echo'] } }, defaultModel: 'emulator/echo' },
+        llm: { providers: { emulator: { kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, apiKey: PROVIDER_KEY, models: ['echo'], retries: { maxRetries: 0 } } }, defaultModel: 'emulator/echo' },
         device_auth: {
           valid_keys: { 'monitor-1': DEVICE_KEY },
           jwt_secret: `env:FHIRGATE_TEST_OBSERVABILITY_SECRET`,

@@ -16,6 +16,7 @@ import { AppError } from '../errors.ts';
 import type { FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
+import { withRetriesAndFallbacks } from '../llm/resilient-chat-model.ts';
 import { annotateRequest } from '../telemetry/request-telemetry.ts';
 import { observeChatModel } from '../telemetry/observe-chat-model.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
@@ -127,9 +128,13 @@ async function deliver(services: ChatServices, turn: ChatTurn, response: Respons
   }
 }
 
-/** The resolved model, its provider calls measured and traced. */
+/** The resolved model and its fallbacks, each provider call measured and traced, with retries and fallbacks around them. */
 function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string): ResolvedModel {
-  return { ...target, model: observeChatModel(target.model, telemetry, { projectId, modelName: target.modelName }) };
+  const observe = (model: ResolvedModel): ResolvedModel => ({
+    ...model,
+    model: observeChatModel(model.model, telemetry, { projectId, modelName: model.modelName }),
+  });
+  return withRetriesAndFallbacks({ ...observe(target), fallbacks: target.fallbacks.map(observe) });
 }
 
 /**

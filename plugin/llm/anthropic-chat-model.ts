@@ -8,7 +8,7 @@ import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, Cha
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
-import { startUpstreamCall } from './upstream-call.ts';
+import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
 /** How to reach Anthropic, or a proxy that speaks its Messages API. */
 export interface AnthropicChatModelOptions {
@@ -18,6 +18,9 @@ export interface AnthropicChatModelOptions {
   /** Defaults to https://api.anthropic.com. */
   readonly baseUrl?: string;
   readonly timeoutMs: number;
+  /** See `upstream-call.ts`. */
+  readonly firstTokenTimeoutMs?: number;
+  readonly totalTimeoutMs?: number;
 }
 
 /** Anthropic's input token counts; cached tokens are counted apart from `input_tokens`. */
@@ -30,6 +33,7 @@ interface InputUsage {
 /** Creates the model, and its SDK client once. */
 export function createAnthropicChatModel(options: AnthropicChatModelOptions): ChatModel {
   const { provider, timeoutMs } = options;
+  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs };
   // Credentials, base URL and logging are given explicitly so the SDK reads nothing from the environment or from
   // credential files; its logger and OpenTelemetry spans stay off because both can carry request contents.
   const client = new Anthropic({
@@ -37,7 +41,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
     baseURL: options.baseUrl ?? 'https://api.anthropic.com',
     webhookKey: null,
     maxRetries: 0,
-    timeout: timeoutMs,
+    timeout: longestLimitMs(options),
     logLevel: 'off',
     openTelemetry: false,
   });
@@ -46,7 +50,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
     provider,
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
-      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const call = startUpstreamCall(provider, request.signal, timeouts);
       try {
         const message = await client.messages.create({ ...buildParameters(request), stream: false }, { signal: call.signal });
         let text = '';
@@ -68,7 +72,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
     },
 
     async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
-      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const call = startUpstreamCall(provider, request.signal, timeouts, true);
       try {
         const stream = await client.messages.create({ ...buildParameters(request), stream: true }, { signal: call.signal });
         let finishReason: ChatFinishReason | undefined;

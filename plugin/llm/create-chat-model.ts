@@ -9,7 +9,8 @@ import type { ProviderSettings } from './provider-config.ts';
 
 /** Creates the model (and its SDK client) of a configured provider, with the given key. */
 export function createChatModel(provider: string, settings: ProviderSettings, apiKey: string | undefined): ChatModel {
-  const { baseUrl, timeoutMs } = settings;
+  const { baseUrl, timeoutMs, firstTokenTimeoutMs, totalTimeoutMs } = settings;
+  const limits = { timeoutMs, firstTokenTimeoutMs, totalTimeoutMs };
   switch (settings.kind) {
     case 'openai':
     case 'azure-openai':
@@ -20,15 +21,15 @@ export function createChatModel(provider: string, settings: ProviderSettings, ap
         apiKey,
         baseUrl,
         apiVersion: settings.apiVersion,
-        timeoutMs,
+        ...limits,
         maxTokensParameter: settings.maxTokensParameter,
       });
     case 'anthropic':
       if (apiKey === undefined) {
         throw new Error(`LLM provider '${provider}' (anthropic) needs apiKey.`);
       }
-      return createAnthropicChatModel({ provider, apiKey, baseUrl, timeoutMs });
+      return createAnthropicChatModel({ provider, apiKey, baseUrl, ...limits });
     case 'ollama':
-      return createOllamaChatModel({ provider, apiKey, baseUrl, timeoutMs });
+      return createOllamaChatModel({ provider, apiKey, baseUrl, ...limits });
   }
 }

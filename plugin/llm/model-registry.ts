@@ -10,6 +10,7 @@ import type { ChatModel } from './chat-model.ts';
 import { createChatModel } from './create-chat-model.ts';
 import { needsApiKey } from './provider-config.ts';
 import type { ProviderConfig, ProviderSettings } from './provider-config.ts';
+import type { RetryPolicy } from './resilient-chat-model.ts';
 
 /** The model a request asked for, ready to call. */
 export interface ResolvedModel {
@@ -18,6 +19,10 @@ export interface ResolvedModel {
   readonly modelName: string;
   /** `provider/model`: the id to report back to the client. */
   readonly id: string;
+  /** How failed calls to this model are retried (its provider's settings). */
+  readonly retries: RetryPolicy;
+  /** Models to try next, in order, when this one keeps failing (`fallbacks` in the configuration). */
+  readonly fallbacks: readonly ResolvedModel[];
 }
 
 /** One entry of the model list. */
@@ -132,11 +137,30 @@ export function createModelRegistry(config: ProviderConfig, factory: ChatModelFa
     return { id, provider, modelName: id.slice(slash + 1) };
   };
 
+  // A model ready to call, with its fallbacks; a fallback whose provider has no key for the caller is left out.
+  const resolveEntry = (entry: ModelEntry, keyOf: (provider: string) => string | undefined): ResolvedModel => ({
+    ...toResolved(entry, keyOf),
+    fallbacks: (config.fallbacks[entry.id] ?? []).flatMap((id) => {
+      try {
+        return [toResolved(toEntry(id), keyOf)];
+      } catch {
+        return [];
+      }
+    }),
+  });
+  const toResolved = (entry: ModelEntry, keyOf: (provider: string) => string | undefined): ResolvedModel => ({
+    model: modelFor(entry.provider, keyOf(entry.provider)),
+    modelName: entry.modelName,
+    id: entry.id,
+    retries: config.providers[entry.provider].retries,
+    fallbacks: [],
+  });
+
   return {
     defaultModelId: operator.defaultModelId,
     resolve: (model, options = {}) => {
       const entry = operator.find(model);
-      return { model: modelFor(entry.provider, options.apiKey), modelName: entry.modelName, id: entry.id };
+      return resolveEntry(entry, (provider) => (provider === entry.provider ? options.apiKey : undefined));
     },
     list: operator.list,
     providers: Object.keys(config.providers),
@@ -147,10 +171,7 @@ export function createModelRegistry(config: ProviderConfig, factory: ChatModelFa
       const catalog = createCatalog(entries, defaultModel?.id ?? (choice.models === undefined ? config.defaultModel : entries[0]?.id));
       return {
         defaultModelId: catalog.defaultModelId,
-        resolve: (model) => {
-          const entry = catalog.find(model);
-          return { model: modelFor(entry.provider, choice.apiKeys?.[entry.provider]), modelName: entry.modelName, id: entry.id };
-        },
+        resolve: (model) => resolveEntry(catalog.find(model), (provider) => choice.apiKeys?.[provider]),
         list: catalog.list,
       };
     },

@@ -28,11 +28,15 @@ export interface OllamaChatModelOptions {
   /** Sent as `Authorization: Bearer` (Ollama's cloud, or a proxy in front of a server); none by default. */
   readonly apiKey?: string;
   readonly timeoutMs: number;
+  /** See `upstream-call.ts`. */
+  readonly firstTokenTimeoutMs?: number;
+  readonly totalTimeoutMs?: number;
 }
 
 /** Creates the model, and its SDK client once. */
 export function createOllamaChatModel(options: OllamaChatModelOptions): ChatModel {
   const { provider, timeoutMs } = options;
+  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs };
   const client = new Ollama({
     host: options.baseUrl ?? 'http://127.0.0.1:11434',
     fetch: createOllamaFetch(),
@@ -43,7 +47,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     provider,
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
-      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const call = startUpstreamCall(provider, request.signal, timeouts);
       const scope: OllamaRequestScope = { signal: call.signal, stream: false };
       try {
         const response = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: false }));
@@ -60,7 +64,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     },
 
     async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
-      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const call = startUpstreamCall(provider, request.signal, timeouts, true);
       const scope: OllamaRequestScope = { signal: call.signal, stream: true };
       try {
         const parts = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: true }));

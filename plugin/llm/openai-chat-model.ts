@@ -8,7 +8,7 @@ import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, Cha
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
-import { startUpstreamCall } from './upstream-call.ts';
+import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
 /** The providers this adapter serves. */
 export type OpenAiProviderKind = 'openai' | 'azure-openai' | 'openai-compatible';
@@ -25,6 +25,9 @@ export interface OpenAiChatModelOptions {
   /** Azure's `api-version`. */
   readonly apiVersion?: string;
   readonly timeoutMs: number;
+  /** See `upstream-call.ts`. */
+  readonly firstTokenTimeoutMs?: number;
+  readonly totalTimeoutMs?: number;
   /**
    * The field carrying `maxTokens`. OpenAI's reasoning models only take `max_completion_tokens`; many compatible
    * servers and older Azure API versions only `max_tokens`. Defaults to `max_completion_tokens` for `openai` and
@@ -39,13 +42,14 @@ const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatModel {
   const client = createClient(options);
   const { provider, timeoutMs } = options;
+  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs };
   const maxTokensParameter = options.maxTokensParameter ?? (options.kind === 'openai' ? 'max_completion_tokens' : 'max_tokens');
 
   return {
     provider,
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
-      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const call = startUpstreamCall(provider, request.signal, timeouts);
       try {
         const completion = await client.chat.completions.create(
           { ...buildParameters(request, maxTokensParameter), stream: false },
@@ -69,7 +73,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
     },
 
     async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
-      const call = startUpstreamCall(provider, request.signal, timeoutMs);
+      const call = startUpstreamCall(provider, request.signal, timeouts, true);
       try {
         const stream = await client.chat.completions.create(
           { ...buildParameters(request, maxTokensParameter), stream: true, stream_options: { include_usage: true } },
@@ -107,7 +111,7 @@ function createClient(options: OpenAiChatModelOptions): OpenAI {
   // Every option that the SDK would otherwise read from the environment (OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_LOG,
   // ...) is given explicitly, so only fhirgate's configuration decides where a request goes. Retries belong to
   // fhirgate, and the SDK's logger stays off: at debug level it prints request details.
-  const common = { maxRetries: 0, timeout: options.timeoutMs, logLevel: 'off', organization: null, project: null } as const;
+  const common = { maxRetries: 0, timeout: longestLimitMs(options), logLevel: 'off', organization: null, project: null } as const;
   switch (options.kind) {
     case 'openai':
       return new OpenAI({

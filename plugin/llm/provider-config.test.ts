@@ -12,6 +12,8 @@ function readError(read: () => unknown): string {
   throw new Error('expected an error');
 }
 
+const DEFAULT_RETRIES = { maxRetries: 2, baseDelayMs: 250, maxDelayMs: 10_000 };
+
 describe('readProviderConfigFromEnvironment', () => {
   test('returns undefined when AI_PROVIDER is unset or blank', () => {
     expect(readProviderConfigFromEnvironment({})).toBeUndefined();
@@ -21,11 +23,31 @@ describe('readProviderConfigFromEnvironment', () => {
   test('reads one provider, named as AI_PROVIDER, with the spec defaults', () => {
     expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'openai', AI_MODEL: 'gpt-4o-mini', AI_API_KEY: SECRET })).toEqual({
       providers: {
-        openai: { kind: 'openai', apiKey: SECRET, timeoutMs: 120_000, models: ['gpt-4o-mini'] },
+        openai: { kind: 'openai', apiKey: SECRET, timeoutMs: 120_000, retries: DEFAULT_RETRIES, models: ['gpt-4o-mini'] },
       },
       defaultModel: 'openai/gpt-4o-mini',
       maxTokens: 4096,
+      fallbacks: {},
     });
+  });
+
+  test('reads the first-token and total timeouts and the retries', () => {
+    const config = readProviderConfigFromEnvironment({
+      AI_PROVIDER: 'ollama',
+      AI_MODEL: 'llama3.2',
+      AI_FIRST_TOKEN_TIMEOUT_MS: '5000',
+      AI_TOTAL_TIMEOUT_MS: '300000',
+      AI_MAX_RETRIES: '0',
+    });
+    expect(config?.providers.ollama).toMatchObject({ firstTokenTimeoutMs: 5000, totalTimeoutMs: 300_000, retries: { maxRetries: 0 } });
+    expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'm', AI_MAX_RETRIES: '11' }))).toContain('AI_MAX_RETRIES');
+    expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'm', AI_MAX_RETRIES: 'lots' }))).toContain('AI_MAX_RETRIES');
+  });
+
+  test('fallbacks must name configured models', () => {
+    const providers = { a: { kind: 'ollama' as const, models: ['m1', 'm2'] } };
+    expect(parseProviderConfig({ providers, defaultModel: 'a/m1', fallbacks: { 'a/m1': ['a/m2'] } }).fallbacks).toEqual({ 'a/m1': ['a/m2'] });
+    expect(readError(() => parseProviderConfig({ providers, defaultModel: 'a/m1', fallbacks: { 'a/m1': ['b/m3'] } }))).toContain('fallbacks.a/m1');
   });
 
   test('takes AI_MODEL with or without the provider prefix, and adds AI_MODELS', () => {
@@ -86,6 +108,7 @@ describe('readProviderConfigFromEnvironment', () => {
     expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'llama3.2' })?.providers.ollama).toEqual({
       kind: 'ollama',
       timeoutMs: 120_000,
+      retries: DEFAULT_RETRIES,
       models: ['llama3.2'],
     });
   });

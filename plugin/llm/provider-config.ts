@@ -16,6 +16,7 @@ export type ProviderKind = (typeof PROVIDER_KINDS)[number];
 export const DEFAULT_AZURE_API_VERSION = '2024-10-21';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_MAX_TOKENS = 4096;
 // Kinds whose adapter cannot work without a key (a per-project key supplied at resolve time also counts).
 const KINDS_NEEDING_A_KEY: ReadonlySet<ProviderKind> = new Set(['openai', 'azure-openai', 'anthropic']);
@@ -33,6 +34,23 @@ export const providerSettingsSchema = z
     apiVersion: z.string().min(1).optional(),
     /** Longest wait for the provider: a whole reply, or the next event of a stream. */
     timeoutMs: z.number().int().positive().default(DEFAULT_TIMEOUT_MS),
+    /** Streams: longest wait for the response and its first event (default `timeoutMs`). */
+    firstTokenTimeoutMs: z.number().int().positive().optional(),
+    /** Longest a whole call may take, however it goes (default: no limit beyond the others). */
+    totalTimeoutMs: z.number().int().positive().optional(),
+    /**
+     * Retries of a failed call that may pass (429, 5xx, timeouts, lost connections), only before any byte of the
+     * reply reached the client: after `baseDelayMs`, doubling, or the provider's `Retry-After`; a `Retry-After`
+     * longer than `maxDelayMs` is not waited for (the next fallback model is tried, or the client told).
+     */
+    retries: z
+      .object({
+        maxRetries: z.number().int().min(0).max(10).default(DEFAULT_MAX_RETRIES),
+        baseDelayMs: z.number().int().min(0).default(250),
+        maxDelayMs: z.number().int().min(0).default(10_000),
+      })
+      .strict()
+      .prefault({}),
     /** OpenAI-style kinds only: the field that carries the token cap (see `openai-chat-model.ts`). */
     maxTokensParameter: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
     /** The models (Azure: deployments) offered, without the provider prefix. */
@@ -60,6 +78,11 @@ export const providerConfigSchema = z
     defaultModel: z.string().min(1),
     /** Reply length cap when a request sets no `max_tokens`. */
     maxTokens: z.number().int().positive().default(DEFAULT_MAX_TOKENS),
+    /**
+     * Models to try, in order, when a model's provider keeps failing with a failure that may pass (after its
+     * retries), before any byte reached the client: `{ "openai/gpt-4o": ["anthropic/claude-sonnet-4-5"] }`.
+     */
+    fallbacks: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)).default({}),
   })
   .strict()
   .superRefine((config, context) => {
@@ -68,10 +91,20 @@ export const providerConfigSchema = z
       context.addIssue({ code: 'custom', path: ['providers'], message: 'needs at least one provider' });
       return;
     }
-    const slash = config.defaultModel.indexOf('/');
-    const provider = config.providers[config.defaultModel.slice(0, slash)];
-    if (slash === -1 || provider === undefined || !provider.models.includes(config.defaultModel.slice(slash + 1))) {
+    const configured = (id: string): boolean => {
+      const slash = id.indexOf('/');
+      const provider = config.providers[id.slice(0, slash)];
+      return slash !== -1 && provider !== undefined && provider.models.includes(id.slice(slash + 1));
+    };
+    if (!configured(config.defaultModel)) {
       context.addIssue({ code: 'custom', path: ['defaultModel'], message: 'must be provider/model, naming a configured model' });
+    }
+    for (const [model, fallbacks] of Object.entries(config.fallbacks)) {
+      for (const id of [model, ...fallbacks]) {
+        if (!configured(id)) {
+          context.addIssue({ code: 'custom', path: ['fallbacks', model], message: `'${id.slice(0, 100)}' must be provider/model, naming a configured model` });
+        }
+      }
     }
   });
 
@@ -119,6 +152,9 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
   baseUrl: 'AI_API_BASE',
   apiVersion: 'AI_API_VERSION',
   timeoutMs: 'AI_TIMEOUT_MS',
+  firstTokenTimeoutMs: 'AI_FIRST_TOKEN_TIMEOUT_MS',
+  totalTimeoutMs: 'AI_TOTAL_TIMEOUT_MS',
+  retries: 'AI_MAX_RETRIES',
   models: 'AI_MODELS',
   defaultModel: 'AI_MODEL',
   maxTokens: 'AI_MAX_TOKENS',
@@ -129,7 +165,8 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
  * also the provider's name in `provider/model` ids), AI_MODEL (the default model, with or without that prefix),
  * AI_API_KEY (required for openai, azure and anthropic), AI_API_BASE (required for azure, its resource endpoint,
  * and openai-compatible), AI_MAX_TOKENS (default 4096), AI_API_VERSION (azure), AI_MODELS (more models, comma
- * separated) and AI_TIMEOUT_MS (default 120000). Returns undefined when AI_PROVIDER is unset; throws an Error
+ * separated), AI_TIMEOUT_MS (default 120000), AI_FIRST_TOKEN_TIMEOUT_MS, AI_TOTAL_TIMEOUT_MS and AI_MAX_RETRIES
+ * (default 2). Returns undefined when AI_PROVIDER is unset; throws an Error
  * naming each wrong variable otherwise.
  */
 export function readProviderConfigFromEnvironment(
@@ -154,6 +191,13 @@ export function readProviderConfigFromEnvironment(
   }
   const maxTokens = readPositiveInteger(environment, 'AI_MAX_TOKENS', problems);
   const timeoutMs = readPositiveInteger(environment, 'AI_TIMEOUT_MS', problems);
+  const firstTokenTimeoutMs = readPositiveInteger(environment, 'AI_FIRST_TOKEN_TIMEOUT_MS', problems);
+  const totalTimeoutMs = readPositiveInteger(environment, 'AI_TOTAL_TIMEOUT_MS', problems);
+  const maxRetriesText = readVariable(environment, 'AI_MAX_RETRIES');
+  const maxRetries = maxRetriesText === undefined ? undefined : /^\d{1,2}$/.test(maxRetriesText) ? Number(maxRetriesText) : Number.NaN;
+  if (Number.isNaN(maxRetries)) {
+    problems.push('AI_MAX_RETRIES must be a whole number from 0 to 10');
+  }
   // A prefix is only taken off when it names this provider: "anthropic/claude-x" is a valid model name on an
   // OpenAI-compatible router, and Ollama names such as "library/llama3" contain slashes too.
   const stripPrefix = (model: string): string => (model.startsWith(`${provider}/`) ? model.slice(provider.length + 1) : model);
@@ -178,6 +222,9 @@ export function readProviderConfigFromEnvironment(
         baseUrl,
         apiVersion: kind === 'azure-openai' ? readVariable(environment, 'AI_API_VERSION') : undefined,
         timeoutMs,
+        firstTokenTimeoutMs,
+        totalTimeoutMs,
+        retries: maxRetries === undefined ? undefined : { maxRetries },
         models: [...new Set([defaultModelName, ...extraModels])],
       },
     },

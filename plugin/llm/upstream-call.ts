@@ -3,13 +3,29 @@
  * whichever comes first) and the translation of whatever the SDK throws into the failure contract of
  * `chat-model.ts`. Every adapter goes through it, so timeouts and aborts behave the same for every provider.
  *
- * The timeout bounds each wait for the provider: the whole reply of `complete`, and for `stream` the wait for
- * the response and then for each next event, so a stream that stalls fails while one that keeps going does not.
- * Time the consumer spends with an event (a slow client downstream) is not the provider's and is not counted.
+ * Timeouts (all configurable per provider, `provider-config.ts`):
+ * - `timeoutMs`: the whole reply of `complete`; for `stream`, each wait for the next event after the first, so a
+ *   stream that stalls fails while one that keeps going does not;
+ * - `firstTokenTimeoutMs` (streams; default `timeoutMs`): the wait for the response and its first event;
+ * - `totalTimeoutMs` (default none): the whole call, however it goes.
+ * Time the consumer spends with an event (a slow client downstream) is not the provider's and is not counted in
+ * the waits (it is in the total).
  */
 import { AppError } from '../errors.ts';
 import { createAbortError, createUpstreamError, describeTransportFailure } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
+
+/** How long a call may wait; see the file comment. */
+export interface UpstreamTimeouts {
+  readonly timeoutMs: number;
+  readonly firstTokenTimeoutMs?: number;
+  readonly totalTimeoutMs?: number;
+}
+
+/** The longest any limit allows: the SDK's own timeout is set to it, so fhirgate's limits are the ones that act. */
+export function longestLimitMs(timeouts: UpstreamTimeouts): number {
+  return Math.max(timeouts.timeoutMs, timeouts.firstTokenTimeoutMs ?? 0, timeouts.totalTimeoutMs ?? 0);
+}
 
 /** One call in flight. */
 export interface UpstreamCall {
@@ -37,29 +53,33 @@ export interface UpstreamCall {
 // The reason a finished call's signal is aborted with: made once, since a DOMException records a stack.
 const CALL_OVER = new DOMException('The LLM call is over.', 'AbortError');
 
-/** Starts a call; throws the abort error at once when the caller's signal is already aborted. */
-export function startUpstreamCall(provider: string, callerSignal: AbortSignal, timeoutMs: number): UpstreamCall {
+/** Starts a call (`streaming`: the first wait is for the first event); throws the abort error at once when the caller's signal is already aborted. */
+export function startUpstreamCall(provider: string, callerSignal: AbortSignal, timeouts: UpstreamTimeouts, streaming = false): UpstreamCall {
   if (callerSignal.aborted) {
     throw createAbortError(callerSignal);
   }
   const deadline = new AbortController();
-  let timedOut = false;
+  // The limit that ran out, for the error message; undefined while none has.
+  let timedOutAfterMs: number | undefined;
   let timer: NodeJS.Timeout | undefined;
-  const arm = (): void => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut = true;
-      deadline.abort(new DOMException(`No answer within ${timeoutMs} ms.`, 'TimeoutError'));
-    }, timeoutMs);
+  const expire = (limitMs: number): void => {
+    timedOutAfterMs ??= limitMs;
+    deadline.abort(new DOMException(`No answer within ${limitMs} ms.`, 'TimeoutError'));
   };
-  arm();
+  const arm = (limitMs: number): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => expire(limitMs), limitMs);
+  };
+  arm(streaming ? (timeouts.firstTokenTimeoutMs ?? timeouts.timeoutMs) : timeouts.timeoutMs);
+  const total = timeouts.totalTimeoutMs === undefined ? undefined : setTimeout(() => expire(timeouts.totalTimeoutMs ?? 0), timeouts.totalTimeoutMs);
+  let firstEventSeen = false;
 
   const stoppedError = (): Error | undefined => {
     if (callerSignal.aborted) {
       return createAbortError(callerSignal);
     }
-    if (timedOut) {
-      return createUpstreamError(provider, { kind: 'timeout' }, timeoutMs);
+    if (timedOutAfterMs !== undefined) {
+      return createUpstreamError(provider, { kind: 'timeout' }, timedOutAfterMs);
     }
     return undefined;
   };
@@ -71,8 +91,12 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
       let done = false;
       try {
         while (true) {
-          arm();
+          // The first event is still under the first-token limit armed at the start.
+          if (firstEventSeen) {
+            arm(timeouts.timeoutMs);
+          }
           const result = await iterator.next();
+          firstEventSeen = true;
           clearTimeout(timer);
           if (result.done) {
             done = true;
@@ -88,6 +112,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
     },
     finish: () => {
       clearTimeout(timer);
+      clearTimeout(total);
       deadline.abort(CALL_OVER);
     },
     throwIfStopped: () => {
@@ -107,7 +132,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
       }
       const failure: UpstreamFailure = describeSdkError(error) ??
         describeTransportFailure(error) ?? { kind: 'unknown', errorName: readName(error) };
-      return createUpstreamError(provider, failure, timeoutMs);
+      return createUpstreamError(provider, failure, timedOutAfterMs ?? timeouts.timeoutMs);
     },
   };
 }

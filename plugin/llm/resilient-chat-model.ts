@@ -1,0 +1,149 @@
+/**
+ * Retries and fallbacks around a resolved model. A call that fails with a failure that may pass (the AppError says
+ * `isRetryable`: 429, 5xx, timeouts, lost connections) is tried again after a backoff, or after the provider's
+ * `Retry-After`, up to the model's `maxRetries`; then the configured fallback models are tried in order, each with
+ * its own retries. Never once a byte of the reply may have reached the client: a stream is retried only if it
+ * failed before its first event. A refusal (400, 401, 403, 404, a content filter) is passed on at once, and so is
+ * the caller going away.
+ */
+import { AppError } from '../errors.ts';
+import type { ChatModel, ChatModelRequest, ChatStreamEvent } from './chat-model.ts';
+import type { ResolvedModel } from './model-registry.ts';
+import { isAbortError } from './provider-errors.ts';
+
+/** How a model's failed calls are retried. */
+export interface RetryPolicy {
+  readonly maxRetries: number;
+  /** The first backoff; it doubles with each retry. */
+  readonly baseDelayMs: number;
+  /** Longest wait before a retry; a longer `Retry-After` moves on to the next model instead. */
+  readonly maxDelayMs: number;
+}
+
+/** A model with retries and fallbacks; `id` names the model that is answering (the first one until another does). */
+export function withRetriesAndFallbacks(target: ResolvedModel, sleep: Sleep = sleepUnlessAborted): ResolvedModel {
+  const candidates = [target, ...target.fallbacks];
+  if (candidates.length === 1 && target.retries.maxRetries === 0) {
+    return target;
+  }
+  let answering = target;
+  const model: ChatModel = {
+    provider: target.model.provider,
+    complete: async (request) => {
+      const tries = attempts(candidates, request.signal, sleep);
+      for (let next = await tries.next(); ; ) {
+        const candidate = next.value;
+        try {
+          const completion = await candidate.model.complete({ ...request, model: candidate.modelName });
+          answering = candidate;
+          return completion;
+        } catch (error) {
+          // Throws the error when it is not to be retried, or when no try is left.
+          next = await tries.next(error);
+        }
+      }
+    },
+    stream: (request) =>
+      streamWithRetries(candidates, request, sleep, (candidate) => {
+        answering = candidate;
+      }),
+  };
+  return {
+    ...target,
+    model,
+    get id() {
+      return answering.id;
+    },
+  };
+}
+
+/** How to wait before a retry; rejects with the abort error when the caller goes away meanwhile. */
+export type Sleep = (milliseconds: number, signal: AbortSignal) => Promise<void>;
+
+/**
+ * Yields the model to try next; is given back each try's error, and decides: the same model again (after a wait),
+ * the next model, or giving up (throws the error).
+ */
+async function* attempts(candidates: readonly ResolvedModel[], signal: AbortSignal, sleep: Sleep): AsyncGenerator<ResolvedModel, never, unknown> {
+  for (let index = 0; index < candidates.length; index++) {
+    const candidate = candidates[index];
+    const isLast = index === candidates.length - 1;
+    for (let retry = 0; ; retry++) {
+      const error = yield candidate;
+      if (!mayPass(error) || signal.aborted) {
+        throw error;
+      }
+      const wait = waitBefore(retry, candidate.retries, error);
+      if (retry >= candidate.retries.maxRetries || wait === undefined) {
+        if (isLast) {
+          throw error;
+        }
+        break;
+      }
+      await sleep(wait, signal);
+    }
+  }
+  throw new Error('no model to try');
+}
+
+async function* streamWithRetries(
+  candidates: readonly ResolvedModel[],
+  request: ChatModelRequest,
+  sleep: Sleep,
+  onAnswer: (candidate: ResolvedModel) => void
+): AsyncGenerator<ChatStreamEvent> {
+  const tries = attempts(candidates, request.signal, sleep);
+  for (let next = await tries.next(); ; ) {
+    const candidate = next.value;
+    let started = false;
+    try {
+      for await (const event of candidate.model.stream({ ...request, model: candidate.modelName })) {
+        if (!started) {
+          started = true;
+          onAnswer(candidate);
+        }
+        yield event;
+      }
+      return;
+    } catch (error) {
+      if (started) {
+        // Bytes may have reached the client: never a retry.
+        throw error;
+      }
+      next = await tries.next(error);
+    }
+  }
+}
+
+/** A failure another try may not meet: the provider's own retryable failures, never the caller leaving. */
+function mayPass(error: unknown): boolean {
+  return !isAbortError(error) && AppError.isInstance(error) && error.isRetryable;
+}
+
+/** The wait before retry number `retry` (0-based), or undefined when the provider asks for longer than allowed. */
+function waitBefore(retry: number, policy: RetryPolicy, error: unknown): number | undefined {
+  const retryAfterSeconds = AppError.isInstance(error) ? error.retryAfterSeconds : undefined;
+  if (retryAfterSeconds !== undefined) {
+    const asked = retryAfterSeconds * 1000;
+    return asked > policy.maxDelayMs ? undefined : asked;
+  }
+  return Math.min(policy.baseDelayMs * 2 ** retry, policy.maxDelayMs);
+}
+
+function sleepUnlessAborted(milliseconds: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, milliseconds);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
