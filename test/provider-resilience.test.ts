@@ -4,20 +4,19 @@
  * and the record name), and a stream that already sent text is never retried. First-token and total timeouts
  * bound a call. The client is the openai SDK; records are read with MedplumClient.
  */
-import { MedplumClient } from '@medplum/core';
+import type { MedplumClient } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
-import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { chatClients } from './support/chat-clients.ts';
 
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('provider failures that may pass', () => {
   let emulator: LlmEmulator;
   let host: TestHost;
-  let project: SeededProject;
   let openai: OpenAI;
   let medplum: MedplumClient;
 
@@ -47,11 +46,7 @@ describe('provider failures that may pass', () => {
 
   beforeEach(async () => {
     emulator.reset();
-    project = await host.seedProject();
-    const token = await host.accessTokenFor(project.ids['practitioner-membership']);
-    openai = new OpenAI({ baseURL: `${host.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': project.projectId }, maxRetries: 0 });
-    medplum = new MedplumClient({ baseUrl: host.url, fetch });
-    await medplum.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+    ({ openai, medplum } = await chatClients(host));
   });
 
   const thread = async (conversationId: string): Promise<Communication[]> =>

@@ -4,14 +4,14 @@
  * outbox and written once the store takes writes again; a store that fails for a moment is retried. Checked with
  * the openai SDK as the client and MedplumClient reading what was stored.
  */
-import { MedplumClient } from '@medplum/core';
+import type { MedplumClient } from '@medplum/core';
 import type { Communication, Resource } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { chatClients } from './support/chat-clients.ts';
 import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
 import { waitFor } from './support/wait-for.ts';
-import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 
 const MODEL = 'openai/gpt-4o-mini';
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
@@ -23,7 +23,6 @@ describe('the store refusing writes', () => {
   let emulator: LlmEmulator;
   let faults: FaultyStore;
   let host: TestHost;
-  let project: SeededProject;
   let openai: OpenAI;
   let medplum: MedplumClient;
 
@@ -51,11 +50,7 @@ describe('the store refusing writes', () => {
   beforeEach(async () => {
     faults.heal();
     emulator.reset();
-    project = await host.seedProject();
-    const token = await host.accessTokenFor(project.ids['practitioner-membership']);
-    openai = new OpenAI({ baseURL: `${host.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': project.projectId }, maxRetries: 0 });
-    medplum = new MedplumClient({ baseUrl: host.url, fetch });
-    await medplum.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+    ({ openai, medplum } = await chatClients(host));
   });
 
   const communications = (): Promise<Communication[]> => medplum.searchResources('Communication', { _count: '1000' }, { cache: 'no-cache' });
