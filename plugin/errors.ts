@@ -12,6 +12,7 @@ export type AppErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conversation_not_found'
+  | 'conflict'
   | 'payload_too_large'
   | 'rate_limited'
   | 'upstream_error'
@@ -27,6 +28,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   forbidden: 403,
   not_found: 404,
   conversation_not_found: 404,
+  conflict: 409,
   payload_too_large: 413,
   rate_limited: 429,
   upstream_error: 502,

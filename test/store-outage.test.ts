@@ -7,50 +7,42 @@
 import type { MedplumClient } from '@medplum/core';
 import type { Communication, Resource } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
-import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
-import { startTestHost, type TestHost } from './support/test-host.ts';
+import type { LlmEmulator } from './emulator/index.ts';
 import { chatClients } from './support/chat-clients.ts';
+import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
 import { waitFor } from './support/wait-for.ts';
 
-const MODEL = 'openai/gpt-4o-mini';
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 const isReply = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.inResponseTo?.length;
 const isPrompt = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.partOf?.length && !resource.inResponseTo?.length;
 
 describe('the store refusing writes', () => {
+  let chatHost: ChatHost;
   let emulator: LlmEmulator;
   let faults: FaultyStore;
-  let host: TestHost;
   let openai: OpenAI;
   let medplum: MedplumClient;
 
   beforeAll(async () => {
-    emulator = await startLlmEmulator();
-    host = await startTestHost({
-      wrapStore: (store) => {
-        faults = withWriteFaults(store);
-        return faults.repo;
-      },
-      plugin: {
-        llm: {
-          providers: { openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] } },
-          defaultModel: MODEL,
+    chatHost = await startChatHost({
+      host: {
+        wrapStore: (store) => {
+          faults = withWriteFaults(store);
+          return faults.repo;
         },
       },
     });
+    ({ emulator } = chatHost);
   });
 
-  afterAll(async () => {
-    await host.close();
-    await emulator.close();
-  });
+  afterAll(() => chatHost.close());
 
   beforeEach(async () => {
     faults.heal();
     emulator.reset();
-    ({ openai, medplum } = await chatClients(host));
+    ({ openai, medplum } = await chatClients(chatHost.host));
   });
 
   const communications = (): Promise<Communication[]> => medplum.searchResources('Communication', { _count: '1000' }, { cache: 'no-cache' });

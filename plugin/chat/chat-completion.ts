@@ -7,7 +7,6 @@
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
-import { randomUUID } from 'node:crypto';
 import { OperationOutcomeError, isNotFound, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
@@ -31,6 +30,8 @@ import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
+import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
+import { replayTurn } from './replay-turn.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -52,10 +53,23 @@ export interface ChatServices {
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
   const caller = await authenticateCaller(services.host, request);
   const chat = parseChatRequest(request.body);
+  const idempotencyKey = idempotencyKeyOf(request);
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
   const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;
   const subject = await resolveSubject(caller.repo, chat.patientId, root);
+  let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
+  if (idempotencyKey) {
+    const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
+    if (decision.kind === 'replay') {
+      await replayTurn(chat, decision.prompt, decision.reply, response);
+      return;
+    }
+    ids = { ...decision.ids, rootId: root?.id ?? decision.ids.rootId };
+    if (services.records.isOpen(ids.replyId)) {
+      throw inProgress();
+    }
+  }
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: caller.profile as CommunicationParty,
@@ -67,9 +81,8 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
   const controller = services.inFlight.begin();
   // The records' ids are fixed first and the turn journaled before its prompt is written, so a process killed at
   // any point after the prompt's record leaves what the next start needs to record the reply (reply-records.ts).
-  const rootId = root?.id ?? caller.repo.generateId();
-  const promptId = caller.repo.generateId();
-  const replyId = caller.repo.generateId();
+  const { rootId, promptId, replyId } = ids;
+  const sent = new Date();
   services.records.open({
     projectId: caller.project.id,
     parties,
@@ -77,7 +90,15 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
   });
   let accepted = false;
   try {
-    await recordPrompt(caller.repo, parties, chat, { rootId, promptId, isNew: !root });
+    try {
+      await recordPrompt(caller.repo, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString() });
+    } catch (error) {
+      // Another request with the same Idempotency-Key wrote this prompt first.
+      if (idempotencyKey && (await communicationExists(caller.repo, promptId))) {
+        throw inProgress();
+      }
+      throw error;
+    }
     accepted = true;
     annotateRequest(response, { conversationId: rootId, promptId });
     const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
@@ -94,8 +115,8 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
       replyId,
       history,
       controller,
-      completionId: `chatcmpl-${randomUUID()}`,
-      created: Math.floor(Date.now() / 1000),
+      completionId: `chatcmpl-${replyId}`,
+      created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
         model: target.modelName,
         messages: modelMessages(chat, history),
@@ -178,16 +199,17 @@ async function recordPrompt(repo: FhirRepository, parties: ConversationParties, 
   });
 }
 
-/** The ids the prompt (and the root of a new conversation) are written with. */
+/** The ids the prompt (and the root of a new conversation) are written with, and when it was sent. */
 interface PromptIds {
   readonly rootId: string;
   readonly promptId: string;
   /** True when the root is to be written too. */
   readonly isNew: boolean;
+  readonly sent: string;
 }
 
 async function writePrompt(repo: FhirRepository, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
-  const sent = new Date().toISOString();
+  const { sent } = ids;
   const text = chat.messages.findLast((message) => message.role === 'user')?.content ?? '';
   const prompt = { ...buildPrompt(parties, { rootId: ids.rootId, text, requestBody: chat.body, sent }), id: ids.promptId };
   if (!ids.isNew) {

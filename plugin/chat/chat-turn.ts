@@ -3,12 +3,13 @@
  * recorded (step 6), whatever way it ends.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ChatModelRequest, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatModelRequest, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
 import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
 import type { ConversationHistory } from './conversation.ts';
 import type { ReplyRecords } from './reply-records.ts';
+import type { AnswerFields } from './wire-format.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
@@ -38,7 +39,13 @@ export interface ReplyOutcome {
   readonly status: ReplyStatus;
   readonly text: string;
   readonly usage?: ChatUsage;
+  readonly finishReason?: ChatFinishReason;
   readonly reason?: string;
+}
+
+/** The fields every answer of the turn carries (the model read now: a fallback may be the one answering). */
+export function answerFieldsOf(turn: ChatTurn): AnswerFields {
+  return { completionId: turn.completionId, created: turn.created, modelId: turn.target.id, conversationId: turn.rootId, replyId: turn.replyId };
 }
 
 /**
@@ -56,14 +63,8 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     status: outcome.status,
     reason: outcome.reason,
     usage: outcome.usage,
+    finishReason: outcome.finishReason,
     sent: new Date().toISOString(),
   });
   await turn.records.record(turn.repo, turn.projectId, { ...resource, id: turn.replyId });
-}
-
-/** Usage in the wire format; zeros when the provider reported none. */
-export function toWireUsage(usage: ChatUsage | undefined): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
-  const prompt = usage?.promptTokens ?? 0;
-  const completion = usage?.completionTokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

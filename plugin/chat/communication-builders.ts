@@ -3,7 +3,7 @@
  * prompt (`ai-prompt`) and the reply (`ai-response`).
  */
 import type { Communication, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
-import type { ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 
 /** Who talks to whom in one conversation. */
@@ -67,6 +67,8 @@ export interface ReplyRecord {
   readonly reason?: string;
   readonly modelId: string;
   readonly usage?: ChatUsage;
+  /** Why the model stopped, for a reply that completed. */
+  readonly finishReason?: ChatFinishReason;
   readonly history: { readonly count: number; readonly oldest?: string };
   readonly sent: string;
 }
@@ -74,6 +76,9 @@ export interface ReplyRecord {
 /** The reply, `inResponseTo` its prompt, with the model, usage and history window as extensions. */
 export function buildReply(parties: ConversationParties, reply: ReplyRecord): Communication {
   const extension: Extension[] = [{ url: EXTENSION.model, valueString: reply.modelId }];
+  if (reply.finishReason) {
+    extension.push({ url: EXTENSION.finishReason, valueCode: reply.finishReason });
+  }
   if (reply.usage) {
     extension.push({
       url: EXTENSION.usage,

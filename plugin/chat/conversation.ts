@@ -28,6 +28,18 @@ export async function readConversationRoot(repo: FhirRepository, conversationId:
   }
 }
 
+/** The Communication `id` as the caller sees it, or undefined when there is none (or the caller may not see it). */
+export async function findCommunication(repo: FhirRepository, id: string): Promise<WithId<Communication> | undefined> {
+  try {
+    return await repo.readResource<Communication>('Communication', id);
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
+      return undefined;
+    }
+    throw error;
+  }
+}
+
 /** Limits on the history sent with a request, so long conversations stay within the model's budget. */
 export interface HistoryLimits {
   /** Most recent messages kept. */

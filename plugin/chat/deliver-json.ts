@@ -1,7 +1,8 @@
 import type { Response } from 'express';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { toAppError } from '../errors.ts';
-import { recordReply, toWireUsage, type ChatTurn } from './chat-turn.ts';
+import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
+import { completionBody } from './wire-format.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 
 /**
@@ -20,17 +21,8 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   response.on('close', abortOnClose);
   try {
     const completion = await turn.target.model.complete({ ...turn.modelRequest, signal: controller.signal });
-    await recordReply(turn, { status: 'completed', text: completion.text, usage: completion.usage });
-    response.set('X-Conversation-ID', turn.rootId).json({
-      id: turn.completionId,
-      object: 'chat.completion',
-      created: turn.created,
-      model: turn.target.id,
-      choices: [{ index: 0, message: { role: 'assistant', content: completion.text }, finish_reason: completion.finishReason }],
-      usage: toWireUsage(completion.usage),
-      conversation_id: turn.rootId,
-      communication_id: turn.replyId,
-    });
+    await recordReply(turn, { status: 'completed', text: completion.text, usage: completion.usage, finishReason: completion.finishReason });
+    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), completion.text, completion.finishReason, completion.usage));
   } catch (error) {
     if (isShutdownAbort(controller.signal)) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });

@@ -3,7 +3,8 @@ import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
 import { toAppError } from '../errors.ts';
 import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
-import { recordReply, toWireUsage, type ChatTurn } from './chat-turn.ts';
+import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
+import { completionChunk, finishChunk, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 
@@ -25,15 +26,8 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     }
   };
   response.on('close', abortOnClose);
-  const chunk = (delta: Record<string, unknown>, finishReason: ChatFinishReason | null = null, extra: Record<string, unknown> = {}) => ({
-    id: turn.completionId,
-    object: 'chat.completion.chunk',
-    created: turn.created,
-    model: turn.target.id,
-    conversation_id: turn.rootId,
-    ...extra,
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  });
+  // Read per chunk: the model that answers is known once the first event arrives (a fallback may answer).
+  const chunk = (delta: Record<string, unknown>): Record<string, unknown> => completionChunk(answerFieldsOf(turn), delta);
   const startStream = async (): Promise<void> => {
     if (!sse.started) {
       sse.start({ 'X-Conversation-ID': turn.rootId });
@@ -83,14 +77,19 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   }
 
   try {
-    await recordReply(turn, { status: 'completed', text: delivered, usage });
+    await recordReply(turn, { status: 'completed', text: delivered, usage, finishReason });
   } catch (error) {
     await sendInBandError(sse, toOpenAiErrorBody(toAppError(error)));
     throw error;
   }
-  await sse.send(chunk({}, finishReason, { communication_id: turn.replyId }));
-  if (turn.chat.includeUsage) {
-    await sse.send({ ...chunk({}), choices: [], usage: toWireUsage(usage) });
+  await sendEnd(sse, answerFieldsOf(turn), finishReason, turn.chat.includeUsage ? usage : null);
+}
+
+/** The last chunk, the usage chunk when asked for (`usage` not null), `[DONE]`, and the end of the stream. */
+export async function sendEnd(sse: SseWriter, fields: AnswerFields, finishReason: ChatFinishReason, usage: ChatUsage | undefined | null): Promise<void> {
+  await sse.send(finishChunk(fields, finishReason));
+  if (usage !== null) {
+    await sse.send(usageChunk(fields, usage));
   }
   await sse.send('[DONE]');
   sse.end();

@@ -19,6 +19,8 @@ export const EXTENSION = {
   chatRequest: 'urn:fhirgate:extension:chat-request',
   /** On a reply: the model that answered, `provider/model`. */
   model: 'urn:fhirgate:extension:model',
+  /** On a completed reply: why the model stopped (`stop`, `length`, `content_filter`), as `finish_reason` said. */
+  finishReason: 'urn:fhirgate:extension:finish-reason',
   /** On a reply: token usage reported by the provider (`prompt-tokens`, `completion-tokens`, `total-tokens`). */
   usage: 'urn:fhirgate:extension:usage',
   /** On a reply: the earlier messages sent with it as history (`count`, `oldest`). */

@@ -109,6 +109,11 @@ export class ReplyJournal {
     return this.#turns.size;
   }
 
+  /** True while the turn is open here (not closed). */
+  isOpen(id: string): boolean {
+    return this.#turns.has(id);
+  }
+
   /** A turn is about to write its prompt. */
   open(turn: OpenTurn): void {
     this.#turns.set(turn.reply.id, { ...turn, delivered: '' });

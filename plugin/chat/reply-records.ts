@@ -10,12 +10,13 @@
  * Every write names the reply's id (assigned before the provider is called), and the drain reads before it writes,
  * so a retry never makes a second record.
  */
-import { OperationOutcomeError, getStatus, isNotFound } from '@medplum/core';
+import { OperationOutcomeError, getStatus } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
 import { buildReply } from './communication-builders.ts';
+import { findCommunication } from './conversation.ts';
 import type { OpenTurn, ReplyJournal } from './reply-journal.ts';
 
 /** The reason recorded on a reply whose process stopped before it finished. */
@@ -74,6 +75,11 @@ export class ReplyRecords {
     await this.#drainOnce();
     this.#options.logger?.info('fhirgate recovered unfinished replies', { recovered: before - this.#outbox.size, pending: this.#outbox.size });
     return { recovered: before - this.#outbox.size, pending: this.#outbox.size };
+  }
+
+  /** True while a turn with this reply id runs in this process. */
+  isOpen(replyId: string): boolean {
+    return this.#options.journal.isOpen(replyId);
   }
 
   /** A turn is about to write its prompt (with the ids in `turn`). */
@@ -218,15 +224,7 @@ function statusOf(error: unknown): number | undefined {
 
 /** Whether the repository holds (and shows the caller) the Communication `id`. */
 export async function communicationExists(repo: FhirRepository, id: string): Promise<boolean> {
-  try {
-    await repo.readResource('Communication', id);
-    return true;
-  } catch (error) {
-    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
-      return false;
-    }
-    throw error;
-  }
+  return (await findCommunication(repo, id)) !== undefined;
 }
 
 function stoppedReply(turn: { readonly parties: OpenTurn['parties']; readonly reply: OpenTurn['reply']; readonly delivered: string }): Communication & { id: string } {

@@ -13,6 +13,7 @@ const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   401: 'authentication_error',
   403: 'permission_error',
   404: 'invalid_request_error',
+  409: 'invalid_request_error',
   413: 'invalid_request_error',
   429: 'rate_limit_error',
 };

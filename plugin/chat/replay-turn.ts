@@ -1,0 +1,60 @@
+/**
+ * Sends a completed turn again, from its records, to a client that repeats a request with the same
+ * `Idempotency-Key`: the same ids, text, model, finish reason and usage, JSON or streamed as this request asks
+ * (a stream replays the text in one chunk). Marked `Idempotent-Replayed: true`.
+ */
+import type { WithId } from '@medplum/core';
+import type { Communication } from '@medplum/fhirtypes';
+import type { Response } from 'express';
+import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatRequest } from './chat-request.ts';
+import { sendEnd } from './deliver-stream.ts';
+import { EXTENSION } from './fhir-vocabulary.ts';
+import { SseWriter } from './sse-writer.ts';
+import { completionBody, completionChunk, type AnswerFields } from './wire-format.ts';
+
+const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
+
+/** Answers `chat` with the recorded turn. */
+export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {
+  const conversationId = prompt.partOf?.[0]?.reference?.split('/')[1] ?? '';
+  const fields: AnswerFields = {
+    completionId: `chatcmpl-${reply.id}`,
+    created: createdOf(prompt),
+    modelId: extensionOf(reply, EXTENSION.model)?.valueString ?? '',
+    conversationId,
+    replyId: reply.id,
+  };
+  const text = reply.payload?.[0]?.contentString ?? '';
+  const finishReason = (extensionOf(reply, EXTENSION.finishReason)?.valueCode ?? 'stop') as ChatFinishReason;
+  const usage = usageOf(reply);
+  if (!chat.stream) {
+    response.set({ 'X-Conversation-ID': conversationId, ...REPLAYED }).json(completionBody(fields, text, finishReason, usage));
+    return;
+  }
+  const sse = new SseWriter(response);
+  sse.start({ 'X-Conversation-ID': conversationId, ...REPLAYED });
+  await sse.send(completionChunk(fields, { role: 'assistant', content: '' }));
+  if (text) {
+    await sse.send(completionChunk(fields, { content: text }));
+  }
+  await sendEnd(sse, fields, finishReason, chat.includeUsage ? usage : null);
+}
+
+/** Unix seconds of the prompt's `sent`: the `created` of the turn's answers. */
+export function createdOf(prompt: Communication): number {
+  return Math.floor(Date.parse(prompt.sent ?? '') / 1000);
+}
+
+function extensionOf(resource: Communication, url: string): NonNullable<Communication['extension']>[number] | undefined {
+  return resource.extension?.find((extension) => extension.url === url);
+}
+
+function usageOf(reply: Communication): ChatUsage | undefined {
+  const parts = extensionOf(reply, EXTENSION.usage)?.extension;
+  if (!parts) {
+    return undefined;
+  }
+  const part = (url: string): number => parts.find((extension) => extension.url === url)?.valueInteger ?? 0;
+  return { promptTokens: part('prompt-tokens'), completionTokens: part('completion-tokens') };
+}

@@ -1,0 +1,67 @@
+/**
+ * The OpenAI wire format of fhirgate's answers, built in one place for a turn that runs and for one replayed from
+ * its records (`Idempotency-Key`): the JSON completion and the SSE chunks, with fhirgate's `conversation_id` and
+ * `communication_id`.
+ */
+import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
+
+/** What every answer of a turn carries. */
+export interface AnswerFields {
+  /** `chatcmpl-<reply id>`. */
+  readonly completionId: string;
+  /** Unix seconds: when the prompt was sent. */
+  readonly created: number;
+  /** `provider/model` of the model that answered. */
+  readonly modelId: string;
+  readonly conversationId: string;
+  readonly replyId: string;
+}
+
+/** The `chat.completion` body of a JSON answer. */
+export function completionBody(fields: AnswerFields, text: string, finishReason: ChatFinishReason, usage: ChatUsage | undefined): Record<string, unknown> {
+  return {
+    id: fields.completionId,
+    object: 'chat.completion',
+    created: fields.created,
+    model: fields.modelId,
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason }],
+    usage: toWireUsage(usage),
+    conversation_id: fields.conversationId,
+    communication_id: fields.replyId,
+  };
+}
+
+/** One `chat.completion.chunk` of a stream. */
+export function completionChunk(
+  fields: AnswerFields,
+  delta: Record<string, unknown>,
+  finishReason: ChatFinishReason | null = null,
+  extra: Record<string, unknown> = {}
+): Record<string, unknown> {
+  return {
+    id: fields.completionId,
+    object: 'chat.completion.chunk',
+    created: fields.created,
+    model: fields.modelId,
+    conversation_id: fields.conversationId,
+    ...extra,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  };
+}
+
+/** The last chunk, naming the reply's record. */
+export function finishChunk(fields: AnswerFields, finishReason: ChatFinishReason): Record<string, unknown> {
+  return completionChunk(fields, {}, finishReason, { communication_id: fields.replyId });
+}
+
+/** The usage chunk sent when the request asked for `stream_options.include_usage`. */
+export function usageChunk(fields: AnswerFields, usage: ChatUsage | undefined): Record<string, unknown> {
+  return { ...completionChunk(fields, {}), choices: [], usage: toWireUsage(usage) };
+}
+
+/** Usage in the wire format; zeros when the provider reported none. */
+export function toWireUsage(usage: ChatUsage | undefined): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+  const prompt = usage?.promptTokens ?? 0;
+  const completion = usage?.completionTokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
