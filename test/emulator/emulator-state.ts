@@ -42,17 +42,24 @@ export function resetState(state: EmulatorState): void {
   state.nextSequence = 1;
 }
 
+/** A behaviour written into a request's last user message: `[emulator-behaviour {...json...}]`. */
+const MESSAGE_BEHAVIOUR = /\[emulator-behaviour (\{[^\]]*\})\]/;
+
 /**
- * The behaviour for one chat request: the request's own header if it has one (the queue is left alone),
- * else the next queued behaviour, else the default. Throws InvalidBehaviourError for a bad header.
+ * The behaviour for one chat request: the request's own header if it has one, else one written into its last user
+ * message (a gateway in between passes the message on, not the header; every retry of it meets the same
+ * behaviour), else the next queued behaviour, else the default. Neither the header nor the message consumes the
+ * queue. Throws InvalidBehaviourError for a bad header or message behaviour.
  */
-export function chooseBehaviour(state: EmulatorState, header: string | string[] | undefined): EmulatorBehaviour {
-  if (header === undefined) {
+export function chooseBehaviour(state: EmulatorState, header: string | string[] | undefined, lastUserMessage = ''): EmulatorBehaviour {
+  const inMessage = MESSAGE_BEHAVIOUR.exec(lastUserMessage)?.[1];
+  if (header === undefined && inMessage === undefined) {
     return state.queue.shift() ?? state.defaultBehaviour;
   }
+  const text = header === undefined ? (inMessage ?? '') : Array.isArray(header) ? header.join(',') : header;
   let value: unknown;
   try {
-    value = JSON.parse(Array.isArray(header) ? header.join(',') : header);
+    value = JSON.parse(text);
   } catch {
     throw new InvalidBehaviourError('not valid JSON');
   }

@@ -153,6 +153,29 @@ async function drain(stream: AsyncIterable<unknown>): Promise<number> {
   return count;
 }
 
+describe('behaviour written into the message', () => {
+  test("a request's last user message can carry its behaviour, for every try of it, leaving the queue alone", async () => {
+    emulator.enqueue({ reply: 'from the queue' });
+    const content = 'Hello [emulator-behaviour {"errorStatus":503}]';
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const failure = await createOpenAi()
+        .chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content }] })
+        .catch((error: unknown) => error);
+      expect(failure).toMatchObject({ status: 503 });
+    }
+    const answered = await createOpenAi().chat.completions.create({ model: 'gpt-test', messages: userMessage });
+    expect(answered.choices[0]?.message.content).toBe('from the queue');
+  });
+
+  test('a bad behaviour in the message is a 400 naming it', async () => {
+    const failure = await createOpenAi()
+      .chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: '[emulator-behaviour {"errorStatus":"x"}]' }] })
+      .catch((error: unknown) => error);
+    expect(failure).toMatchObject({ status: 400 });
+    expect(String((failure as Error).message)).toContain('Invalid [emulator-behaviour] in the message');
+  });
+});
+
 describe('cutAfterTokens', () => {
   test('openai: the stream rejects with the transport error after the tokens sent', async () => {
     emulator.setBehaviour({ reply: 'one two three four five', cutAfterTokens: 2 });

@@ -150,12 +150,14 @@ async function handleChat(
   }
   let behaviour: EmulatorBehaviour;
   try {
-    behaviour = chooseBehaviour(state, request.headers[BEHAVIOUR_HEADER]);
+    const lastUser = chatRequest.messages.findLast((message) => message.role === 'user')?.content;
+    behaviour = chooseBehaviour(state, request.headers[BEHAVIOUR_HEADER], lastUser ?? '');
   } catch (error) {
     if (!(error instanceof InvalidBehaviourError)) {
       throw error;
     }
-    rejectRequest(request, response, provider, 400, `Invalid ${BEHAVIOUR_HEADER} header: ${error.message}`);
+    const source = request.headers[BEHAVIOUR_HEADER] === undefined ? '[emulator-behaviour] in the message' : `${BEHAVIOUR_HEADER} header`;
+    rejectRequest(request, response, provider, 400, `Invalid ${source}: ${error.message}`);
     return;
   }
 

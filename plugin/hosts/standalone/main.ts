@@ -26,7 +26,7 @@ const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
 mkdirSync(config.dataDir, { recursive: true });
-const store = openStandaloneStore(config.dataDir);
+const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs });
 const configuredLlm = readProviderConfigFromEnvironment(process.env);
 const demoProvider = configuredLlm ? undefined : await startDemoProvider();
 if (demoProvider) {

@@ -7,7 +7,7 @@ export type StandaloneStore = SqliteRepository;
 /** The SQLite file inside a data folder. */
 export const STORE_FILE_NAME = 'fhirgate.sqlite';
 
-/** Opens (creating if needed) the store of a data folder. */
-export function openStandaloneStore(dataDir: string): StandaloneStore {
-  return SqliteRepository.open(join(dataDir, STORE_FILE_NAME));
+/** Opens (creating if needed) the store of a data folder; `busyTimeoutMs`: how long a write waits for another process's lock. */
+export function openStandaloneStore(dataDir: string, options: { readonly busyTimeoutMs?: number } = {}): StandaloneStore {
+  return SqliteRepository.open(join(dataDir, STORE_FILE_NAME), options);
 }

@@ -26,6 +26,8 @@ export interface StandaloneConfig {
   readonly shutdownGraceMs: number;
   /** Build Medplum's GraphQL schema before listening (default on); off: on the first GraphQL request, if any. */
   readonly graphqlWarmUp: boolean;
+  /** How long a write waits for another process's lock on the SQLite file before it fails (milliseconds). */
+  readonly storeBusyTimeoutMs: number;
 }
 
 const environmentSchema = z.object({
@@ -40,6 +42,7 @@ const environmentSchema = z.object({
   FHIRGATE_METRICS: z.enum(['on', 'off']).default('on'),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
+  FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -63,5 +66,6 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     metrics: values.FHIRGATE_METRICS === 'on',
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
     graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
+    storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,
   };
 }

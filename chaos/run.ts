@@ -1,0 +1,199 @@
+/**
+ * `npm run chaos`: many chat requests, JSON and streamed, against the standalone host (its own process, a real
+ * SQLite file) and the LLM emulator, each meeting a seeded random fault; during the run another process holds the
+ * store's write lock for a while (the store refuses writes), and the host is killed with SIGKILL and restarted.
+ * Afterwards the store is reconciled against what every client saw and what the emulator sent (reconcile.ts), and
+ * the figures are printed. Exits 1 when a record is lost, duplicated or does not match.
+ *
+ *   npm run chaos                           # 2,000 requests, 16 at a time
+ *   npm run chaos -- --requests 500 --concurrency 8 --seed 7
+ *   npm run chaos -- --short                # the form CI runs: 300 requests
+ *   npm run chaos -- --json summary.json    # also write the figures as JSON
+ */
+import { readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { parseArgs } from 'node:util';
+import { readUnfinished } from '../plugin/chat/reply-journal.ts';
+import { STORE_FILE_NAME } from '../plugin/hosts/standalone/open-store.ts';
+import { startLlmEmulator } from '../test/emulator/index.ts';
+import { demoToken, startHostProcess, until, type HostProcess } from '../test/support/host-process.ts';
+import { sendChaosRequest, type ChaosRequest, type ClientSeen } from './client.ts';
+import { drawFault, providerBehaviour, seededRandom, type FaultKind } from './faults.ts';
+import { reconcile } from './reconcile.ts';
+
+const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
+const ISSUER = 'http://fhirgate.chaos.test/';
+const LOCK_WINDOW_MS = 4000;
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '16' },
+    seed: { type: 'string', default: '20261122' },
+    short: { type: 'boolean', default: false },
+    json: { type: 'string' },
+  },
+});
+const total = args.short ? 300 : Number(args.requests);
+const concurrency = args.short ? 8 : Number(args.concurrency);
+const seed = Number(args.seed);
+const log = (message: string): void => {
+  process.stderr.write(`[chaos] ${message}\n`);
+};
+
+const random = seededRandom(seed);
+const requests: ChaosRequest[] = Array.from({ length: total }, (_, index) => {
+  const fault = drawFault(random);
+  const stream = random() < 0.5 || fault === 'client-leaves-mid-stream';
+  return {
+    index,
+    marker: `[chaos-${index}]`,
+    fault,
+    stream,
+    behaviour: providerBehaviour(fault),
+    leaveAfter: fault === 'client-leaves-mid-stream' ? 1 + Math.floor(random() * 20) : Math.floor(random() * 30),
+  };
+});
+const killAt = Math.floor(total * 0.5);
+const lockAt = Math.floor(total * 0.25);
+
+const emulator = await startLlmEmulator({ models: ['echo'] });
+const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-chaos-'));
+const hostEnvironment = {
+  FHIRGATE_DATA_DIR: dataDir,
+  FHIRGATE_BASE_URL: ISSUER,
+  FHIRGATE_GRAPHQL_WARMUP: 'off',
+  FHIRGATE_STORE_BUSY_TIMEOUT_MS: '20',
+  FHIRGATE_SHUTDOWN_GRACE_MS: '2000',
+  AI_PROVIDER: 'openai-compatible',
+  AI_API_BASE: `${emulator.url}/v1`,
+  AI_MODEL: 'echo',
+  AI_TIMEOUT_MS: '2000',
+  AI_FIRST_TOKEN_TIMEOUT_MS: '1000',
+  AI_TOTAL_TIMEOUT_MS: '8000',
+  AI_MAX_RETRIES: '1',
+};
+let host: HostProcess = await startHostProcess(hostEnvironment);
+const token = await demoToken(dataDir, ISSUER);
+const events = { sigkill: 0, storeLockWindows: 0, recoveredAfterRestart: 0, repliesKeptInOutbox: 0 };
+const hostLogs: string[] = [];
+log(`${total} requests, ${concurrency} at a time, seed ${seed}; host ${host.url}, data ${dataDir}`);
+
+const startedAt = Date.now();
+const seen: ClientSeen[] = [];
+let next = 0;
+const running: Promise<void>[] = [];
+// While the host restarts, new requests wait for it (those in flight at the kill break).
+let hostReady: Promise<void> = Promise.resolve();
+const worker = async (): Promise<void> => {
+  while (next < total) {
+    const request = requests[next++];
+    if (request.index === lockAt) {
+      running.push(holdStoreLock(join(dataDir, STORE_FILE_NAME), LOCK_WINDOW_MS));
+    }
+    if (request.index === killAt) {
+      hostReady = killAndRestart();
+    }
+    await hostReady;
+    seen.push(await sendChaosRequest(host.url, token, DEMO_PROJECT, request));
+  }
+};
+await Promise.all(Array.from({ length: concurrency }, worker));
+await Promise.all(running);
+log(`requests done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; waiting for the outbox to drain`);
+
+await until(() => unfinishedInJournals(join(dataDir, 'journal')) === 0, 60_000).catch(() => log('the journal still holds unfinished turns'));
+const exited = new Promise<number | null>((resolve) => host.child.once('exit', resolve));
+host.child.kill('SIGTERM');
+const exitCode = await exited;
+hostLogs.push(host.logs());
+events.repliesKeptInOutbox = hostLogs.join('').split('"msg":"fhirgate kept a reply in the outbox').length - 1;
+const result = reconcile(join(dataDir, STORE_FILE_NAME), DEMO_PROJECT, seen, emulator.received);
+await emulator.close();
+
+const faults: Partial<Record<FaultKind, number>> = {};
+const ends: Record<string, number> = {};
+for (const client of seen) {
+  faults[client.fault] = (faults[client.fault] ?? 0) + 1;
+  const end = client.end === 'http-error' ? `http ${client.status}` : client.end;
+  ends[end] = (ends[end] ?? 0) + 1;
+}
+const summary = {
+  seed,
+  requests: total,
+  seconds: Math.round((Date.now() - startedAt) / 100) / 10,
+  faults,
+  events,
+  clientEnds: ends,
+  accepted: result.prompts,
+  prompts: result.prompts,
+  replies: result.replies,
+  repliesByStatus: result.repliesByStatus,
+  lost: result.lost,
+  duplicates: result.duplicates,
+  mismatches: result.mismatches.length,
+  hostExitCode: exitCode,
+};
+printSummary(summary, result.mismatches);
+if (args.json) writeFileSync(args.json, `${JSON.stringify({ ...summary, mismatchDetails: result.mismatches }, null, 2)}\n`);
+if (result.lost === 0 && result.duplicates === 0 && result.mismatches.length === 0) {
+  rmSync(dataDir, { recursive: true, force: true });
+} else {
+  log(`data kept for inspection: ${dataDir}`);
+}
+process.exit(result.lost + result.duplicates + result.mismatches.length === 0 && exitCode === 0 ? 0 : 1);
+
+/** SIGKILL mid-run, then the same data directory again; the new process records what the killed one left. */
+async function killAndRestart(): Promise<void> {
+  const killed = host;
+  hostLogs.push(killed.logs());
+  const gone = new Promise((resolve) => killed.child.once('exit', resolve));
+  killed.child.kill('SIGKILL');
+  await gone;
+  events.sigkill++;
+  log('host killed with SIGKILL; restarting');
+  host = await startHostProcess(hostEnvironment);
+  await until(() => /"msg":"fhirgate recovered unfinished replies"/.test(host.logs()), 5_000).catch(() => undefined);
+  const recovered = /"msg":"fhirgate recovered unfinished replies".*?"recovered":(\d+)/.exec(host.logs());
+  events.recoveredAfterRestart = Number(recovered?.[1] ?? 0);
+}
+
+/** Another process's transaction on the store file holds its write lock: fhirgate's writes fail meanwhile. */
+async function holdStoreLock(file: string, milliseconds: number): Promise<void> {
+  const database = new DatabaseSync(file, { timeout: 5000 });
+  database.exec('BEGIN IMMEDIATE');
+  events.storeLockWindows++;
+  log(`store write lock held for ${milliseconds} ms`);
+  await new Promise((resolve) => setTimeout(resolve, milliseconds));
+  database.exec('ROLLBACK');
+  database.close();
+}
+
+function unfinishedInJournals(root: string): number {
+  if (!existsSync(root)) return 0;
+  let count = 0;
+  for (const name of readdirSync(root)) {
+    const file = join(root, name, 'replies.jsonl');
+    if (existsSync(file)) count += readUnfinished(readFileSync(file, 'utf8')).length;
+  }
+  return count;
+}
+
+function printSummary(figures: typeof summary, mismatches: readonly string[]): void {
+  const rows: [string, string][] = [
+    ['requests', String(figures.requests)],
+    ['faults injected', Object.entries(figures.faults).map(([kind, count]) => `${kind} ${count}`).join(', ')],
+    ['events', `SIGKILL + restart ${figures.events.sigkill} (replies recovered at the restart ${figures.events.recoveredAfterRestart}), store write-lock windows ${figures.events.storeLockWindows} (replies kept in the outbox ${figures.events.repliesKeptInOutbox})`],
+    ['what clients saw', Object.entries(figures.clientEnds).map(([end, count]) => `${end} ${count}`).join(', ')],
+    ['accepted (prompts stored)', String(figures.prompts)],
+    ['replies', `${figures.replies} (${Object.entries(figures.repliesByStatus).map(([status, count]) => `${status} ${count}`).join(', ')})`],
+    ['records lost (must be 0)', String(figures.lost)],
+    ['duplicates (must be 0)', String(figures.duplicates)],
+    ['mismatches (must be 0)', String(figures.mismatches)],
+  ];
+  process.stdout.write(`\nfhirgate chaos run, ${figures.seconds} s\n\n| figure | value |\n|---|---|\n${rows.map(([name, value]) => `| ${name} | ${value} |`).join('\n')}\n`);
+  for (const mismatch of mismatches.slice(0, 20)) process.stdout.write(`  mismatch: ${mismatch}\n`);
+}

@@ -1,0 +1,62 @@
+/**
+ * The short form of `npm run chaos` (300 requests with seeded faults, a SIGKILL and restart, a window where the
+ * store refuses writes): no record lost, none duplicated, none different from what its client saw. The figures
+ * come from the run's JSON summary; the test asserts the guarantees, not timings.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+interface ChaosSummary {
+  requests: number;
+  faults: Record<string, number>;
+  events: { sigkill: number; storeLockWindows: number; recoveredAfterRestart: number; repliesKeptInOutbox: number };
+  clientEnds: Record<string, number>;
+  prompts: number;
+  replies: number;
+  lost: number;
+  duplicates: number;
+  mismatches: number;
+  mismatchDetails: string[];
+  hostExitCode: number;
+}
+
+test('a short chaos run loses, duplicates and misreports nothing', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'fhirgate-chaos-test-'));
+  try {
+    const file = join(dir, 'summary.json');
+    await run(process.execPath, ['chaos/run.ts', '--short', '--json', file], { maxBuffer: 16 * 1024 * 1024 }).catch((error: unknown) => error);
+    const summary = JSON.parse(await readFile(file, 'utf8')) as ChaosSummary;
+
+    expect(summary.mismatchDetails).toEqual([]);
+    expect({ lost: summary.lost, duplicates: summary.duplicates, mismatches: summary.mismatches }).toEqual({ lost: 0, duplicates: 0, mismatches: 0 });
+    expect(summary.replies).toBe(summary.prompts);
+    expect(summary.hostExitCode).toBe(0);
+    // The run met what it is meant to: every kind of fault, the kill, and a store that refused writes.
+    expect(Object.keys(summary.faults).sort()).toEqual(
+      [
+        'client-leaves-early',
+        'client-leaves-mid-stream',
+        'none',
+        'provider-429',
+        'provider-500',
+        'provider-503',
+        'provider-cut',
+        'provider-hang',
+        'provider-malformed',
+        'provider-slow-first-token',
+        'provider-stream-error',
+      ].sort()
+    );
+    expect(summary.events.sigkill).toBe(1);
+    expect(summary.events.storeLockWindows).toBe(1);
+    expect((summary.clientEnds['http 503'] ?? 0) + summary.events.repliesKeptInOutbox).toBeGreaterThan(0);
+    expect(summary.prompts).toBeGreaterThan(summary.requests / 2);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 300_000);
