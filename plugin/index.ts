@@ -19,6 +19,7 @@ import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
 import { ReplyJournal } from './chat/reply-journal.ts';
 import { ReplyRecords } from './chat/reply-records.ts';
+import { StreamSlots } from './chat/stream-slots.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { FHIRGATE_VERSION } from './version.ts';
@@ -98,6 +99,8 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       telemetry,
       inFlight,
       records,
+      limits: options.chatLimits,
+      streamSlots: new StreamSlots(options.chatLimits.maxConcurrentStreams),
     };
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {

@@ -32,6 +32,18 @@ export const fhirgateOptionsSchema = z
      * (chat/reply-journal.ts). Without it, both are kept in memory only.
      */
     replyJournalDir: z.string().min(1).optional(),
+    /** Bounds on each chat request and caller; beyond them a request is refused before anything is stored. */
+    chatLimits: z
+      .object({
+        /** Most messages in one request (400 beyond). */
+        maxMessages: z.number().int().positive().default(1000),
+        /** Largest `max_tokens` a request may ask for (400 beyond). */
+        maxTokens: z.number().int().positive().default(32_768),
+        /** Streams one caller (project and profile) may have open on this instance at once (429 beyond). */
+        maxConcurrentStreams: z.number().int().positive().default(8),
+      })
+      .strict()
+      .prefault({}),
     /** History sent with a continued conversation: the newest messages within both limits. */
     history: z
       .object({

@@ -41,6 +41,8 @@ describe('chat route over HTTP', () => {
       plugin: {
         maxBodyBytes: MAX_BODY_BYTES,
         llm: { providers: { openai, strict: { ...openai, timeoutMs: STRICT_TIMEOUT_MS } }, defaultModel: MODEL },
+        // The back-pressure test asks for a 120,000-token reply.
+        chatLimits: { maxTokens: 200_000 },
       },
     });
   });

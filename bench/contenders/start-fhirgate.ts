@@ -112,6 +112,8 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     AI_MODEL: MODEL,
     LOG_LEVEL: 'warn',
     FHIRGATE_GRAPHQL_WARMUP: settings.graphqlWarmUp ? 'on' : 'off',
+    // Scenario 4 opens 1,000 streams as one caller; the per-caller limit would refuse all but 8.
+    FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
   };
   const child = startNodeProcess([...(options.nodeFlags ?? []), 'plugin/hosts/standalone/main.ts'], { core: options.core, env });
   const stderrTail = keepTail(child.stderr);

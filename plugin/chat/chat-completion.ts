@@ -12,7 +12,7 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
 import { AppError } from '../errors.ts';
-import type { FhirgateHost } from '../host.ts';
+import type { CallerContext, FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
 import { withRetriesAndFallbacks } from '../llm/resilient-chat-model.ts';
@@ -21,7 +21,8 @@ import { observeChatModel } from '../telemetry/observe-chat-model.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
-import { parseChatRequest, type ChatRequest } from './chat-request.ts';
+import { parseChatRequest, type ChatRequest, type ChatRequestLimits } from './chat-request.ts';
+import type { StreamSlots } from './stream-slots.ts';
 import { modelCatalogFor } from './project-models.ts';
 import type { ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
@@ -47,13 +48,34 @@ export interface ChatServices {
   readonly inFlight: InFlightTurns;
   /** The reply journal and outbox: one reply record per accepted turn, whatever the store or the process does. */
   readonly records: ReplyRecords;
+  /** Bounds on each request. */
+  readonly limits: ChatRequestLimits;
+  /** Open streams per caller. */
+  readonly streamSlots: StreamSlots;
 }
 
 /** Handles one chat completion request. */
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
   const caller = await authenticateCaller(services.host, request);
-  const chat = parseChatRequest(request.body);
+  const chat = parseChatRequest(request.body, services.limits);
   const idempotencyKey = idempotencyKeyOf(request);
+  // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
+  const releaseSlot = chat.stream ? services.streamSlots.take(`${caller.project.id} ${caller.profile.reference}`) : undefined;
+  try {
+    await runTurn(services, response, caller, chat, idempotencyKey);
+  } finally {
+    releaseSlot?.();
+  }
+}
+
+/** Everything after authentication and validation: the model, the checks, the records and the delivery. */
+async function runTurn(
+  services: ChatServices,
+  response: Response,
+  caller: CallerContext,
+  chat: ChatRequest,
+  idempotencyKey: string | undefined
+): Promise<void> {
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
   const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;

@@ -41,8 +41,16 @@ export interface ChatRequest {
 
 const KNOWN_FIELDS = new Set(['messages', 'stream', 'model', 'conversation_id', 'patient_id', 'max_tokens', 'temperature', 'stream_options']);
 
+/** Bounds on one request, so a single caller cannot make fhirgate or the provider do unbounded work. */
+export interface ChatRequestLimits {
+  /** Most messages in a request. */
+  readonly maxMessages: number;
+  /** Largest `max_tokens` a request may ask for. */
+  readonly maxTokens: number;
+}
+
 /** Validates a request body; a bad one is a 400 naming the field. */
-export function parseChatRequest(body: unknown): ChatRequest {
+export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { maxMessages: 1000, maxTokens: 32_768 }): ChatRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new AppError('invalid_request', 'The request body must be a JSON object.');
   }
@@ -53,6 +61,12 @@ export function parseChatRequest(body: unknown): ChatRequest {
     throw new AppError('invalid_request', `Invalid request: ${param ? `${param}: ` : ''}${issue.message}`, { details: { param } });
   }
   const value = result.data;
+  if (value.messages.length > limits.maxMessages) {
+    throw new AppError('invalid_request', `Invalid request: messages: at most ${limits.maxMessages} messages.`, { details: { param: 'messages' } });
+  }
+  if (value.max_tokens !== undefined && value.max_tokens > limits.maxTokens) {
+    throw new AppError('invalid_request', `Invalid request: max_tokens: at most ${limits.maxTokens}.`, { details: { param: 'max_tokens' } });
+  }
   if (!value.messages.some((message) => message.role === 'user')) {
     throw new AppError('invalid_request', 'Invalid request: messages must contain a user message.', { details: { param: 'messages' } });
   }

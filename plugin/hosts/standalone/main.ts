@@ -52,6 +52,7 @@ const standalone = await createStandaloneHost({
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
     replyJournalDir: join(config.dataDir, 'journal'),
+    chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams },
   },
 });
 // Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first

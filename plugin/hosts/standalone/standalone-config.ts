@@ -28,6 +28,8 @@ export interface StandaloneConfig {
   readonly graphqlWarmUp: boolean;
   /** How long a write waits for another process's lock on the SQLite file before it fails (milliseconds). */
   readonly storeBusyTimeoutMs: number;
+  /** Streams one caller may hold open at once (the plugin's `chatLimits.maxConcurrentStreams`). */
+  readonly maxConcurrentStreams: number;
 }
 
 const environmentSchema = z.object({
@@ -43,6 +45,7 @@ const environmentSchema = z.object({
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).default(8),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -67,5 +70,6 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
     graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
     storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,
+    maxConcurrentStreams: values.FHIRGATE_MAX_CONCURRENT_STREAMS,
   };
 }

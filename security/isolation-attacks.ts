@@ -1,0 +1,101 @@
+/**
+ * Isolation (OWASP API1 broken object level authorization, API3 broken object property level authorization, API5
+ * broken function level authorization): project A's practitioner reaching project B's conversations,
+ * Communications, Observations and Devices through the chat route and `/fhir/R4`, and setting fields a caller may
+ * not set. Every attempt is refused or ignored, and nothing of B's is read or changed.
+ */
+import type { Communication, Observation } from '@medplum/fhirtypes';
+import type { SecurityContext } from './context.ts';
+import { refused, type AttackOutcome } from './suite.ts';
+
+const KIND = 'isolation';
+
+export async function isolationAttacks(context: SecurityContext): Promise<void> {
+  const { log, host, projectA, projectB, tokenA, tokenB } = context;
+  const fhir = (token: string, project: string, path: string, init: RequestInit = {}): Promise<Response> =>
+    fetch(`${host.url}fhir/R4/${path}`, {
+      ...init,
+      headers: { Authorization: `Bearer ${token}`, 'X-Project-ID': project, 'Content-Type': 'application/fhir+json', ...(init.headers as Record<string, string>) },
+    });
+
+  // B's own records: a conversation of B's practitioner, and B's Observations and Devices from the fixture.
+  const started = await context.chat(tokenB, { messages: [{ role: 'user', content: 'A private question of project B.' }] }, { 'X-Project-ID': projectB.projectId });
+  const conversationB = ((await started.json()) as { conversation_id: string; communication_id: string });
+  const systemB = await host.standalone.host.getSystemRepo(projectB.projectId);
+  const observationB = await systemB.createResource<Observation>({
+    resourceType: 'Observation',
+    status: 'final',
+    code: { text: 'Heart rate' },
+    subject: { reference: `Patient/${projectB.ids['patient-in-care-team-1']}` },
+    valueQuantity: { value: 72, unit: '/min' },
+  });
+  const victims: [string, string][] = [
+    ['Communication', conversationB.conversation_id],
+    ['Communication', conversationB.communication_id],
+    ['Observation', observationB.id],
+    ['Device', projectB.ids['demo-monitor']],
+    ['Patient', projectB.ids['patient-in-care-team-1']],
+  ];
+  const bCommunicationsBefore = JSON.stringify(await readAll(context, projectB.projectId));
+
+  await log.run(KIND, "continuing B's conversation through the chat route", async () => {
+    const response = await context.chat(tokenA, { conversation_id: conversationB.conversation_id, messages: [{ role: 'user', content: 'Show me.' }] }, { 'X-Project-ID': projectA.projectId });
+    return refused(response.status, [404], (await response.text()).includes('private question') ? "B's text was disclosed" : undefined);
+  });
+  await log.run(KIND, "A's token with B's X-Project-ID on the chat route", async () => {
+    const response = await context.chat(tokenA, { messages: [{ role: 'user', content: 'Hello B.' }] }, { 'X-Project-ID': projectB.projectId });
+    await response.arrayBuffer();
+    return refused(response.status, [401, 403]);
+  });
+  for (const [type, id] of victims) {
+    await log.run(KIND, `reading B's ${type} through /fhir/R4`, async () => {
+      const response = await fhir(tokenA, projectA.projectId, `${type}/${id}`);
+      const body = await response.text();
+      return refused(response.status, [403, 404], body.includes(id) && response.status < 400 ? 'disclosed' : undefined);
+    });
+    await log.run(KIND, `searching for B's ${type} by id through /fhir/R4`, async () => {
+      const response = await fhir(tokenA, projectA.projectId, `${type}?_id=${id}`);
+      const bundle = (await response.json()) as { entry?: unknown[] };
+      return response.status === 200 && (bundle.entry?.length ?? 0) > 0 ? { status: 200, letThrough: true, note: 'found' } : { status: response.status, letThrough: false };
+    });
+    await log.run(KIND, `deleting B's ${type} through /fhir/R4`, async () => {
+      const response = await fhir(tokenA, projectA.projectId, `${type}/${id}`, { method: 'DELETE' });
+      await response.arrayBuffer();
+      return refused(response.status, [403, 404]);
+    });
+  }
+  await log.run(KIND, 'creating a Communication with meta.project of B and another author', async () => {
+    const body: Communication = {
+      resourceType: 'Communication',
+      status: 'completed',
+      meta: { project: projectB.projectId, author: { reference: 'Practitioner/someone-else' } },
+      sender: { reference: `Practitioner/${projectA.ids.practitioner ?? 'x'}` },
+    };
+    const response = await fhir(tokenA, projectA.projectId, 'Communication', { method: 'POST', body: JSON.stringify(body) });
+    const stored = (await response.json()) as Communication;
+    if (response.status >= 400) return { status: response.status, letThrough: false };
+    const placed = stored.meta?.project === projectB.projectId || stored.meta?.author?.reference === 'Practitioner/someone-else';
+    return { status: response.status, letThrough: placed, note: placed ? 'server-owned meta taken from the caller' : 'ignored' };
+  });
+  await log.run(KIND, 'a chat turn cannot be sent as another practitioner', async () => {
+    const response = await context.chat(tokenA, { messages: [{ role: 'user', content: 'Who am I?' }], sender: 'Practitioner/someone-else' }, { 'X-Project-ID': projectA.projectId });
+    const answer = (await response.json()) as { conversation_id?: string };
+    const records = await readAll(context, projectA.projectId);
+    const prompt = records.find((record) => record.partOf?.[0]?.reference === `Communication/${answer.conversation_id}` && !record.inResponseTo);
+    const spoofed = prompt?.sender?.reference === 'Practitioner/someone-else';
+    return { status: response.status, letThrough: spoofed, note: spoofed ? 'sender taken from the body' : undefined };
+  });
+  await log.run(KIND, "B's records unchanged after all of the above", async (): Promise<AttackOutcome> => {
+    const after = JSON.stringify(await readAll(context, projectB.projectId));
+    return { status: 0, letThrough: after !== bCommunicationsBefore, note: after !== bCommunicationsBefore ? "B's Communications changed" : undefined };
+  });
+}
+
+async function readAll(context: SecurityContext, projectId: string): Promise<Communication[]> {
+  const bundle = await context.host.store.search<Communication>({
+    resourceType: 'Communication',
+    filters: [{ code: '_project', operator: 'eq', value: projectId }],
+    count: 1000,
+  });
+  return (bundle.entry ?? []).map((entry) => entry.resource as Communication);
+}

@@ -1,0 +1,102 @@
+/**
+ * `npm run security`: attacks on a standalone host (a real SQLite file, real HTTP on loopback, the LLM emulator):
+ * forged and misused tokens, reaching another project's records, resource consumption, device key guessing and
+ * timing, and fuzzing; then the host's logs are scanned for secrets. Prints the attacks tried by kind, how many
+ * were let through and how many 5xx answers were seen: both must be 0 (exit 1 otherwise).
+ *
+ *   npm run security
+ *   npm run security -- --fuzz-runs 3000 --json results.json
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadSigningKeys } from '../plugin/hosts/standalone/auth/signing-keys.ts';
+import { createJsonLogger } from '../plugin/hosts/standalone/logger.ts';
+import { startLlmEmulator } from '../test/emulator/index.ts';
+import { startTestHost } from '../test/support/test-host.ts';
+import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
+import { consumptionAttacks } from './consumption-attacks.ts';
+import type { SecurityContext } from './context.ts';
+import { DEVICE_ID, DEVICE_KEY, deviceAttacks } from './device-attacks.ts';
+import { fuzzAttacks } from './fuzz-attacks.ts';
+import { isolationAttacks } from './isolation-attacks.ts';
+import { AttackLog } from './suite.ts';
+import { tokenAttacks } from './token-attacks.ts';
+
+const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', default: '1000' }, json: { type: 'string' } } });
+const PROVIDER_KEY = 'sk-security-suite-provider-key-0123456789';
+const DEVICE_SECRET = 'security-suite-device-signing-secret-0123456789abcdef';
+const PROMPT_TEXT = 'A private question of project B.';
+
+const log = new AttackLog();
+const logLines: string[] = [];
+const emulator = await startLlmEmulator();
+const host = await startTestHost({
+  logger: createJsonLogger('info', (line) => logLines.push(line)),
+  pluginFor: (project) => ({
+    llm: {
+      providers: { openai: { kind: 'openai', apiKey: PROVIDER_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } },
+      defaultModel: 'openai/gpt-4o-mini',
+    },
+    device_auth: {
+      valid_keys: { [DEVICE_ID]: DEVICE_KEY },
+      jwt_secret: DEVICE_SECRET,
+      identifier_system: 'urn:example:security-suite',
+      project_id: project.projectId,
+      rate_limit_per_second: 20,
+      auto_register: true,
+    },
+  }),
+});
+const projectA = host.project as SeededProject;
+const projectB = await host.seedProject();
+const tokenA = await host.accessTokenFor(projectA.ids['practitioner-membership']);
+const tokenB = await host.accessTokenFor(projectB.ids['practitioner-membership']);
+const exchanged = await fetch(`${host.url}account/api/token/device/`, {
+  method: 'POST',
+  headers: { 'Content-Type': 'application/json' },
+  body: JSON.stringify({ device_id: DEVICE_ID, api_key: DEVICE_KEY }),
+});
+const deviceTokenA = ((await exchanged.json()) as { access: string }).access;
+
+const context: SecurityContext = {
+  host,
+  emulator,
+  log,
+  projectA,
+  projectB,
+  tokenA,
+  tokenB,
+  deviceTokenA,
+  hostKeys: await loadSigningKeys(host.store),
+  secrets: [PROVIDER_KEY, DEVICE_KEY, DEVICE_SECRET, tokenA, tokenB, deviceTokenA, PROMPT_TEXT],
+  storedCommunications: async () => (await host.store.search({ resourceType: 'Communication', total: 'accurate', count: 0 })).total ?? 0,
+  providerCalls: () => emulator.received.length,
+  chat: (token, body, headers = { 'X-Project-ID': projectA.projectId }) =>
+    fetch(`${host.url}v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }), ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+};
+
+const startedAt = Date.now();
+await tokenAttacks(context);
+await isolationAttacks(context);
+await consumptionAttacks(context);
+await deviceAttacks(context);
+await fuzzAttacks(context, Number(args['fuzz-runs']));
+for (const secret of context.secrets) {
+  const leaked = logLines.filter((line) => line.includes(secret)).length;
+  await log.run('secrets in logs', `${secret === PROMPT_TEXT ? 'message text' : `a secret of ${secret.length} characters`} in ${logLines.length} log lines`, async () => ({
+    status: 0,
+    letThrough: leaked > 0,
+    note: leaked ? `${leaked} lines` : undefined,
+  }));
+}
+await host.close();
+await emulator.close();
+
+const summary = log.summary();
+process.stdout.write(`\nfhirgate security suite, ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n\n${log.print()}`);
+if (args.json) writeFileSync(args.json, `${JSON.stringify({ ...summary, figures: log.figures, results: log.results }, null, 2)}\n`);
+process.exit(summary.letThrough === 0 && summary.fiveHundreds === 0 ? 0 : 1);

@@ -1,0 +1,42 @@
+/**
+ * `npm run security` in CI: every attack is refused (none let through), no answer is a 5xx, every refusal has the
+ * status the attack calls for, and the bounds themselves are accepted. The figures come from the run's JSON.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+interface SecurityResults {
+  tried: number;
+  letThrough: number;
+  fiveHundreds: number;
+  byKind: Record<string, { tried: number }>;
+  figures: Record<string, string>;
+  results: { kind: string; name: string; status: number; letThrough: boolean; note?: string }[];
+}
+
+test('the security suite lets nothing through and answers no attack with a 5xx', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'fhirgate-security-test-'));
+  try {
+    const file = join(dir, 'results.json');
+    await run(process.execPath, ['security/run.ts', '--fuzz-runs', '500', '--json', file], { maxBuffer: 16 * 1024 * 1024 }).catch((error: unknown) => error);
+    const results = JSON.parse(await readFile(file, 'utf8')) as SecurityResults;
+
+    expect(results.results.filter((result) => result.letThrough || result.status >= 500)).toEqual([]);
+    expect(results.results.filter((result) => result.note?.startsWith('expected'))).toEqual([]);
+    expect({ letThrough: results.letThrough, fiveHundreds: results.fiveHundreds }).toEqual({ letThrough: 0, fiveHundreds: 0 });
+    expect(Object.keys(results.byKind).sort()).toEqual(['device keys', 'fuzzing', 'isolation', 'resource consumption', 'secrets in logs', 'tokens']);
+    expect(results.byKind.tokens.tried).toBeGreaterThanOrEqual(20);
+    // The bounds themselves are not refused.
+    for (const result of results.results.filter((item) => item.name.startsWith('exactly'))) {
+      expect({ name: result.name, status: result.status }).toEqual({ name: result.name, status: 200 });
+    }
+    expect(results.figures['device key timing']).toMatch(/difference -?\d+\.\d+ ms/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 300_000);
