@@ -60,6 +60,8 @@ export async function tokenAttacks(context: SecurityContext): Promise<void> {
     ['expired', () => signWithHostKey({ ...claims, exp: now - 60, iat: now - 3600 })],
     ['not valid yet (nbf in the future)', () => signWithHostKey({ ...claims, nbf: now + 3600 })],
     ['another issuer', () => signWithHostKey({ ...claims, iss: 'https://evil.example/' })],
+    ['another audience', () => signWithHostKey({ ...claims, aud: 'https://evil.example/' })],
+    ['no audience', () => signWithHostKey({ ...claims, aud: undefined })],
     ['payload altered, signature kept', async () => `${valid.split('.')[0]}.${encode({ ...claims, profile: 'Practitioner/someone-else' })}.${validSignature}`],
     ['two segments', async () => valid.split('.').slice(0, 2).join('.')],
     ['four segments', async () => `${valid}.${validSignature}`],

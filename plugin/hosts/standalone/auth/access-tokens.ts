@@ -53,7 +53,10 @@ export function createAccessTokenService(options: AccessTokenServiceOptions): Ac
           algorithms: [keys.algorithm],
           requiredClaims: ['exp', 'iat', 'login_id', 'sub', 'profile'],
         });
-        return isAccessTokenClaims(payload) ? payload : undefined;
+        // The audience is the client the token was issued to, or this server for a login without one.
+        const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+        const expected = typeof payload.client_id === 'string' ? payload.client_id : issuer;
+        return isAccessTokenClaims(payload) && audiences.includes(expected) ? payload : undefined;
       } catch {
         return undefined;
       }
