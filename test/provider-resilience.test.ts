@@ -4,6 +4,7 @@
  * and the record name), and a stream that already sent text is never retried. First-token and total timeouts
  * bound a call. The client is the openai SDK; records are read with MedplumClient.
  */
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import type { MedplumClient } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
@@ -16,12 +17,17 @@ type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; com
 
 describe('provider failures that may pass', () => {
   let emulator: LlmEmulator;
+  // A provider endpoint that accepts TCP connections and never completes the TLS handshake.
+  let silent: Server;
   let host: TestHost;
   let openai: OpenAI;
   let medplum: MedplumClient;
 
   beforeAll(async () => {
     emulator = await startLlmEmulator();
+    silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentUrl = `https://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
     const provider = { kind: 'openai-compatible' as const, apiKey: 'sk-test', baseUrl: `${emulator.url}/v1` };
     host = await startTestHost({
       plugin: {
@@ -31,6 +37,7 @@ describe('provider failures that may pass', () => {
             backup: { ...provider, models: ['echo-backup'], retries: { maxRetries: 0 } },
             // Quick to give up: the first event within 300 ms, the whole call within 1.5 s; no retries.
             bounded: { ...provider, models: ['slow'], firstTokenTimeoutMs: 300, totalTimeoutMs: 1500, timeoutMs: 5000, retries: { maxRetries: 0 } },
+            unreachable: { ...provider, baseUrl: silentUrl, models: ['any'], connectTimeoutMs: 300, timeoutMs: 20_000, retries: { maxRetries: 0 } },
           },
           defaultModel: 'primary/echo',
           fallbacks: { 'primary/echo': ['backup/echo-backup'] },
@@ -42,6 +49,7 @@ describe('provider failures that may pass', () => {
   afterAll(async () => {
     await host.close();
     await emulator.close();
+    silent.close();
   });
 
   beforeEach(async () => {
@@ -137,5 +145,18 @@ describe('provider failures that may pass', () => {
     expect(failure).toBeInstanceOf(APIError);
     expect((failure as APIError).message).toContain('within 1500 ms');
     expect(text.length).toBeGreaterThan(0);
+  });
+
+  test('a provider that never completes the connection is a 504 after connectTimeoutMs, long before timeoutMs', async () => {
+    const startedAt = Date.now();
+    const failure = await openai.chat.completions
+      .create({ model: 'unreachable/any', messages: [{ role: 'user', content: 'Hello?' }] })
+      .catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(APIError);
+    expect((failure as APIError).status).toBe(504);
+    expect((failure as APIError).message).toContain('within 300 ms');
+    // The connection pool checks its limit on a coarse (one second) timer: well within the 20 s wait limit.
+    expect(Date.now() - startedAt).toBeLessThan(5000);
   });
 });

@@ -8,6 +8,7 @@ import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, Cha
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
+import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
 /** How to reach Anthropic, or a proxy that speaks its Messages API. */
@@ -20,6 +21,7 @@ export interface AnthropicChatModelOptions {
   readonly timeoutMs: number;
   /** See `upstream-call.ts`. */
   readonly firstTokenTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
   readonly totalTimeoutMs?: number;
 }
 
@@ -33,7 +35,7 @@ interface InputUsage {
 /** Creates the model, and its SDK client once. */
 export function createAnthropicChatModel(options: AnthropicChatModelOptions): ChatModel {
   const { provider, timeoutMs } = options;
-  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs };
+  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, connectTimeoutMs: options.connectTimeoutMs };
   // Credentials, base URL and logging are given explicitly so the SDK reads nothing from the environment or from
   // credential files; its logger and OpenTelemetry spans stay off because both can carry request contents.
   const client = new Anthropic({
@@ -44,6 +46,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
     timeout: longestLimitMs(options),
     logLevel: 'off',
     openTelemetry: false,
+    ...connectionOptions(options.connectTimeoutMs),
   });
 
   return {

@@ -9,8 +9,8 @@ import type { ProviderSettings } from './provider-config.ts';
 
 /** Creates the model (and its SDK client) of a configured provider, with the given key. */
 export function createChatModel(provider: string, settings: ProviderSettings, apiKey: string | undefined): ChatModel {
-  const { baseUrl, timeoutMs, firstTokenTimeoutMs, totalTimeoutMs } = settings;
-  const limits = { timeoutMs, firstTokenTimeoutMs, totalTimeoutMs };
+  const { baseUrl, timeoutMs, firstTokenTimeoutMs, totalTimeoutMs, connectTimeoutMs } = settings;
+  const limits = { timeoutMs, firstTokenTimeoutMs, totalTimeoutMs, connectTimeoutMs };
   switch (settings.kind) {
     case 'openai':
     case 'azure-openai':

@@ -17,6 +17,7 @@ import type { OllamaRequestScope } from './ollama-transport.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
+import { connectionPool, fetchThrough } from './http-dispatcher.ts';
 import { startUpstreamCall } from './upstream-call.ts';
 
 /** How to reach an Ollama server. */
@@ -30,16 +31,17 @@ export interface OllamaChatModelOptions {
   readonly timeoutMs: number;
   /** See `upstream-call.ts`. */
   readonly firstTokenTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
   readonly totalTimeoutMs?: number;
 }
 
 /** Creates the model, and its SDK client once. */
 export function createOllamaChatModel(options: OllamaChatModelOptions): ChatModel {
   const { provider, timeoutMs } = options;
-  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs };
+  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, connectTimeoutMs: options.connectTimeoutMs };
   const client = new Ollama({
     host: options.baseUrl ?? 'http://127.0.0.1:11434',
-    fetch: createOllamaFetch(),
+    fetch: createOllamaFetch(options.connectTimeoutMs ? fetchThrough(connectionPool(options.connectTimeoutMs)) : fetch),
     headers: options.apiKey === undefined ? undefined : { Authorization: `Bearer ${options.apiKey}` },
   });
 

@@ -8,6 +8,7 @@ import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, Cha
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
+import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
 /** The providers this adapter serves. */
@@ -27,6 +28,7 @@ export interface OpenAiChatModelOptions {
   readonly timeoutMs: number;
   /** See `upstream-call.ts`. */
   readonly firstTokenTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
   readonly totalTimeoutMs?: number;
   /**
    * The field carrying `maxTokens`. OpenAI's reasoning models only take `max_completion_tokens`; many compatible
@@ -42,7 +44,7 @@ const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatModel {
   const client = createClient(options);
   const { provider, timeoutMs } = options;
-  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs };
+  const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, connectTimeoutMs: options.connectTimeoutMs };
   const maxTokensParameter = options.maxTokensParameter ?? (options.kind === 'openai' ? 'max_completion_tokens' : 'max_tokens');
 
   return {
@@ -111,7 +113,14 @@ function createClient(options: OpenAiChatModelOptions): OpenAI {
   // Every option that the SDK would otherwise read from the environment (OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_LOG,
   // ...) is given explicitly, so only fhirgate's configuration decides where a request goes. Retries belong to
   // fhirgate, and the SDK's logger stays off: at debug level it prints request details.
-  const common = { maxRetries: 0, timeout: longestLimitMs(options), logLevel: 'off', organization: null, project: null } as const;
+  const common = {
+    maxRetries: 0,
+    timeout: longestLimitMs(options),
+    logLevel: 'off',
+    organization: null,
+    project: null,
+    ...connectionOptions(options.connectTimeoutMs),
+  } as const;
   switch (options.kind) {
     case 'openai':
       return new OpenAI({

@@ -23,7 +23,7 @@ describe('readProviderConfigFromEnvironment', () => {
   test('reads one provider, named as AI_PROVIDER, with the spec defaults', () => {
     expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'openai', AI_MODEL: 'gpt-4o-mini', AI_API_KEY: SECRET })).toEqual({
       providers: {
-        openai: { kind: 'openai', apiKey: SECRET, timeoutMs: 120_000, retries: DEFAULT_RETRIES, models: ['gpt-4o-mini'] },
+        openai: { kind: 'openai', apiKey: SECRET, timeoutMs: 120_000, connectTimeoutMs: 10_000, retries: DEFAULT_RETRIES, models: ['gpt-4o-mini'] },
       },
       defaultModel: 'openai/gpt-4o-mini',
       maxTokens: 4096,
@@ -37,9 +37,10 @@ describe('readProviderConfigFromEnvironment', () => {
       AI_MODEL: 'llama3.2',
       AI_FIRST_TOKEN_TIMEOUT_MS: '5000',
       AI_TOTAL_TIMEOUT_MS: '300000',
+      AI_CONNECT_TIMEOUT_MS: '2000',
       AI_MAX_RETRIES: '0',
     });
-    expect(config?.providers.ollama).toMatchObject({ firstTokenTimeoutMs: 5000, totalTimeoutMs: 300_000, retries: { maxRetries: 0 } });
+    expect(config?.providers.ollama).toMatchObject({ firstTokenTimeoutMs: 5000, totalTimeoutMs: 300_000, connectTimeoutMs: 2000, retries: { maxRetries: 0 } });
     expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'm', AI_MAX_RETRIES: '11' }))).toContain('AI_MAX_RETRIES');
     expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'm', AI_MAX_RETRIES: 'lots' }))).toContain('AI_MAX_RETRIES');
   });
@@ -108,6 +109,7 @@ describe('readProviderConfigFromEnvironment', () => {
     expect(readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'llama3.2' })?.providers.ollama).toEqual({
       kind: 'ollama',
       timeoutMs: 120_000,
+      connectTimeoutMs: 10_000,
       retries: DEFAULT_RETRIES,
       models: ['llama3.2'],
     });

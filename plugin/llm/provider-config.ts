@@ -17,6 +17,7 @@ export const DEFAULT_AZURE_API_VERSION = '2024-10-21';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_RETRIES = 2;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_TOKENS = 4096;
 // Kinds whose adapter cannot work without a key (a per-project key supplied at resolve time also counts).
 const KINDS_NEEDING_A_KEY: ReadonlySet<ProviderKind> = new Set(['openai', 'azure-openai', 'anthropic']);
@@ -34,6 +35,8 @@ export const providerSettingsSchema = z
     apiVersion: z.string().min(1).optional(),
     /** Longest wait for the provider: a whole reply, or the next event of a stream. */
     timeoutMs: z.number().int().positive().default(DEFAULT_TIMEOUT_MS),
+    /** Longest wait to establish a connection to the provider, TCP and TLS (default 10 s). */
+    connectTimeoutMs: z.number().int().positive().default(DEFAULT_CONNECT_TIMEOUT_MS),
     /** Streams: longest wait for the response and its first event (default `timeoutMs`). */
     firstTokenTimeoutMs: z.number().int().positive().optional(),
     /** Longest a whole call may take, however it goes (default: no limit beyond the others). */
@@ -153,6 +156,7 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
   apiVersion: 'AI_API_VERSION',
   timeoutMs: 'AI_TIMEOUT_MS',
   firstTokenTimeoutMs: 'AI_FIRST_TOKEN_TIMEOUT_MS',
+  connectTimeoutMs: 'AI_CONNECT_TIMEOUT_MS',
   totalTimeoutMs: 'AI_TOTAL_TIMEOUT_MS',
   retries: 'AI_MAX_RETRIES',
   models: 'AI_MODELS',
@@ -165,7 +169,7 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
  * also the provider's name in `provider/model` ids), AI_MODEL (the default model, with or without that prefix),
  * AI_API_KEY (required for openai, azure and anthropic), AI_API_BASE (required for azure, its resource endpoint,
  * and openai-compatible), AI_MAX_TOKENS (default 4096), AI_API_VERSION (azure), AI_MODELS (more models, comma
- * separated), AI_TIMEOUT_MS (default 120000), AI_FIRST_TOKEN_TIMEOUT_MS, AI_TOTAL_TIMEOUT_MS and AI_MAX_RETRIES
+ * separated), AI_TIMEOUT_MS (default 120000), AI_CONNECT_TIMEOUT_MS (default 10000), AI_FIRST_TOKEN_TIMEOUT_MS, AI_TOTAL_TIMEOUT_MS and AI_MAX_RETRIES
  * (default 2). Returns undefined when AI_PROVIDER is unset; throws an Error
  * naming each wrong variable otherwise.
  */
@@ -192,6 +196,7 @@ export function readProviderConfigFromEnvironment(
   const maxTokens = readPositiveInteger(environment, 'AI_MAX_TOKENS', problems);
   const timeoutMs = readPositiveInteger(environment, 'AI_TIMEOUT_MS', problems);
   const firstTokenTimeoutMs = readPositiveInteger(environment, 'AI_FIRST_TOKEN_TIMEOUT_MS', problems);
+  const connectTimeoutMs = readPositiveInteger(environment, 'AI_CONNECT_TIMEOUT_MS', problems);
   const totalTimeoutMs = readPositiveInteger(environment, 'AI_TOTAL_TIMEOUT_MS', problems);
   const maxRetriesText = readVariable(environment, 'AI_MAX_RETRIES');
   const maxRetries = maxRetriesText === undefined ? undefined : /^\d{1,2}$/.test(maxRetriesText) ? Number(maxRetriesText) : Number.NaN;
@@ -224,6 +229,7 @@ export function readProviderConfigFromEnvironment(
         timeoutMs,
         firstTokenTimeoutMs,
         totalTimeoutMs,
+        connectTimeoutMs,
         retries: maxRetries === undefined ? undefined : { maxRetries },
         models: [...new Set([defaultModelName, ...extraModels])],
       },

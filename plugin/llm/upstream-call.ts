@@ -7,17 +7,21 @@
  * - `timeoutMs`: the whole reply of `complete`; for `stream`, each wait for the next event after the first, so a
  *   stream that stalls fails while one that keeps going does not;
  * - `firstTokenTimeoutMs` (streams; default `timeoutMs`): the wait for the response and its first event;
- * - `totalTimeoutMs` (default none): the whole call, however it goes.
+ * - `totalTimeoutMs` (default none): the whole call, however it goes;
+ * - `connectTimeoutMs`: establishing the connection, enforced by the connection pool (`http-dispatcher.ts`).
  * Time the consumer spends with an event (a slow client downstream) is not the provider's and is not counted in
  * the waits (it is in the total).
  */
 import { AppError } from '../errors.ts';
+import { isConnectTimeout } from './http-dispatcher.ts';
 import { createAbortError, createUpstreamError, describeTransportFailure } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 
 /** How long a call may wait; see the file comment. */
 export interface UpstreamTimeouts {
   readonly timeoutMs: number;
+  /** Establishing the connection (TCP and TLS); enforced by the connection pool (`http-dispatcher.ts`). */
+  readonly connectTimeoutMs?: number;
   readonly firstTokenTimeoutMs?: number;
   readonly totalTimeoutMs?: number;
 }
@@ -129,6 +133,9 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
       }
       if (AppError.isInstance(error)) {
         return error;
+      }
+      if (isConnectTimeout(error)) {
+        return createUpstreamError(provider, { kind: 'timeout' }, timeouts.connectTimeoutMs);
       }
       const failure: UpstreamFailure = describeSdkError(error) ??
         describeTransportFailure(error) ?? { kind: 'unknown', errorName: readName(error) };
