@@ -4,7 +4,7 @@
  * - At most one prompt per request (duplicates: 0).
  * - What a client saw matches the record (mismatches: 0): an answer or a finished stream is a `completed` reply
  *   with the same text and id; an in-band error is a `not-done` or `stopped` reply with the text streamed; an
- *   error status before any byte is a `not-done` reply with no text, or nothing stored for a 503; a client that
+ *   error status before any byte is a `not-done` reply with no text, or nothing stored for a 503, 409 or 429; a client that
  *   left, or whose connection broke, has nothing stored or a reply whose text begins with what it received.
  * - Completed replies record the completion tokens the emulator sent.
  */
@@ -87,7 +87,8 @@ function checkClient(client: ClientSeen, stored: boolean, reply: Communication |
       if (reply.status !== 'not-done' && reply.status !== 'stopped') return `reply is ${reply.status} after an in-band error`;
       return text === client.text ? undefined : 'reply text differs from what was streamed';
     case 'http-error':
-      if (client.status === 503 || client.status === 409) return stored ? `a ${client.status} stored a prompt` : undefined;
+      // Refusals before the turn: the store down or shutting down (503), a running duplicate (409), a limit (429).
+      if (client.status === 503 || client.status === 409 || client.status === 429) return stored ? `a ${client.status} stored a prompt` : undefined;
       if (!reply) return `a ${client.status} left no reply`;
       return reply.status === 'not-done' && text === '' ? undefined : `a ${client.status} stored a ${reply.status} reply with text`;
     case 'left':

@@ -5,7 +5,7 @@
  * Afterwards the store is reconciled against what every client saw and what the emulator sent (reconcile.ts), and
  * the figures are printed. Exits 1 when a record is lost, duplicated or does not match.
  *
- *   npm run chaos                           # 2,000 requests, 16 at a time
+ *   npm run chaos                           # 3,000 requests, 16 at a time
  *   npm run chaos -- --requests 500 --concurrency 8 --seed 7
  *   npm run chaos -- --short                # the form CI runs: 300 requests
  *   npm run chaos -- --json summary.json    # also write the figures as JSON
@@ -30,7 +30,7 @@ const LOCK_WINDOW_MS = 4000;
 
 const { values: args } = parseArgs({
   options: {
-    requests: { type: 'string', default: '2000' },
+    requests: { type: 'string', default: '3000' },
     concurrency: { type: 'string', default: '16' },
     seed: { type: 'string', default: '20261122' },
     short: { type: 'boolean', default: false },
@@ -68,6 +68,8 @@ const hostEnvironment = {
   FHIRGATE_GRAPHQL_WARMUP: 'off',
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: '20',
   FHIRGATE_SHUTDOWN_GRACE_MS: '2000',
+  // Every request comes from one caller: the per-caller stream limit would answer most streams 429.
+  FHIRGATE_MAX_CONCURRENT_STREAMS: '1000',
   AI_PROVIDER: 'openai-compatible',
   AI_API_BASE: `${emulator.url}/v1`,
   AI_MODEL: 'echo',

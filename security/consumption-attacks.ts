@@ -87,6 +87,18 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
     const body = JSON.parse(answer.text) as unknown;
     return Array.isArray(body) ? { status: answer.status, letThrough: true, note: 'answered as a batch' } : refused(answer.status, [200, 400]);
   });
+  await log.run(KIND, `exactly ${LIMITS.graphqlDepth} levels deep is accepted`, async () => {
+    // Extension.extension nests as deep as asked: the innermost field sits at the depth limit.
+    const levels = LIMITS.graphqlDepth - 1;
+    const query = `query { ObservationList(_count: 1) { ${'extension { '.repeat(levels)}url${' }'.repeat(levels)} } }`;
+    const response = await fetch(`${host.url}graphql`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}`, 'X-Project-ID': projectA.projectId },
+      body: JSON.stringify({ query }),
+    });
+    const body = (await response.json()) as { data?: unknown; errors?: unknown[] };
+    return { status: response.status, letThrough: false, note: body.data && !body.errors ? undefined : `the limit itself was refused: ${JSON.stringify(body.errors).slice(0, 200)}` };
+  });
   await log.run(KIND, `exactly ${LIMITS.graphqlFields} aliased fields are accepted`, async () => {
     const { status } = await graphql({ query: aliased(LIMITS.graphqlFields) });
     return { status, letThrough: false, note: status === 200 ? undefined : 'the limit itself was refused' };
