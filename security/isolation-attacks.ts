@@ -64,6 +64,30 @@ export async function isolationAttacks(context: SecurityContext): Promise<void> 
       return refused(response.status, [403, 404]);
     });
   }
+  // The same records through fhirgate's /graphql, with A's practitioner and A's device.
+  const graphql = async (token: string, query: string): Promise<{ status: number; text: string }> => {
+    const response = await fetch(`${host.url}graphql`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, 'X-Project-ID': projectA.projectId },
+      body: JSON.stringify({ query }),
+    });
+    return { status: response.status, text: await response.text() };
+  };
+  for (const [type, id] of victims) {
+    for (const [who, token] of [['practitioner', tokenA], ['device', context.deviceTokenA]] as const) {
+      await log.run(KIND, `reading B's ${type} through /graphql as A's ${who}`, async () => {
+        const { status, text } = await graphql(token, `query { ${type}(id: "${id}") { id } }`);
+        const disclosed = (JSON.parse(text) as { data?: Record<string, { id?: string } | null> }).data?.[type]?.id === id;
+        return { status, letThrough: disclosed || status >= 500, note: disclosed ? 'disclosed' : undefined };
+      });
+    }
+  }
+  await log.run(KIND, "listing B's Communications through /graphql", async () => {
+    const { status, text } = await graphql(tokenA, `query { CommunicationList(_count: 1000) { id } }`);
+    const seen = (JSON.parse(text) as { data?: { CommunicationList?: { id: string }[] } }).data?.CommunicationList ?? [];
+    const foreign = seen.filter((item) => item.id === conversationB.conversation_id || item.id === conversationB.communication_id);
+    return { status, letThrough: foreign.length > 0, note: foreign.length ? "B's Communications listed" : undefined };
+  });
   await log.run(KIND, 'creating a Communication with meta.project of B and another author', async () => {
     const body: Communication = {
       resourceType: 'Communication',

@@ -22,7 +22,7 @@ import { isolationAttacks } from './isolation-attacks.ts';
 import { AttackLog } from './suite.ts';
 import { tokenAttacks } from './token-attacks.ts';
 
-const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', default: '1000' }, json: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', default: '2000' }, json: { type: 'string' } } });
 const PROVIDER_KEY = 'sk-security-suite-provider-key-0123456789';
 const DEVICE_SECRET = 'security-suite-device-signing-secret-0123456789abcdef';
 const PROMPT_TEXT = 'A private question of project B.';

@@ -23,7 +23,7 @@ test('the security suite lets nothing through and answers no attack with a 5xx',
   const dir = await mkdtemp(join(tmpdir(), 'fhirgate-security-test-'));
   try {
     const file = join(dir, 'results.json');
-    await run(process.execPath, ['security/run.ts', '--fuzz-runs', '500', '--json', file], { maxBuffer: 16 * 1024 * 1024 }).catch((error: unknown) => error);
+    await run(process.execPath, ['security/run.ts', '--fuzz-runs', '1000', '--json', file], { maxBuffer: 16 * 1024 * 1024 }).catch((error: unknown) => error);
     const results = JSON.parse(await readFile(file, 'utf8')) as SecurityResults;
 
     expect(results.results.filter((result) => result.letThrough || result.status >= 500)).toEqual([]);

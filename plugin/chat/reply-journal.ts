@@ -137,7 +137,8 @@ export class ReplyJournal {
       return;
     }
     state.delivered += text;
-    this.#append({ op: 'text', id, text });
+    // The one entry written per streamed piece: composed directly, without building an entry object.
+    this.#appendLine(`{"op":"text","id":${JSON.stringify(id)},"text":${JSON.stringify(text)}}\n`);
   }
 
   /** The store refused the reply of an open turn: the resource is kept here, on disk, until it is written. */
@@ -172,10 +173,13 @@ export class ReplyJournal {
   }
 
   #append(entry: Entry, options: { readonly sync?: boolean } = {}): void {
+    this.#appendLine(`${JSON.stringify(entry)}\n`, options);
+  }
+
+  #appendLine(line: string, options: { readonly sync?: boolean } = {}): void {
     if (this.#fd === undefined) {
       return;
     }
-    const line = `${JSON.stringify(entry)}\n`;
     this.#bytes += writeSync(this.#fd, line);
     if (options.sync) {
       fsyncSync(this.#fd);
