@@ -73,6 +73,13 @@ export async function isolationAttacks(context: SecurityContext): Promise<void> 
     });
     return { status: response.status, text: await response.text() };
   };
+  // The control: the same query answers A's own patient, so a refusal below is the isolation, not a bad query.
+  await log.run(KIND, "control: A's practitioner reads A's own patient through /graphql", async () => {
+    const own = projectA.ids['patient-in-care-team-1'];
+    const { status, text } = await graphql(tokenA, `query { Patient(id: "${own}") { id } }`);
+    const found = (JSON.parse(text) as { data?: { Patient?: { id?: string } | null } }).data?.Patient?.id === own;
+    return { status, letThrough: !found, note: found ? undefined : 'the control query found nothing: the checks below prove nothing' };
+  });
   for (const [type, id] of victims) {
     for (const [who, token] of [['practitioner', tokenA], ['device', context.deviceTokenA]] as const) {
       await log.run(KIND, `reading B's ${type} through /graphql as A's ${who}`, async () => {
