@@ -100,6 +100,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       inFlight,
       records,
       limits: options.chatLimits,
+      patientContext: options.patientContext,
       streamSlots: new StreamSlots(options.chatLimits.maxConcurrentStreams),
     };
     v1.use(createChatRoutes(chat, options.operatorName));

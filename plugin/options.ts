@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
+import { PATIENT_CONTEXT_TYPES } from './chat/patient-context.ts';
 import { deviceAuthSchema } from './devices/device-auth-config.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
 
@@ -41,6 +42,19 @@ export const fhirgateOptionsSchema = z
         maxTokens: z.number().int().positive().default(32_768),
         /** Streams one caller (project and profile) may have open on this instance at once (429 beyond). */
         maxConcurrentStreams: z.number().int().positive().default(8),
+      })
+      .strict()
+      .prefault({}),
+    /**
+     * Patient context (chat/patient-context.ts): a turn about a patient sends the model a summary of the chart read
+     * with the caller's permissions. `resourceTypes`: which clinical types may be shared (minimum necessary).
+     */
+    patientContext: z
+      .object({
+        enabled: z.boolean().default(true),
+        resourceTypes: z.array(z.enum(PATIENT_CONTEXT_TYPES)).default([...PATIENT_CONTEXT_TYPES]),
+        maxPerType: z.number().int().min(1).max(100).default(10),
+        maxCharacters: z.number().int().min(200).default(8000),
       })
       .strict()
       .prefault({}),

@@ -122,8 +122,10 @@ describe('chat gateway', () => {
     const device = await medplum.readReference(reply.sender as { reference: string });
     expect(device.resourceType).toBe('Device');
     expect(emulator.received).toHaveLength(1);
+    // The request's system message, the patient's context (test/patient-context.test.ts), then the question.
     expect(emulator.received[0].messages).toEqual([
       { role: 'system', content: 'You are a careful clinical assistant.' },
+      { role: 'system', content: expect.stringMatching(/^Patient context .*: Maria Lopez, female, born 1958-03-14/) },
       { role: 'user', content: 'Summarise the last visit.' },
     ]);
     expect(emulator.received[0].body.max_tokens ?? emulator.received[0].body.max_completion_tokens).toBe(4096);

@@ -53,7 +53,7 @@ describe('examples/round-trip.ts', () => {
     ]);
     expect(records[1]).toContain('Device/');
     expect(records[3]).toContain('Echo: And which labs?');
-    // The continued turn was sent with the first exchange as history.
-    expect(emulator.received[1].messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    // The continued turn was sent with the patient's context and the first exchange as history.
+    expect(emulator.received[1].messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
 });

@@ -23,6 +23,8 @@ import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest, type ChatRequestLimits } from './chat-request.ts';
 import type { StreamSlots } from './stream-slots.ts';
+import { patientContextFor, type PatientContext, type PatientContextOptions } from './patient-context.ts';
+import { buildDisclosureEvent, type Disclosure } from './disclosure-audit.ts';
 import { modelCatalogFor } from './project-models.ts';
 import type { ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
@@ -52,6 +54,8 @@ export interface ChatServices {
   readonly limits: ChatRequestLimits;
   /** Open streams per caller. */
   readonly streamSlots: StreamSlots;
+  /** What a turn about a patient shares with the model. */
+  readonly patientContext: PatientContextOptions & { readonly enabled: boolean };
 }
 
 /** Handles one chat completion request. */
@@ -98,6 +102,8 @@ async function runTurn(
     agent: await requireStored(() => services.agents.referenceFor(caller.project.id)),
     subject,
   };
+  // Read before anything is stored, with the caller's permissions: what the model may see of the chart.
+  const patientContext = await patientContextFor(caller.repo, subject, services.patientContext);
 
   // Registered before anything is stored: a server that is shutting down refuses the turn with nothing written.
   const controller = services.inFlight.begin();
@@ -124,7 +130,14 @@ async function runTurn(
     accepted = true;
     annotateRequest(response, { conversationId: rootId, promptId });
     const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
-    services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId });
+    services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
+    if (patientContext) {
+      // The disclosure is on record before the provider sees it.
+      const system = await services.host.getSystemRepo(caller.project.id);
+      await requireStored(() =>
+        system.createResource(buildDisclosureEvent({ caller: caller.profile as Disclosure['caller'], agent: parties.agent, shared: patientContext.shared, replyId }))
+      );
+    }
     const turn: ChatTurn = {
       repo: caller.repo,
       projectId: caller.project.id,
@@ -136,12 +149,13 @@ async function runTurn(
       promptId,
       replyId,
       history,
+      patientContext,
       controller,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
         model: target.modelName,
-        messages: modelMessages(chat, history),
+        messages: modelMessages(chat, history, patientContext),
         maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
         temperature: chat.temperature,
         extra: chat.extra,
@@ -248,9 +262,10 @@ async function writePrompt(repo: FhirRepository, parties: ConversationParties, c
   );
 }
 
-/** The request's system messages, then the history, then the request's other messages, in order. */
-function modelMessages(chat: ChatRequest, history: ConversationHistory): ChatMessage[] {
+/** The request's system messages, the patient context, then the history, then the request's other messages, in order. */
+function modelMessages(chat: ChatRequest, history: ConversationHistory, patientContext: PatientContext | undefined): ChatMessage[] {
   const system = chat.messages.filter((message) => message.role === 'system');
   const rest = chat.messages.filter((message) => message.role !== 'system');
-  return [...system, ...history.messages, ...rest];
+  const context: ChatMessage[] = patientContext ? [{ role: 'system', content: patientContext.text }] : [];
+  return [...system, ...context, ...history.messages, ...rest];
 }

@@ -8,6 +8,7 @@ import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
 import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
 import type { ConversationHistory } from './conversation.ts';
+import type { PatientContext } from './patient-context.ts';
 import type { ReplyRecords } from './reply-records.ts';
 import type { AnswerFields } from './wire-format.ts';
 
@@ -25,6 +26,8 @@ export interface ChatTurn {
   /** Assigned before the model is called, so the response can name the reply's record. */
   readonly replyId: string;
   readonly history: ConversationHistory;
+  /** The patient context sent to the model, and its records; undefined for a turn without one. */
+  readonly patientContext?: PatientContext;
   /** `chatcmpl-...`, the same on every chunk. */
   readonly completionId: string;
   /** Unix seconds. */
@@ -59,6 +62,7 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     promptId: turn.promptId,
     modelId: turn.target.id,
     history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
+    patientContext: turn.patientContext,
     text: outcome.text,
     status: outcome.status,
     reason: outcome.reason,

@@ -70,6 +70,8 @@ export interface ReplyRecord {
   /** Why the model stopped, for a reply that completed. */
   readonly finishReason?: ChatFinishReason;
   readonly history: { readonly count: number; readonly oldest?: string };
+  /** The patient context sent with the prompt, and the records it came from. */
+  readonly patientContext?: { readonly text: string; readonly shared: readonly Reference[] };
   readonly sent: string;
 }
 
@@ -88,6 +90,9 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
         { url: 'total-tokens', valueInteger: reply.usage.promptTokens + reply.usage.completionTokens },
       ],
     });
+  }
+  if (reply.patientContext) {
+    extension.push({ url: EXTENSION.patientContext, valueString: reply.patientContext.text });
   }
   extension.push({
     url: EXTENSION.history,
@@ -109,6 +114,7 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     payload: [{ contentString: reply.text }],
     partOf: [{ reference: `Communication/${reply.rootId}` }],
     inResponseTo: [{ reference: `Communication/${reply.promptId}` }],
+    about: reply.patientContext?.shared.length ? [...reply.patientContext.shared] : undefined,
     extension,
   };
 }

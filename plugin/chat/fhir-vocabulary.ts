@@ -23,6 +23,8 @@ export const EXTENSION = {
   finishReason: 'urn:fhirgate:extension:finish-reason',
   /** On a reply: token usage reported by the provider (`prompt-tokens`, `completion-tokens`, `total-tokens`). */
   usage: 'urn:fhirgate:extension:usage',
+  /** On a reply: the patient context sent to the model with it, exactly as sent (its records are in `about`). */
+  patientContext: 'urn:fhirgate:extension:patient-context',
   /** On a reply: the earlier messages sent with it as history (`count`, `oldest`). */
   history: 'urn:fhirgate:extension:history',
 } as const;

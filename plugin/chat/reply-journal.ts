@@ -40,7 +40,7 @@ export interface UnfinishedTurn extends OpenTurn {
 
 type Entry =
   | ({ readonly op: 'open'; readonly id: string } & OpenTurn)
-  | { readonly op: 'history'; readonly id: string; readonly history: OpenTurn['reply']['history'] }
+  | { readonly op: 'history'; readonly id: string; readonly history: OpenTurn['reply']['history']; readonly patientContext?: OpenTurn['reply']['patientContext'] }
   | { readonly op: 'text'; readonly id: string; readonly text: string }
   | { readonly op: 'outbox'; readonly id: string; readonly resource: Communication }
   | { readonly op: 'closed'; readonly id: string };
@@ -120,14 +120,14 @@ export class ReplyJournal {
     this.#append({ op: 'open', id: turn.reply.id, ...turn });
   }
 
-  /** The history sent to the model, as the reply's record will state it. */
-  history(id: string, history: OpenTurn['reply']['history']): void {
+  /** The history (and patient context) sent to the model, as the reply's record will state it. */
+  history(id: string, history: OpenTurn['reply']['history'], patientContext?: OpenTurn['reply']['patientContext']): void {
     const state = this.#turns.get(id);
     if (!state) {
       return;
     }
-    state.reply = { ...state.reply, history };
-    this.#append({ op: 'history', id, history });
+    state.reply = { ...state.reply, history, patientContext };
+    this.#append({ op: 'history', id, history, patientContext });
   }
 
   /** Reply text is about to be sent to the client. */
@@ -239,7 +239,7 @@ export function readUnfinished(content: string): UnfinishedTurn[] {
     if (entry.op === 'text') {
       state.delivered += entry.text;
     } else if (entry.op === 'history') {
-      state.reply = { ...state.reply, history: entry.history };
+      state.reply = { ...state.reply, history: entry.history, patientContext: entry.patientContext };
     } else if (entry.op === 'outbox') {
       state.outbox = entry.resource;
     } else {

@@ -87,9 +87,9 @@ export class ReplyRecords {
     this.#options.journal.open(turn);
   }
 
-  /** The history the model is sent, for the reply's record. */
-  history(replyId: string, history: OpenTurn['reply']['history']): void {
-    this.#options.journal.history(replyId, history);
+  /** The history (and patient context) the model is sent, for the reply's record. */
+  history(replyId: string, history: OpenTurn['reply']['history'], patientContext?: OpenTurn['reply']['patientContext']): void {
+    this.#options.journal.history(replyId, history, patientContext);
   }
 
   /** The turn's prompt was not stored: the turn was refused and needs no reply. */

@@ -1,0 +1,176 @@
+/**
+ * Patient context: when a request names `patient_id`, the patient's chart is read with the caller's repository
+ * (so the caller's AccessPolicy decides what can be read) and summarised for the model as a system message:
+ * demographics, active problems, medications, allergies, recent vital signs and labs, with dates and units.
+ * Which resource types are shared is configurable (minimum necessary); each type is read as one bounded search
+ * (the newest `maxPerType`), so the cost does not grow with the size of the chart, and the text is capped.
+ * A type the caller's policy does not allow is left out, never an error. What was shared is returned as
+ * references, so the reply's record and the audit trail can name exactly what reached the model.
+ */
+import { OperationOutcomeError, formatHumanName, getStatus, parseSearchRequest, type WithId } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type {
+  AllergyIntolerance,
+  CodeableConcept,
+  Condition,
+  MedicationRequest,
+  MedicationStatement,
+  Observation,
+  Patient,
+  Reference,
+  Resource,
+} from '@medplum/fhirtypes';
+
+/** The clinical resource types a summary may include, in the order they appear. */
+export const PATIENT_CONTEXT_TYPES = ['Condition', 'MedicationRequest', 'MedicationStatement', 'AllergyIntolerance', 'Observation'] as const;
+export type PatientContextType = (typeof PATIENT_CONTEXT_TYPES)[number];
+
+/** How a summary is built. */
+export interface PatientContextOptions {
+  /** Types shared with the model (the patient's demographics always are). */
+  readonly resourceTypes: readonly PatientContextType[];
+  /** The newest records read per type. */
+  readonly maxPerType: number;
+  /** The summary's length cap, in characters. */
+  readonly maxCharacters: number;
+}
+
+/** What the model is given about the patient, and the records it came from. */
+export interface PatientContext {
+  readonly text: string;
+  /** Every record the text was built from, the Patient first. */
+  readonly shared: readonly Reference[];
+}
+
+interface Section {
+  readonly title: string;
+  readonly search: Record<string, string>;
+  readonly line: (resource: Resource) => string;
+}
+
+const SECTIONS: Readonly<Record<PatientContextType, Section>> = {
+  Condition: { title: 'Active problems', search: { 'clinical-status': 'active', _sort: '-recorded-date' }, line: (resource) => conditionLine(resource as Condition) },
+  MedicationRequest: { title: 'Medications (prescribed)', search: { status: 'active', _sort: '-authoredon' }, line: (resource) => medicationLine(resource as MedicationRequest) },
+  MedicationStatement: { title: 'Medications (reported)', search: { status: 'active' }, line: (resource) => medicationLine(resource as MedicationStatement) },
+  AllergyIntolerance: { title: 'Allergies and intolerances', search: {}, line: (resource) => allergyLine(resource as AllergyIntolerance) },
+  Observation: { title: 'Recent vital signs and labs', search: { _sort: '-date' }, line: (resource) => observationLine(resource as Observation) },
+};
+
+/** The summary for a turn about `subject`, or undefined without a subject, when turned off, or when the caller may not read the patient. */
+export async function patientContextFor(
+  repo: FhirRepository,
+  subject: Reference<Patient> | undefined,
+  options: PatientContextOptions & { readonly enabled: boolean }
+): Promise<PatientContext | undefined> {
+  if (!options.enabled || !subject?.reference) {
+    return undefined;
+  }
+  let patient: WithId<Patient>;
+  try {
+    patient = await repo.readReference(subject);
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && [403, 404].includes(getStatus(error.outcome))) {
+      return undefined;
+    }
+    throw error;
+  }
+  return buildPatientContext(repo, patient, options);
+}
+
+/** Builds the summary of `patient` from what the caller may read. */
+export async function buildPatientContext(repo: FhirRepository, patient: WithId<Patient>, options: PatientContextOptions): Promise<PatientContext> {
+  const summary = new CappedSummary(options.maxCharacters);
+  summary.add(`Patient context (from the FHIR record, read with the requesting user's permissions): ${patientLine(patient)}`, {
+    reference: `Patient/${patient.id}`,
+  });
+  for (const type of options.resourceTypes) {
+    const section = SECTIONS[type];
+    const found = await searchIfAllowed(repo, type, { patient: `Patient/${patient.id}`, ...section.search, _count: String(options.maxPerType) });
+    if (found.length === 0 || !summary.add(`${section.title}:`)) {
+      continue;
+    }
+    for (const resource of found) {
+      summary.add(`- ${section.line(resource)}`, { reference: `${resource.resourceType}/${resource.id}` });
+    }
+  }
+  return summary.result();
+}
+
+/** The summary's lines within the cap; a record counts as shared only when its line made it into the text. */
+class CappedSummary {
+  readonly #maxCharacters: number;
+  readonly #lines: string[] = [];
+  readonly #shared: Reference[] = [];
+  #length = 0;
+  #full = false;
+
+  constructor(maxCharacters: number) {
+    this.#maxCharacters = maxCharacters;
+  }
+
+  /** Adds a line (and the record it came from); false once the cap is reached. */
+  add(line: string, record?: Reference): boolean {
+    if (this.#full || this.#length + line.length + 1 > this.#maxCharacters) {
+      this.#full = true;
+      return false;
+    }
+    this.#lines.push(line);
+    this.#length += line.length + 1;
+    if (record) {
+      this.#shared.push(record);
+    }
+    return true;
+  }
+
+  result(): PatientContext {
+    const text = this.#lines.join('\n');
+    return { text: this.#full ? `${text}\n(more records not shown)` : text, shared: this.#shared };
+  }
+}
+
+/** A type the policy does not grant (403) is simply not shared. */
+async function searchIfAllowed(repo: FhirRepository, type: string, query: Record<string, string>): Promise<WithId<Resource>[]> {
+  try {
+    return await repo.searchResources(parseSearchRequest(type, query));
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && getStatus(error.outcome) === 403) {
+      return [];
+    }
+    throw error;
+  }
+}
+
+function patientLine(patient: Patient): string {
+  const name = patient.name?.[0] ? formatHumanName(patient.name[0]) : 'unnamed';
+  return [name, patient.gender, patient.birthDate ? `born ${patient.birthDate}` : undefined].filter(Boolean).join(', ');
+}
+
+function textOf(concept: CodeableConcept | undefined): string {
+  return concept?.text ?? concept?.coding?.find((coding) => coding.display)?.display ?? concept?.coding?.[0]?.code ?? 'unnamed';
+}
+
+function conditionLine(condition: Condition): string {
+  const since = condition.onsetDateTime ?? condition.recordedDate;
+  return `${textOf(condition.code)}${since ? ` (since ${since.slice(0, 10)})` : ''}`;
+}
+
+function medicationLine(medication: MedicationRequest | MedicationStatement): string {
+  const name = textOf(medication.medicationCodeableConcept) ?? medication.medicationReference?.display;
+  const dosage = 'dosageInstruction' in medication ? medication.dosageInstruction?.[0]?.text : (medication as MedicationStatement).dosage?.[0]?.text;
+  const since = 'authoredOn' in medication ? medication.authoredOn : (medication as MedicationStatement).effectiveDateTime;
+  return [name, dosage, since ? `since ${since.slice(0, 10)}` : undefined].filter(Boolean).join(', ');
+}
+
+function allergyLine(allergy: AllergyIntolerance): string {
+  const reaction = allergy.reaction?.[0]?.manifestation?.map(textOf).join(', ');
+  return [textOf(allergy.code), allergy.criticality ? `${allergy.criticality} criticality` : undefined, reaction ? `reaction: ${reaction}` : undefined].filter(Boolean).join(', ');
+}
+
+function observationLine(observation: Observation): string {
+  const when = observation.effectiveDateTime ?? observation.issued;
+  const quantity = observation.valueQuantity;
+  const value = quantity
+    ? `${quantity.value ?? ''} ${quantity.unit ?? quantity.code ?? ''}`.trim()
+    : (observation.valueString ?? (observation.valueCodeableConcept ? textOf(observation.valueCodeableConcept) : undefined));
+  return [when ? when.slice(0, 10) : undefined, textOf(observation.code), value].filter(Boolean).join(' ');
+}
