@@ -8,6 +8,7 @@ import type { MedplumClient } from '@medplum/core';
 import type { Communication, Resource } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
 import type { LlmEmulator } from './emulator/index.ts';
+import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { chatClients } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
@@ -24,6 +25,7 @@ describe('the store refusing writes', () => {
   let faults: FaultyStore;
   let openai: OpenAI;
   let medplum: MedplumClient;
+  let project: SeededProject;
 
   beforeAll(async () => {
     chatHost = await startChatHost({
@@ -42,7 +44,7 @@ describe('the store refusing writes', () => {
   beforeEach(async () => {
     faults.heal();
     emulator.reset();
-    ({ openai, medplum } = await chatClients(chatHost.host));
+    ({ openai, medplum, project } = await chatClients(chatHost.host));
   });
 
   const communications = (): Promise<Communication[]> => medplum.searchResources('Communication', { _count: '1000' }, { cache: 'no-cache' });
@@ -111,5 +113,28 @@ describe('the store refusing writes', () => {
     expect(thread.filter(isPrompt).map((prompt) => prompt.payload?.[0]?.contentString)).toEqual(['Start.', 'Try again.']);
     expect(thread.filter(isReply)).toHaveLength(2);
     expect(emulator.received).toHaveLength(2);
+  });
+
+  test("a disclosure the store will not audit: the patient's chart never reaches the model, and the turn ends with a not-done reply at once", async () => {
+    faults.fail((resource) => resource.resourceType === 'AuditEvent');
+    const failure = await openai.chat.completions
+      .create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'About my patient.' }],
+        // @ts-expect-error fhirgate's extra request field
+        patient_id: project.ids['patient-in-care-team-1'],
+      })
+      .catch((error: unknown) => error);
+    faults.heal();
+
+    expect(failure).toBeInstanceOf(APIError);
+    expect((failure as APIError).status).toBe(503);
+    expect(emulator.received).toHaveLength(0);
+    const records = await communications();
+    const prompt = records.find((record) => record.payload?.[0]?.contentString === 'About my patient.');
+    const replies = records.filter((record) => record.inResponseTo?.[0]?.reference === `Communication/${prompt?.id}`);
+    expect(replies).toHaveLength(1);
+    expect(replies[0]).toMatchObject({ status: 'not-done' });
+    expect(replies[0].about).toBeUndefined();
   });
 });

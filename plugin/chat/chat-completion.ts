@@ -11,7 +11,7 @@ import { OperationOutcomeError, isNotFound, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
-import { AppError } from '../errors.ts';
+import { AppError, toAppError } from '../errors.ts';
 import type { CallerContext, FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
@@ -26,7 +26,7 @@ import type { StreamSlots } from './stream-slots.ts';
 import { patientContextFor, type PatientContext, type PatientContextOptions } from './patient-context.ts';
 import { buildDisclosureEvent, type Disclosure } from './disclosure-audit.ts';
 import { modelCatalogFor } from './project-models.ts';
-import type { ChatTurn } from './chat-turn.ts';
+import { recordReply, type ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
 import { loadHistory, readConversationRoot, type ConversationHistory, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
@@ -129,16 +129,7 @@ async function runTurn(
     }
     accepted = true;
     annotateRequest(response, { conversationId: rootId, promptId });
-    const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
-    services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
-    if (patientContext) {
-      // The disclosure is on record before the provider sees it.
-      const system = await services.host.getSystemRepo(caller.project.id);
-      await requireStored(() =>
-        system.createResource(buildDisclosureEvent({ caller: caller.profile as Disclosure['caller'], agent: parties.agent, shared: patientContext.shared, replyId }))
-      );
-    }
-    const turn: ChatTurn = {
+    const draft: ChatTurn = {
       repo: caller.repo,
       projectId: caller.project.id,
       records: services.records,
@@ -148,19 +139,31 @@ async function runTurn(
       rootId,
       promptId,
       replyId,
-      history,
+      history: { messages: [] },
       patientContext,
       controller,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
-      modelRequest: {
-        model: target.modelName,
-        messages: modelMessages(chat, history, patientContext),
-        maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
-        temperature: chat.temperature,
-        extra: chat.extra,
-      },
+      modelRequest: { model: target.modelName, messages: [], maxTokens: chat.maxTokens ?? services.defaultMaxTokens, temperature: chat.temperature, extra: chat.extra },
     };
+    let turn: ChatTurn;
+    try {
+      const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
+      services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
+      if (patientContext) {
+        // The disclosure is on record before the provider sees it.
+        const system = await services.host.getSystemRepo(caller.project.id);
+        await requireStored(() =>
+          system.createResource(buildDisclosureEvent({ caller: caller.profile as Disclosure['caller'], agent: parties.agent, shared: patientContext.shared, replyId }))
+        );
+      }
+      turn = { ...draft, history, modelRequest: { ...draft.modelRequest, messages: modelMessages(chat, history, patientContext) } };
+    } catch (error) {
+      // The prompt is on record, so the turn ends with its reply now, even though the provider was never called
+      // (and saw nothing of the patient).
+      await recordReply({ ...draft, patientContext: undefined }, { status: 'not-done', text: '', reason: toAppError(error).message });
+      throw error;
+    }
     await deliver(services, turn, response);
   } finally {
     if (!accepted) {
