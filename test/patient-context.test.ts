@@ -4,8 +4,8 @@
  * AuditEvent records the disclosure. Checked with the openai SDK, what the emulator received, and MedplumClient.
  */
 import type { MedplumClient } from '@medplum/core';
-import type { AllergyIntolerance, AuditEvent, Communication, Condition, MedicationRequest, MedicationStatement, Observation } from '@medplum/fhirtypes';
-import type OpenAI from 'openai';
+import type { AllergyIntolerance, AuditEvent, Condition, MedicationRequest, MedicationStatement, Observation, Project } from '@medplum/fhirtypes';
+import OpenAI from 'openai';
 import type { FhirRepository } from '@medplum/fhir-router';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
@@ -102,5 +102,34 @@ describe('patient context', () => {
   test('a conversation without a patient sends no patient context', async () => {
     await openai.chat.completions.create({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'A general question.' }] });
     expect(chatHost.emulator.received[0].messages.filter((message) => message.role === 'system')).toHaveLength(0);
+  });
+
+  test("a project narrows what its turns share through its AI_PATIENT_CONTEXT setting, or turns it off", async () => {
+    const ask = () =>
+      openai.chat.completions.create({
+        model: CHAT_MODEL,
+        messages: [{ role: 'user', content: 'Anything to watch?' }],
+        // @ts-expect-error fhirgate's extra request field
+        patient_id: project.ids['patient-in-care-team-1'],
+      });
+    const setSetting = async (valueString: string): Promise<void> => {
+      const current = await chatHost.host.store.readResource<Project>('Project', project.projectId);
+      await chatHost.host.store.updateResource<Project>({ ...current, setting: [{ name: 'AI_PATIENT_CONTEXT', valueString }] });
+    };
+
+    await setSetting('Condition, AllergyIntolerance');
+    await ask();
+    const narrowed = chatHost.emulator.received[0].messages.find((message) => message.role === 'system')?.content ?? '';
+    expect(narrowed).toContain('Essential hypertension');
+    expect(narrowed).toContain('Penicillin');
+    expect(narrowed).not.toContain('Heart rate');
+    expect(narrowed).not.toContain('Lisinopril');
+
+    await setSetting('off');
+    // A new sign-in: a caller resolved from its token is cached for up to 5 s, with the project it had.
+    const token = await chatHost.host.accessTokenFor(project.ids['practitioner-membership']);
+    openai = new OpenAI({ baseURL: `${chatHost.host.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': project.projectId }, maxRetries: 0 });
+    await ask();
+    expect(chatHost.emulator.received[1].messages.filter((message) => message.role === 'system')).toHaveLength(0);
   });
 });

@@ -23,7 +23,7 @@ import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest, type ChatRequestLimits } from './chat-request.ts';
 import type { StreamSlots } from './stream-slots.ts';
-import { patientContextFor, type PatientContext, type PatientContextOptions } from './patient-context.ts';
+import { patientContextFor, patientContextOptionsFor, type PatientContext, type PatientContextOptions } from './patient-context.ts';
 import { buildDisclosureEvent, type Disclosure } from './disclosure-audit.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { recordReply, type ChatTurn } from './chat-turn.ts';
@@ -103,7 +103,7 @@ async function runTurn(
     subject,
   };
   // Read before anything is stored, with the caller's permissions: what the model may see of the chart.
-  const patientContext = await patientContextFor(caller.repo, subject, services.patientContext);
+  const patientContext = await patientContextFor(caller.repo, subject, patientContextOptionsFor(caller.project, services.patientContext));
 
   // Registered before anything is stored: a server that is shutting down refuses the turn with nothing written.
   const controller = services.inFlight.begin();

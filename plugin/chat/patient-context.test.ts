@@ -1,7 +1,7 @@
 import { MemoryRepository } from '@medplum/fhir-router';
 import type { Condition, Observation, Patient } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
-import { buildPatientContext, PATIENT_CONTEXT_TYPES } from './patient-context.ts';
+import { buildPatientContext, patientContextOptionsFor, PATIENT_CONTEXT_TYPES } from './patient-context.ts';
 
 describe('buildPatientContext', () => {
   let repo: MemoryRepository;
@@ -39,5 +39,14 @@ describe('buildPatientContext', () => {
     // Only records whose line is in the text count as shared.
     const listed = context.text.split('\n').filter((line) => line.startsWith('- ')).length;
     expect(context.shared).toHaveLength(1 + listed);
+  });
+
+  test("a project's setting narrows the server's types, never widens them", () => {
+    const server = { enabled: true, resourceTypes: ['Condition', 'Observation'] as const, maxPerType: 10, maxCharacters: 8000 };
+    const project = (valueString?: string) => ({ resourceType: 'Project' as const, setting: valueString === undefined ? [] : [{ name: 'AI_PATIENT_CONTEXT', valueString }] });
+    expect(patientContextOptionsFor(project(), server)).toBe(server);
+    expect(patientContextOptionsFor(project(' Observation '), server).resourceTypes).toEqual(['Observation']);
+    expect(patientContextOptionsFor(project('OFF'), server).enabled).toBe(false);
+    expect(() => patientContextOptionsFor(project('Condition, MedicationRequest'), server)).toThrow(/AI_PATIENT_CONTEXT names 'MedicationRequest'/);
   });
 });

@@ -17,9 +17,11 @@ import type {
   MedicationStatement,
   Observation,
   Patient,
+  Project,
   Reference,
   Resource,
 } from '@medplum/fhirtypes';
+import { AppError } from '../errors.ts';
 
 /** The clinical resource types a summary may include, in the order they appear. */
 export const PATIENT_CONTEXT_TYPES = ['Condition', 'MedicationRequest', 'MedicationStatement', 'AllergyIntolerance', 'Observation'] as const;
@@ -55,6 +57,33 @@ const SECTIONS: Readonly<Record<PatientContextType, Section>> = {
   AllergyIntolerance: { title: 'Allergies and intolerances', search: {}, line: (resource) => allergyLine(resource as AllergyIntolerance) },
   Observation: { title: 'Recent vital signs and labs', search: { _sort: '-date' }, line: (resource) => observationLine(resource as Observation) },
 };
+
+/** The Project.setting with which a project narrows what its turns share: types, comma separated, or `off`. */
+export const PATIENT_CONTEXT_SETTING = 'AI_PATIENT_CONTEXT';
+
+/**
+ * The server's options narrowed by the project's setting: a project may share fewer types than the server allows
+ * (minimum necessary), or none, never more. A setting naming a type the server does not allow is a 503 naming it.
+ */
+export function patientContextOptionsFor<T extends PatientContextOptions & { readonly enabled: boolean }>(project: Project, options: T): T {
+  const setting = project.setting?.find((entry) => entry.name === PATIENT_CONTEXT_SETTING)?.valueString?.trim();
+  if (setting === undefined) {
+    return options;
+  }
+  if (setting.toLowerCase() === 'off') {
+    return { ...options, enabled: false };
+  }
+  const named = setting.split(',').map((type) => type.trim()).filter((type) => type !== '');
+  const unknown = named.filter((type) => !options.resourceTypes.includes(type as PatientContextType));
+  if (unknown.length > 0) {
+    throw new AppError(
+      'not_configured',
+      `The project setting ${PATIENT_CONTEXT_SETTING} names ${unknown.map((type) => `'${type.slice(0, 60)}'`).join(', ')}, which this server does not share with models (it shares ${options.resourceTypes.join(', ')}).`,
+      { details: { setting: PATIENT_CONTEXT_SETTING } }
+    );
+  }
+  return { ...options, resourceTypes: options.resourceTypes.filter((type) => named.includes(type)) };
+}
 
 /** The summary for a turn about `subject`, or undefined without a subject, when turned off, or when the caller may not read the patient. */
 export async function patientContextFor(
