@@ -100,7 +100,7 @@ async function runTurn(
     categorySystem: services.categorySystem,
     caller: caller.profile as CommunicationParty,
     agent: await requireStored(() => services.agents.referenceFor(caller.project.id)),
-    subject,
+    subject: subject?.reference,
   };
   // Read before anything is stored, with the caller's permissions: what the model may see of the chart.
   const patientContext = await patientContextFor(caller.repo, subject, patientContextOptionsFor(caller.project, services.patientContext));
@@ -197,22 +197,28 @@ function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string
   return withRetriesAndFallbacks({ ...observe(target), fallbacks: target.fallbacks.map(observe) });
 }
 
+/** The patient a turn is about, and the Patient itself when the turn has already read it. */
+interface TurnSubject {
+  readonly reference: Reference<Patient>;
+  readonly patient?: WithId<Patient>;
+}
+
 /**
  * The patient the conversation is about: the request's `patient_id`, which the caller must be able to read
  * (403 when the policy grants no Patient access at all, 404 when it hides this patient), or the subject of the
  * conversation being continued. A request may not switch a conversation to another patient.
  */
-async function resolveSubject(repo: FhirRepository, patientId: string | undefined, root: Communication | undefined): Promise<Reference<Patient> | undefined> {
+async function resolveSubject(repo: FhirRepository, patientId: string | undefined, root: Communication | undefined): Promise<TurnSubject | undefined> {
   const conversationSubject = root?.subject?.reference;
   if (!patientId) {
-    return conversationSubject ? { reference: conversationSubject } : undefined;
+    return conversationSubject ? { reference: { reference: conversationSubject } } : undefined;
   }
   if (conversationSubject && conversationSubject !== `Patient/${patientId}`) {
     throw new AppError('invalid_request', 'patient_id names another patient than the conversation is about.', { details: { param: 'patient_id' } });
   }
   try {
     const patient: WithId<Patient> = await repo.readResource('Patient', patientId);
-    return { reference: `Patient/${patient.id}` };
+    return { reference: { reference: `Patient/${patient.id}` }, patient };
   } catch (error) {
     if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
       throw new AppError('not_found', `Patient '${patientId}' not found.`, { details: { param: 'patient_id' } });

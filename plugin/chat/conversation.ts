@@ -11,21 +11,12 @@ import { CATEGORY } from './fhir-vocabulary.ts';
 
 /** Reads the root of an existing conversation; one that does not exist, or that the caller may not read, is 404. */
 export async function readConversationRoot(repo: FhirRepository, conversationId: string): Promise<WithId<Communication>> {
-  const notFound = (): AppError =>
-    new AppError('conversation_not_found', `Conversation '${conversationId}' not found.`, { details: { param: 'conversation_id' } });
-  try {
-    const root = await repo.readResource<Communication>('Communication', conversationId);
-    const isRoot = root.category?.some((concept) => concept.coding?.some((coding) => coding.code === CATEGORY.conversation.code));
-    if (!isRoot) {
-      throw notFound();
-    }
-    return root;
-  } catch (error) {
-    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
-      throw notFound();
-    }
-    throw error;
+  const root = await findCommunication(repo, conversationId);
+  const isRoot = root?.category?.some((concept) => concept.coding?.some((coding) => coding.code === CATEGORY.conversation.code));
+  if (!root || !isRoot) {
+    throw new AppError('conversation_not_found', `Conversation '${conversationId}' not found.`, { details: { param: 'conversation_id' } });
   }
+  return root;
 }
 
 /** The Communication `id` as the caller sees it, or undefined when there is none (or the caller may not see it). */

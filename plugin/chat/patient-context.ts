@@ -85,18 +85,21 @@ export function patientContextOptionsFor<T extends PatientContextOptions & { rea
   return { ...options, resourceTypes: options.resourceTypes.filter((type) => named.includes(type)) };
 }
 
-/** The summary for a turn about `subject`, or undefined without a subject, when turned off, or when the caller may not read the patient. */
+/**
+ * The summary for a turn about `subject` (using the Patient when the turn already read it), or undefined without
+ * a subject, when turned off, or when the caller may not read the patient.
+ */
 export async function patientContextFor(
   repo: FhirRepository,
-  subject: Reference<Patient> | undefined,
+  subject: { readonly reference: Reference<Patient>; readonly patient?: WithId<Patient> } | undefined,
   options: PatientContextOptions & { readonly enabled: boolean }
 ): Promise<PatientContext | undefined> {
-  if (!options.enabled || !subject?.reference) {
+  if (!options.enabled || !subject?.reference.reference) {
     return undefined;
   }
-  let patient: WithId<Patient>;
+  let patient = subject.patient;
   try {
-    patient = await repo.readReference(subject);
+    patient ??= await repo.readReference(subject.reference);
   } catch (error) {
     if (error instanceof OperationOutcomeError && [403, 404].includes(getStatus(error.outcome))) {
       return undefined;

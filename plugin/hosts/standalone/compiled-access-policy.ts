@@ -81,21 +81,22 @@ function buildCompiledPolicy(policy: AccessPolicy): CompiledAccessPolicy {
   };
   const firstMatch = (resource: Resource, interaction: AccessPolicyInteraction): number =>
     compiledRules().findIndex((compiled) => matchesRule(resource, interaction, compiled));
+  const storedMatch = (resource: Resource, interaction: AccessPolicyInteraction): number => {
+    const versionId = resource.meta?.versionId;
+    if (!resource.id || !versionId) {
+      return firstMatch(resource, interaction);
+    }
+    const key = `${serial} ${interaction} ${resource.resourceType}/${resource.id}/${versionId}`;
+    let index = storedDecisions.get(key);
+    if (index === undefined) {
+      index = firstMatch(resource, interaction);
+      remember(storedDecisions, key, index, MAX_STORED_DECISIONS);
+    }
+    return index;
+  };
   return {
     satisfiedBy: (resource, interaction) => compiledRules()[firstMatch(resource, interaction)]?.rule,
-    satisfiedByStored: (resource, interaction) => {
-      const versionId = resource.meta?.versionId;
-      if (!resource.id || !versionId) {
-        return compiledRules()[firstMatch(resource, interaction)]?.rule;
-      }
-      const key = `${serial} ${interaction} ${resource.resourceType}/${resource.id}/${versionId}`;
-      let index = storedDecisions.get(key);
-      if (index === undefined) {
-        index = firstMatch(resource, interaction);
-        remember(storedDecisions, key, index, MAX_STORED_DECISIONS);
-      }
-      return compiledRules()[index]?.rule;
-    },
+    satisfiedByStored: (resource, interaction) => compiledRules()[storedMatch(resource, interaction)]?.rule,
   };
 }
 
