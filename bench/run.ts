@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Contender } from './contenders/contender.ts';
 import { startFhirgate } from './contenders/start-fhirgate.ts';
-import { directContender, startPortkey, startUndiciProxy } from './contenders/start-proxies.ts';
+import { directContender, startPortkey, startSdkRelay, startUndiciProxy } from './contenders/start-proxies.ts';
 import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
 import { runExternalScenario } from './lib/external-scenario.ts';
 import { planCoreLayout } from './lib/processes.ts';
@@ -82,6 +82,8 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: { title: st
     contenders.push(directContender(emulator.url));
     contenders.push(await startUndiciProxy(emulator.url, layout.contenderCore));
     log('undici proxy started');
+    contenders.push(await startSdkRelay(emulator.url, layout.contenderCore));
+    log('SDK relay started');
     contenders.push(await startPortkey(emulator.url, layout.contenderCore));
     log('Portkey started');
     await emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import type { ScenarioSection } from '../bench/lib/section.ts';
 
 const run = promisify(execFile);
-const CONTENDERS = ['direct', 'undici proxy', 'Portkey', 'fhirgate'];
+const CONTENDERS = ['direct', 'undici proxy', 'SDK relay', 'Portkey', 'fhirgate'];
 
 describe('bench smoke run', () => {
   let outDirectory: string;

@@ -1,9 +1,9 @@
 /** A contender: something that answers `POST /v1/chat/completions` in front of the shared emulator. */
 
-export type ContenderName = 'direct' | 'undici proxy' | 'Portkey' | 'fhirgate';
+export type ContenderName = 'direct' | 'undici proxy' | 'SDK relay' | 'Portkey' | 'fhirgate';
 
 /** The contenders in report order: the floor first, fhirgate last. */
-export const CONTENDER_NAMES: readonly ContenderName[] = ['direct', 'undici proxy', 'Portkey', 'fhirgate'];
+export const CONTENDER_NAMES: readonly ContenderName[] = ['direct', 'undici proxy', 'SDK relay', 'Portkey', 'fhirgate'];
 
 export interface Contender {
   readonly name: ContenderName;

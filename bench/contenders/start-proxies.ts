@@ -1,5 +1,5 @@
 /** The floor contenders: the emulator itself, the undici proxy, and Portkey's open-source gateway. */
-import { keepTail, plainChatBody, type Contender } from './contender.ts';
+import { keepTail, plainChatBody, type Contender, type ContenderName } from './contender.ts';
 import { findFreePort, waitUntilAnswering } from '../lib/free-port.ts';
 import { startNodeProcess, stopProcess, waitForOutput } from '../lib/processes.ts';
 
@@ -16,12 +16,22 @@ export function directContender(emulatorUrl: string): Contender {
   };
 }
 
-export async function startUndiciProxy(emulatorUrl: string, core: number | undefined): Promise<Contender> {
-  const child = startNodeProcess(['bench/contenders/undici-proxy.ts', '--upstream', emulatorUrl], { core });
+/** The floor of any Node gateway: a proxy that parses nothing (undici-proxy.ts). */
+export function startUndiciProxy(emulatorUrl: string, core: number | undefined): Promise<Contender> {
+  return startRelay('undici proxy', 'bench/contenders/undici-proxy.ts', emulatorUrl, core);
+}
+
+/** The floor of a gateway that calls the model through the official openai SDK, storing nothing (sdk-relay.ts). */
+export function startSdkRelay(emulatorUrl: string, core: number | undefined): Promise<Contender> {
+  return startRelay('SDK relay', 'bench/contenders/sdk-relay.ts', emulatorUrl, core);
+}
+
+async function startRelay(name: ContenderName, script: string, emulatorUrl: string, core: number | undefined): Promise<Contender> {
+  const child = startNodeProcess([script, '--upstream', emulatorUrl], { core });
   keepTail(child.stderr);
   const match = await waitForOutput(child, 'stdout', /\{"url":"([^"]+)"\}/, 30_000);
   return {
-    name: 'undici proxy',
+    name,
     chatUrl: `${match[1]}/v1/chat/completions`,
     headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
     pid: child.pid,

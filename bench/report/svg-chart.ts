@@ -16,7 +16,7 @@ const BAR_HEIGHT = 22;
 const BAR_GAP = 8;
 const TITLE_HEIGHT = 28;
 const PANEL_GAP = 24;
-const COLOURS: Readonly<Record<string, string>> = { fhirgate: '#2b6cb0', Portkey: '#c05621', 'undici proxy': '#718096', direct: '#a0aec0' };
+const COLOURS: Readonly<Record<string, string>> = { fhirgate: '#2b6cb0', Portkey: '#c05621', 'undici proxy': '#718096', 'SDK relay': '#4a5568', direct: '#a0aec0' };
 
 function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

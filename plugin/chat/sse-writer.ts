@@ -10,6 +10,7 @@ export class SseWriter {
   readonly #response: Response;
   readonly #signal: AbortSignal | undefined;
   #started = false;
+  #sentFirst = false;
 
   constructor(response: Response, signal?: AbortSignal) {
     this.#response = response;
@@ -40,7 +41,15 @@ export class SseWriter {
       throw new Error('The client closed the stream.');
     }
     const line = `data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`;
-    if (!this.#response.write(line) && !this.#signal?.aborted) {
+    const accepted = this.#response.write(line);
+    if (!this.#sentFirst) {
+      // Node holds a response's writes until the next tick so that they leave together. When the provider's events
+      // arrive in a burst and are handled in one go, that tick comes only after the whole burst: the first event
+      // goes out now instead, and the rest are still sent in batches.
+      this.#sentFirst = true;
+      this.#response.socket?.uncork();
+    }
+    if (!accepted && !this.#signal?.aborted) {
       await this.#drainedOrClosed();
     }
   }
