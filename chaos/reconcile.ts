@@ -47,7 +47,7 @@ export function reconcile(storeFile: string, projectId: string, seen: readonly C
 
   const promptsByMarker = new Map<string, Communication[]>();
   for (const prompt of prompts) {
-    const marker = /\[chaos-\d+\]/.exec(prompt.payload?.[0]?.contentString ?? '')?.[0] ?? '';
+    const marker = /\[chaos-\d+\]/.exec(textOf(prompt))?.[0] ?? '';
     promptsByMarker.set(marker, [...(promptsByMarker.get(marker) ?? []), prompt]);
   }
   const tokensByMarker = new Map<string, number>();
@@ -70,7 +70,7 @@ export function reconcile(storeFile: string, projectId: string, seen: readonly C
 }
 
 function checkClient(client: ClientSeen, stored: boolean, reply: Communication | undefined, emulatorTokens: number | undefined): string | undefined {
-  const text = reply?.payload?.[0]?.contentString ?? '';
+  const text = reply ? textOf(reply) : '';
   switch (client.end) {
     case 'answered':
     case 'streamed': {
@@ -109,6 +109,11 @@ function readCommunications(storeFile: string, projectId: string): Communication
   } finally {
     database.close();
   }
+}
+
+/** A record's text as a reader finds it: its payload strings in order (a long text is several items). */
+function textOf(communication: Communication): string {
+  return (communication.payload ?? []).map((item) => item.contentString ?? '').join('');
 }
 
 function codeOf(communication: Communication): string | undefined {

@@ -58,5 +58,5 @@ await medplum.startClientLogin(client.client_id, client.client_secret);
 const stored = await medplum.searchResources('Communication', { 'part-of': `Communication/${conversationId}`, _sort: 'sent' });
 for (const communication of stored as Communication[]) {
   const kind = communication.category?.[0]?.coding?.[0]?.code;
-  console.log(`${communication.sent}  ${kind?.padEnd(11)}  ${communication.status?.padEnd(9)}  ${communication.sender?.reference}  ${communication.payload?.[0]?.contentString}`);
+  console.log(`${communication.sent}  ${kind?.padEnd(11)}  ${communication.status?.padEnd(9)}  ${communication.sender?.reference}  ${(communication.payload ?? []).map((item) => item.contentString ?? '').join('')}`);
 }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
-import { PATIENT_CONTEXT_TYPES } from './chat/patient-context.ts';
+import { PATIENT_CONTEXT_MODES, PATIENT_CONTEXT_TYPES } from './chat/patient-context.ts';
 import { deviceAuthSchema } from './devices/device-auth-config.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
 
@@ -46,15 +46,28 @@ export const fhirgateOptionsSchema = z
       .strict()
       .prefault({}),
     /**
-     * Patient context (chat/patient-context.ts): a turn about a patient sends the model a summary of the chart read
-     * with the caller's permissions. `resourceTypes`: which clinical types may be shared (minimum necessary).
+     * Patient context (chat/patient-context.ts, chat/fhir-tools.ts): a turn about a patient shares the chart, read
+     * with the caller's permissions, as a summary sent with the prompt, as FHIR tools the model may call, or both
+     * (`mode`, the default of turns that do not say). `resourceTypes`: which clinical types may be shared (minimum
+     * necessary), by either.
      */
     patientContext: z
       .object({
         enabled: z.boolean().default(true),
+        mode: z.enum(PATIENT_CONTEXT_MODES).default('summary'),
         resourceTypes: z.array(z.enum(PATIENT_CONTEXT_TYPES)).default([...PATIENT_CONTEXT_TYPES]),
         maxPerType: z.number().int().min(1).max(100).default(10),
-        maxCharacters: z.number().int().min(200).default(8000),
+        // Kept on the reply's record as one FHIR string, which may not pass 1 MiB.
+        maxCharacters: z.number().int().min(200).max(500_000).default(8000),
+        /** FHIR tools: rounds of calls per reply, records per search, characters per result. */
+        tools: z
+          .object({
+            maxSteps: z.number().int().min(1).max(20).default(4),
+            maxResults: z.number().int().min(1).max(100).default(20),
+            maxCharacters: z.number().int().min(200).max(500_000).default(8000),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

@@ -221,7 +221,10 @@ describe('chat route over HTTP', () => {
     expect(emulator.received[0].tokensSent).toBe(totalTokens);
     const reply = await storedReply();
     expect(reply.status).toBe('completed');
-    expect(reply.payload?.[0]?.contentString?.length).toBe(text.length);
+    // Over a FHIR string's 1 MiB: the text is kept in several payload items, in order, each within the limit.
+    expect(text.length).toBeGreaterThan(1024 * 1024);
+    expect(reply.payload?.every((item) => (item.contentString?.length ?? 0) <= 1024 * 1024)).toBe(true);
+    expect(reply.payload?.map((item) => item.contentString).join('')).toBe(text);
   });
 
   // Every write that waits for 'drain' also listens for 'close'; both listeners must go once either fires, or a

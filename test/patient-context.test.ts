@@ -4,13 +4,14 @@
  * AuditEvent records the disclosure. Checked with the openai SDK, what the emulator received, and MedplumClient.
  */
 import type { MedplumClient } from '@medplum/core';
-import type { AllergyIntolerance, AuditEvent, Condition, MedicationRequest, MedicationStatement, Observation, Project } from '@medplum/fhirtypes';
+import type { AuditEvent, Project } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import type { FhirRepository } from '@medplum/fhir-router';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { chatClients } from './support/chat-clients.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
+import { seedChart, type SeededChart } from './support/seeded-chart.ts';
 
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
@@ -20,7 +21,7 @@ describe('patient context', () => {
   let openai: OpenAI;
   let medplum: MedplumClient;
   let system: FhirRepository;
-  let chart: { condition: Condition; medication: MedicationRequest; allergy: AllergyIntolerance; pulse: Observation; hba1c: Observation; statement: MedicationStatement; elsewhere: Condition };
+  let chart: SeededChart;
 
   beforeAll(async () => {
     chatHost = await startChatHost();
@@ -31,18 +32,7 @@ describe('patient context', () => {
     chatHost.emulator.reset();
     ({ project, openai, medplum } = await chatClients(chatHost.host));
     system = await chatHost.host.standalone.host.getSystemRepo(project.projectId);
-    const patient = { reference: `Patient/${project.ids['patient-in-care-team-1']}` };
-    chart = {
-      condition: await system.createResource<Condition>({ resourceType: 'Condition', subject: patient, code: { text: 'Essential hypertension' }, clinicalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }] }, onsetDateTime: '2021-03-04' }),
-      medication: await system.createResource<MedicationRequest>({ resourceType: 'MedicationRequest', status: 'active', intent: 'order', subject: patient, medicationCodeableConcept: { text: 'Lisinopril 10 mg tablet' }, dosageInstruction: [{ text: 'one daily' }], authoredOn: '2021-03-05' }),
-      allergy: await system.createResource<AllergyIntolerance>({ resourceType: 'AllergyIntolerance', patient, code: { text: 'Penicillin' }, criticality: 'high' }),
-      pulse: await system.createResource<Observation>({ resourceType: 'Observation', status: 'final', subject: patient, code: { text: 'Heart rate' }, effectiveDateTime: '2026-11-01T09:00:00Z', valueQuantity: { value: 72, unit: '/min' } }),
-      hba1c: await system.createResource<Observation>({ resourceType: 'Observation', status: 'final', subject: patient, code: { text: 'HbA1c' }, effectiveDateTime: '2026-10-15T09:00:00Z', valueQuantity: { value: 6.1, unit: '%' } }),
-      // The practitioner's AccessPolicy does not grant MedicationStatement: it must not reach the model.
-      statement: await system.createResource<MedicationStatement>({ resourceType: 'MedicationStatement', status: 'active', subject: patient, medicationCodeableConcept: { text: 'St John’s wort (self-reported)' } }),
-      // Another patient's problem, never part of this patient's summary.
-      elsewhere: await system.createResource<Condition>({ resourceType: 'Condition', subject: { reference: `Patient/${project.ids['patient-in-care-team-2']}` }, code: { text: 'Asthma' }, clinicalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }] } }),
-    };
+    chart = await seedChart(system, project);
   });
 
   test('the model gets the chart the caller may read, and the reply and an AuditEvent say which records it saw', async () => {
@@ -93,7 +83,7 @@ describe('patient context', () => {
       })
       .catch((error: unknown) => error);
 
-    expect((failure as { status?: number }).status).toBe(404);
+    expect((failure as { status?: number }).status).toBe(403);
     expect(chatHost.emulator.received).toHaveLength(0);
     const after = await medplum.searchResources('AuditEvent', { _count: '1000' }, { cache: 'no-cache' });
     expect(after.filter((event) => event.outcomeDesc?.startsWith('Patient context'))).toHaveLength(before.filter((event) => event.outcomeDesc?.startsWith('Patient context')).length);

@@ -23,15 +23,26 @@ import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest, type ChatRequestLimits } from './chat-request.ts';
 import type { StreamSlots } from './stream-slots.ts';
-import { patientContextFor, patientContextOptionsFor, type PatientContext, type PatientContextOptions } from './patient-context.ts';
-import { buildDisclosureEvent, type Disclosure } from './disclosure-audit.ts';
+import {
+  buildPatientContext,
+  patientContextOptionsFor,
+  readChartPatient,
+  sharingFor,
+  type PatientContext,
+  type PatientContextMode,
+  type PatientContextOptions,
+} from './patient-context.ts';
+import { buildDisclosureEvent, type Disclosure, type DisclosureAccess } from './disclosure-audit.ts';
+import { FhirToolbox, withFhirTools } from './fhir-tool-loop.ts';
+import type { FhirToolsOptions } from './fhir-tools.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { recordReply, type ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
-import { loadHistory, readConversationRoot, type ConversationHistory, type HistoryLimits } from './conversation.ts';
+import { loadHistory, readConversationRoot, readPendingToolCalls, type ConversationHistory, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
+import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
@@ -54,8 +65,8 @@ export interface ChatServices {
   readonly limits: ChatRequestLimits;
   /** Open streams per caller. */
   readonly streamSlots: StreamSlots;
-  /** What a turn about a patient shares with the model. */
-  readonly patientContext: PatientContextOptions & { readonly enabled: boolean };
+  /** What a turn about a patient shares with the model, and how. */
+  readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly mode: PatientContextMode; readonly tools: FhirToolsOptions };
 }
 
 /** Handles one chat completion request. */
@@ -83,7 +94,8 @@ async function runTurn(
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
   const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;
-  const subject = await resolveSubject(caller.repo, chat.patientId, root);
+  await checkAnsweredCalls(caller.repo, chat, root);
+  const subject = await resolveSubject(caller.repo, () => services.host.getSystemRepo(caller.project.id), chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
     const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
@@ -103,7 +115,10 @@ async function runTurn(
     subject: subject?.reference,
   };
   // Read before anything is stored, with the caller's permissions: what the model may see of the chart.
-  const patientContext = await patientContextFor(caller.repo, subject, patientContextOptionsFor(caller.project, services.patientContext));
+  const sharingOptions = patientContextOptionsFor(caller.project, services.patientContext);
+  const sharing = subject ? sharingFor(caller.project, sharingOptions, { mode: chat.patientContext, hasOwnTools: (chat.tools?.length ?? 0) > 0 }) : undefined;
+  const patient = subject && (sharing?.summary || sharing?.tools) ? await readChartPatient(caller.repo, subject) : undefined;
+  const patientContext = patient && sharing?.summary ? await buildPatientContext(caller.repo, patient, sharingOptions) : undefined;
 
   // Registered before anything is stored: a server that is shutting down refuses the turn with nothing written.
   const controller = services.inFlight.begin();
@@ -129,12 +144,27 @@ async function runTurn(
     }
     accepted = true;
     annotateRequest(response, { conversationId: rootId, promptId });
+    // Each disclosure of the patient's records is on record before the model is given them.
+    const disclose = async (shared: Disclosure['shared'], access: DisclosureAccess): Promise<void> => {
+      const system = await services.host.getSystemRepo(caller.project.id);
+      const event = buildDisclosureEvent({ caller: caller.profile as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access });
+      await requireStored(() => system.createResource(event));
+    };
+    const toolbox =
+      patient && sharing?.tools
+        ? new FhirToolbox(
+            { repo: caller.repo, patient, types: sharingOptions.resourceTypes, options: sharingOptions.tools },
+            (call, result) => disclose(result.shared, result.access?.kind === 'query' ? { kind: 'query', query: result.access.query, toolCallId: call.id } : { kind: 'read', toolCallId: call.id }),
+            (call) => services.records.toolCall(replyId, call)
+          )
+        : undefined;
     const draft: ChatTurn = {
       repo: caller.repo,
       projectId: caller.project.id,
       records: services.records,
       chat,
-      target,
+      target: toolbox ? withFhirTools(target, toolbox) : target,
+      toolbox,
       parties,
       rootId,
       promptId,
@@ -144,18 +174,22 @@ async function runTurn(
       controller,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
-      modelRequest: { model: target.modelName, messages: [], maxTokens: chat.maxTokens ?? services.defaultMaxTokens, temperature: chat.temperature, extra: chat.extra },
+      modelRequest: {
+        model: target.modelName,
+        messages: [],
+        maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
+        temperature: chat.temperature,
+        tools: chat.tools,
+        toolChoice: chat.toolChoice,
+        extra: chat.extra,
+      },
     };
     let turn: ChatTurn;
     try {
       const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
       services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
       if (patientContext) {
-        // The disclosure is on record before the provider sees it.
-        const system = await services.host.getSystemRepo(caller.project.id);
-        await requireStored(() =>
-          system.createResource(buildDisclosureEvent({ caller: caller.profile as Disclosure['caller'], agent: parties.agent, shared: patientContext.shared, replyId }))
-        );
+        await disclose(patientContext.shared, { kind: 'summary' });
       }
       turn = { ...draft, history, modelRequest: { ...draft.modelRequest, messages: modelMessages(chat, history, patientContext) } };
     } catch (error) {
@@ -204,11 +238,17 @@ interface TurnSubject {
 }
 
 /**
- * The patient the conversation is about: the request's `patient_id`, which the caller must be able to read
- * (403 when the policy grants no Patient access at all, 404 when it hides this patient), or the subject of the
- * conversation being continued. A request may not switch a conversation to another patient.
+ * The patient the conversation is about: the request's `patient_id`, which the caller must be able to read, or the
+ * subject of the conversation being continued. A patient of the project that the caller's AccessPolicy does not
+ * allow (outside the care team, or no Patient access at all) is a failed RBAC check, 403; one the project does not
+ * have is 404. A request may not switch a conversation to another patient.
  */
-async function resolveSubject(repo: FhirRepository, patientId: string | undefined, root: Communication | undefined): Promise<TurnSubject | undefined> {
+async function resolveSubject(
+  repo: FhirRepository,
+  systemRepo: () => Promise<FhirRepository>,
+  patientId: string | undefined,
+  root: Communication | undefined
+): Promise<TurnSubject | undefined> {
   const conversationSubject = root?.subject?.reference;
   if (!patientId) {
     return conversationSubject ? { reference: { reference: conversationSubject } } : undefined;
@@ -220,10 +260,43 @@ async function resolveSubject(repo: FhirRepository, patientId: string | undefine
     const patient: WithId<Patient> = await repo.readResource('Patient', patientId);
     return { reference: { reference: `Patient/${patient.id}` }, patient };
   } catch (error) {
+    if (!(error instanceof OperationOutcomeError) || !isNotFound(error.outcome)) {
+      throw error;
+    }
+  }
+  // Hidden from the caller: whether the project has this patient decides between 403 and 404.
+  if (await findPatient(await systemRepo(), patientId)) {
+    throw new AppError('forbidden', `Forbidden: the AccessPolicy of the caller does not allow Patient '${patientId}'.`, { details: { param: 'patient_id' } });
+  }
+  throw new AppError('not_found', `Patient '${patientId}' not found.`, { details: { param: 'patient_id' } });
+}
+
+async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
+  try {
+    await repo.readResource('Patient', id);
+    return true;
+  } catch (error) {
     if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
-      throw new AppError('not_found', `Patient '${patientId}' not found.`, { details: { param: 'patient_id' } });
+      return false;
     }
     throw error;
+  }
+}
+
+/**
+ * Tool results that open a continued conversation's request must answer calls of its last reply: checked before
+ * anything is stored, so a wrong id is a 400 with nothing written, not a provider's refusal after the prompt.
+ */
+async function checkAnsweredCalls(repo: FhirRepository, chat: ChatRequest, root: Communication | undefined): Promise<void> {
+  if (chat.answersEarlierCalls.length === 0 || !root?.id) {
+    return;
+  }
+  const pending = await readPendingToolCalls(repo, root.id);
+  const unknown = chat.answersEarlierCalls.find((id) => !pending.has(id));
+  if (unknown !== undefined) {
+    throw new AppError('invalid_request', `Invalid request: a tool message answers '${unknown.slice(0, 64)}', which is not a call of the conversation's last reply.`, {
+      details: { param: 'messages' },
+    });
   }
 }
 
@@ -255,8 +328,7 @@ interface PromptIds {
 
 async function writePrompt(repo: FhirRepository, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
   const { sent } = ids;
-  const text = chat.messages.findLast((message) => message.role === 'user')?.content ?? '';
-  const prompt = { ...buildPrompt(parties, { rootId: ids.rootId, text, requestBody: chat.body, sent }), id: ids.promptId };
+  const prompt = { ...buildPrompt(parties, { rootId: ids.rootId, inputs: chat.inputs, requestBody: chat.body, sent }), id: ids.promptId };
   if (!ids.isNew) {
     await repo.createResource(prompt, { assignedId: true });
     return;
@@ -271,10 +343,13 @@ async function writePrompt(repo: FhirRepository, parties: ConversationParties, c
   );
 }
 
-/** The request's system messages, the patient context, then the history, then the request's other messages, in order. */
+/**
+ * The request's system messages, the patient context, then the history, then the request's other messages, in
+ * order; tool calls nobody answered, and results of calls that are not there, are left out (providers refuse them).
+ */
 function modelMessages(chat: ChatRequest, history: ConversationHistory, patientContext: PatientContext | undefined): ChatMessage[] {
   const system = chat.messages.filter((message) => message.role === 'system');
   const rest = chat.messages.filter((message) => message.role !== 'system');
   const context: ChatMessage[] = patientContext ? [{ role: 'system', content: patientContext.text }] : [];
-  return [...system, ...context, ...history.messages, ...rest];
+  return [...system, ...context, ...withAnsweredCallsOnly([...history.messages, ...rest])];
 }

@@ -3,11 +3,12 @@
  * recorded (step 6), whatever way it ends.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ChatFinishReason, ChatModelRequest, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatModelRequest, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
 import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
 import type { ConversationHistory } from './conversation.ts';
+import type { FhirToolbox } from './fhir-tool-loop.ts';
 import type { PatientContext } from './patient-context.ts';
 import type { ReplyRecords } from './reply-records.ts';
 import type { AnswerFields } from './wire-format.ts';
@@ -19,7 +20,10 @@ export interface ChatTurn {
   /** Where the reply is journaled while the turn runs, and recorded when it ends (reply-records.ts). */
   readonly records: ReplyRecords;
   readonly chat: ChatRequest;
+  /** The model, with the FHIR tools' loop around it when the turn has them. */
   readonly target: ResolvedModel;
+  /** The turn's FHIR tools and the calls they ran; undefined for a turn without them. */
+  readonly toolbox?: FhirToolbox;
   readonly parties: ConversationParties;
   readonly rootId: string;
   readonly promptId: string;
@@ -41,6 +45,8 @@ export interface ChatTurn {
 export interface ReplyOutcome {
   readonly status: ReplyStatus;
   readonly text: string;
+  /** The calls the model asked the client to make (a completed reply only). */
+  readonly toolCalls?: readonly ChatToolCall[];
   readonly usage?: ChatUsage;
   readonly finishReason?: ChatFinishReason;
   readonly reason?: string;
@@ -63,6 +69,8 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     modelId: turn.target.id,
     history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
     patientContext: turn.patientContext,
+    fhirTools: turn.toolbox?.calls,
+    toolCalls: outcome.toolCalls,
     text: outcome.text,
     status: outcome.status,
     reason: outcome.reason,

@@ -2,9 +2,11 @@
  * Builds the Communications of a conversation exactly as the spec's table says: the conversation root, the
  * prompt (`ai-prompt`) and the reply (`ai-response`).
  */
-import type { Communication, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
-import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
+import type { Communication, CommunicationPayload, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
+import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
+import type { TurnInput } from './chat-request.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
+import { textPayload, textPieces } from './fhir-text.ts';
 
 /** Who talks to whom in one conversation. */
 export interface ConversationParties {
@@ -40,8 +42,19 @@ export function buildConversationRoot(parties: ConversationParties, sent: string
   };
 }
 
-/** The prompt: the request's last user message as payload, the whole request body as an extension. */
-export function buildPrompt(parties: ConversationParties, input: { rootId: string; text: string; requestBody: unknown; sent: string }): Communication {
+/**
+ * The prompt: what the turn adds to the conversation as payload (the request's last user message; tool results,
+ * each marked with the call it answers, before it), the whole request body as an extension.
+ */
+export function buildPrompt(parties: ConversationParties, input: { rootId: string; inputs: readonly TurnInput[]; requestBody: unknown; sent: string }): Communication {
+  const payload = input.inputs.flatMap((item): CommunicationPayload[] => {
+    if (item.kind === 'user') {
+      return textPayload(item.text);
+    }
+    const marker: Extension[] = [{ url: EXTENSION.toolResult, valueString: item.toolCallId }];
+    // An empty result still needs its item, to say which call it answers.
+    return item.text ? textPayload(item.text, marker) : [{ extension: marker, contentAttachment: { contentType: 'text/plain' } }];
+  });
   return {
     resourceType: 'Communication',
     status: 'completed',
@@ -50,10 +63,22 @@ export function buildPrompt(parties: ConversationParties, input: { rootId: strin
     sender: parties.caller,
     recipient: [parties.agent],
     sent: input.sent,
-    payload: [{ contentString: input.text }],
+    payload: payload.length > 0 ? payload : undefined,
     partOf: [{ reference: `Communication/${input.rootId}` }],
-    extension: [{ url: EXTENSION.chatRequest, valueString: JSON.stringify(input.requestBody) }],
+    // A body over a FHIR string's 1 MiB is kept in several extensions, in order (fhir-text.ts).
+    extension: textPieces(JSON.stringify(input.requestBody)).map((valueString) => ({ url: EXTENSION.chatRequest, valueString })),
   };
+}
+
+/** A FHIR tool fhirgate ran for the model during one reply: what was asked, what the model was given, from which records. */
+export interface FhirToolRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+  /** The text the model was given as the call's result. */
+  readonly result: string;
+  /** The records the result came from (the patient's records, never another's). */
+  readonly shared: readonly Reference[];
 }
 
 /** What is known about a reply when it is recorded. */
@@ -72,6 +97,10 @@ export interface ReplyRecord {
   readonly history: { readonly count: number; readonly oldest?: string };
   /** The patient context sent with the prompt, and the records it came from. */
   readonly patientContext?: { readonly text: string; readonly shared: readonly Reference[] };
+  /** FHIR tools run for the model while it answered, in order. */
+  readonly fhirTools?: readonly FhirToolRecord[];
+  /** Calls the model asked the client to make (the reply's `tool_calls`). */
+  readonly toolCalls?: readonly ChatToolCall[];
   readonly sent: string;
 }
 
@@ -94,6 +123,12 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
   if (reply.patientContext) {
     extension.push({ url: EXTENSION.patientContext, valueString: reply.patientContext.text });
   }
+  for (const call of reply.fhirTools ?? []) {
+    extension.push({ url: EXTENSION.fhirToolCall, extension: [...callParts(call), ...stringPart('result', call.result)] });
+  }
+  for (const call of reply.toolCalls ?? []) {
+    extension.push({ url: EXTENSION.toolCall, extension: callParts(call) });
+  }
   extension.push({
     url: EXTENSION.history,
     extension: [
@@ -111,10 +146,31 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     sender: parties.agent,
     recipient: [parties.caller],
     sent: reply.sent,
-    payload: [{ contentString: reply.text }],
+    // A reply without text (none delivered, or only tool calls) has no payload; a long one has several items.
+    payload: reply.text ? textPayload(reply.text) : undefined,
     partOf: [{ reference: `Communication/${reply.rootId}` }],
     inResponseTo: [{ reference: `Communication/${reply.promptId}` }],
-    about: reply.patientContext?.shared.length ? [...reply.patientContext.shared] : undefined,
+    about: sharedRecords(reply),
     extension,
   };
+}
+
+/** Every record of the patient that reached the model for this reply, once each: the summary's, then the tools'. */
+function sharedRecords(reply: ReplyRecord): Reference[] | undefined {
+  const references = new Set<string>();
+  for (const record of [...(reply.patientContext?.shared ?? []), ...(reply.fhirTools ?? []).flatMap((call) => call.shared)]) {
+    if (record.reference) {
+      references.add(record.reference);
+    }
+  }
+  return references.size > 0 ? [...references].map((reference) => ({ reference })) : undefined;
+}
+
+function callParts(call: { readonly id: string; readonly name: string; readonly arguments: string }): Extension[] {
+  return [...stringPart('id', call.id), ...stringPart('name', call.name), ...stringPart('arguments', call.arguments)];
+}
+
+/** A sub-extension with a string value, left out when there is nothing in it (FHIR strings are never empty or blank). */
+function stringPart(url: string, value: string): Extension[] {
+  return value.trim() ? [{ url, valueString: value }] : [];
 }

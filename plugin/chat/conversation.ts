@@ -8,6 +8,7 @@ import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
+import { messagesOf, toolCallsOf } from './recorded-messages.ts';
 
 /** Reads the root of an existing conversation; one that does not exist, or that the caller may not read, is 404. */
 export async function readConversationRoot(repo: FhirRepository, conversationId: string): Promise<WithId<Communication>> {
@@ -49,7 +50,8 @@ export interface ConversationHistory {
 /**
  * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository.
  * Replies that were cut short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are
- * left out. The newest messages within the limits are kept.
+ * left out. The newest messages within the limits are kept; a prompt with tool results stands for several
+ * messages. The window never opens with a tool result whose call it cut off.
  */
 export async function loadHistory(
   repo: FhirRepository,
@@ -63,34 +65,46 @@ export async function loadHistory(
     sortRules: [{ code: 'sent', descending: true }],
     count: limits.maxMessages + 1,
   });
+  // Newest first: each Communication's messages, last one first.
   const kept: { id: string; message: ChatMessage }[] = [];
   let characters = 0;
+  let full = false;
   for (const communication of stored) {
-    const message = toChatMessage(communication);
-    if (communication.id === excludeId || !message) {
+    if (communication.id === excludeId) {
       continue;
     }
-    if (kept.length >= limits.maxMessages || characters + message.content.length > limits.maxCharacters) {
+    for (const message of messagesOf(communication).reverse()) {
+      if (kept.length >= limits.maxMessages || characters + message.content.length > limits.maxCharacters) {
+        full = true;
+        break;
+      }
+      characters += message.content.length;
+      kept.push({ id: communication.id, message });
+    }
+    if (full) {
       break;
     }
-    characters += message.content.length;
-    kept.push({ id: communication.id, message });
   }
   kept.reverse();
+  while (kept[0]?.message.role === 'tool') {
+    kept.shift();
+  }
   return { messages: kept.map((item) => item.message), oldestId: kept[0]?.id };
 }
 
-function toChatMessage(communication: Communication): ChatMessage | undefined {
-  const text = communication.payload?.[0]?.contentString;
-  const code = communication.category?.[0]?.coding?.[0]?.code;
-  if (text === undefined) {
-    return undefined;
-  }
-  if (code === CATEGORY.prompt.code) {
-    return { role: 'user', content: text };
-  }
-  if (code === CATEGORY.response.code && communication.status !== 'not-done') {
-    return { role: 'assistant', content: text };
-  }
-  return undefined;
+/**
+ * The ids of the calls the conversation's newest reply asked the client to make, for a request that answers them;
+ * empty when that reply asked for none.
+ */
+export async function readPendingToolCalls(repo: FhirRepository, conversationId: string): Promise<Set<string>> {
+  const newest = await repo.searchResources<Communication>({
+    resourceType: 'Communication',
+    filters: [
+      { code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` },
+      { code: 'category', operator: 'eq', value: CATEGORY.response.code },
+    ],
+    sortRules: [{ code: 'sent', descending: true }],
+    count: 1,
+  });
+  return new Set(newest[0] && newest[0].status === 'completed' ? toolCallsOf(newest[0]).map((call) => call.id) : []);
 }

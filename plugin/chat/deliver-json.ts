@@ -21,8 +21,9 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   response.on('close', abortOnClose);
   try {
     const completion = await turn.target.model.complete({ ...turn.modelRequest, signal: controller.signal });
-    await recordReply(turn, { status: 'completed', text: completion.text, usage: completion.usage, finishReason: completion.finishReason });
-    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), completion.text, completion.finishReason, completion.usage));
+    const { text, toolCalls, usage, finishReason } = completion;
+    await recordReply(turn, { status: 'completed', text, toolCalls, usage, finishReason });
+    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls));
   } catch (error) {
     if (isShutdownAbort(controller.signal)) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });

@@ -1,10 +1,10 @@
 import type { Response } from 'express';
 import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
 import { toAppError } from '../errors.ts';
-import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
-import { completionChunk, finishChunk, usageChunk, type AnswerFields } from './wire-format.ts';
+import { completionChunk, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 
@@ -36,6 +36,8 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   };
 
   let delivered = '';
+  // The calls the model asks the client to make, put together from their fragments for the reply's record.
+  const toolCalls: { id: string; name: string; arguments: string }[] = [];
   let finishReason: ChatFinishReason = 'stop';
   let usage: ChatUsage | undefined;
   try {
@@ -46,7 +48,13 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
         turn.records.delivered(turn.replyId, event.text);
         await sse.send(chunk({ content: event.text }));
         delivered += event.text;
-      } else {
+      } else if (event.type === 'tool_call') {
+        const call = (toolCalls[event.index] ??= { id: '', name: '', arguments: '' });
+        call.id ||= event.id ?? '';
+        call.name ||= event.name ?? '';
+        call.arguments += event.arguments;
+        await sse.send(chunk(toolCallDelta(event)));
+      } else if (event.type === 'finish') {
         finishReason = event.finishReason;
         usage = event.usage;
       }
@@ -77,7 +85,8 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   }
 
   try {
-    await recordReply(turn, { status: 'completed', text: delivered, usage, finishReason });
+    const calls: ChatToolCall[] = toolCalls.filter((call) => call !== undefined);
+    await recordReply(turn, { status: 'completed', text: delivered, toolCalls: calls, usage, finishReason });
   } catch (error) {
     await sendInBandError(sse, toOpenAiErrorBody(toAppError(error)));
     throw error;

@@ -1,33 +1,49 @@
 /**
- * The AuditEvent of a disclosure to the model: the patient's records fhirgate read with the caller's permissions
- * and sent to the LLM for one reply, following the IHE Basic Audit Log Patterns' patient-privacy "Query": the
- * caller as the requesting agent, the AI agent's Device as the recipient, the patient as the patient entity, each
- * record shared as a domain resource, and the reply it was sent for. Written before the provider is called.
+ * The AuditEvent of a disclosure to the model: records of a patient that fhirgate read with the caller's
+ * permissions and sent to the LLM for one reply, following the IHE Basic Audit Log Patterns' patient-privacy
+ * events: the caller as the requesting agent, the AI agent's Device as the recipient, the patient as the patient
+ * entity, each record shared as a domain resource, and the reply it was sent for. One event per disclosure: the
+ * patient summary ("Query"), and each FHIR tool call that returned records (a search is a "Query" with its query,
+ * a read is a "Read"). Each is written before the model is given the records.
  */
-import type { AuditEvent, Device, Reference } from '@medplum/fhirtypes';
+import type { AuditEvent, AuditEventEntity, Device, Reference } from '@medplum/fhirtypes';
 
 const OBJECT_ROLE = 'http://terminology.hl7.org/CodeSystem/object-role';
+const ENTITY_TYPE = 'http://terminology.hl7.org/CodeSystem/audit-entity-type';
+const RESTFUL_INTERACTION = 'http://hl7.org/fhir/restful-interaction';
+
+/** How the records were read. */
+export type DisclosureAccess =
+  /** The patient summary sent with the prompt. */
+  | { readonly kind: 'summary' }
+  /** A FHIR tool's search, with the search as it ran (`Type?patient=...&...`). */
+  | { readonly kind: 'query'; readonly query: string; readonly toolCallId: string }
+  /** A FHIR tool's read of one record. */
+  | { readonly kind: 'read'; readonly toolCallId: string };
 
 /** One disclosure: who asked, what was sent, to which reply. */
 export interface Disclosure {
   readonly caller: NonNullable<AuditEvent['agent'][number]['who']>;
   readonly agent: Reference<Device>;
-  /** The records shared, the Patient first (see patient-context.ts). */
+  readonly patient: Reference;
+  /** The records shared (the Patient itself may be one of them). */
   readonly shared: readonly Reference[];
   readonly replyId: string;
+  readonly access: DisclosureAccess;
 }
 
 /** The AuditEvent recording `disclosure`. */
 export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
-  const [patient, ...records] = disclosure.shared;
+  const { access } = disclosure;
+  const records = disclosure.shared.filter((record) => record.reference !== disclosure.patient.reference);
   return {
     resourceType: 'AuditEvent',
     type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest', display: 'RESTful Operation' },
-    subtype: [{ system: 'http://hl7.org/fhir/restful-interaction', code: 'search-type', display: 'search type' }],
-    action: 'E',
+    subtype: [access.kind === 'read' ? { system: RESTFUL_INTERACTION, code: 'read', display: 'read' } : { system: RESTFUL_INTERACTION, code: 'search-type', display: 'search type' }],
+    action: access.kind === 'read' ? 'R' : 'E',
     recorded: new Date().toISOString(),
     outcome: '0',
-    outcomeDesc: `Patient context sent to the AI model for reply Communication/${disclosure.replyId}: ${disclosure.shared.length} records`,
+    outcomeDesc: describe(disclosure),
     purposeOfEvent: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'TREAT', display: 'treatment' }] }],
     agent: [
       { who: disclosure.caller, requestor: true },
@@ -35,9 +51,29 @@ export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
     ],
     source: { observer: disclosure.agent },
     entity: [
-      { what: patient, role: { system: OBJECT_ROLE, code: '1', display: 'Patient' } },
+      { what: disclosure.patient, role: { system: OBJECT_ROLE, code: '1', display: 'Patient' } },
       ...records.map((what) => ({ what, role: { system: OBJECT_ROLE, code: '4', display: 'Domain Resource' } })),
+      ...(access.kind === 'query' ? [queryEntity(access.query)] : []),
       { what: { reference: `Communication/${disclosure.replyId}` }, role: { system: OBJECT_ROLE, code: '3', display: 'Report' } },
     ],
+  };
+}
+
+function describe(disclosure: Disclosure): string {
+  const { access } = disclosure;
+  const count = `${disclosure.shared.length} record${disclosure.shared.length === 1 ? '' : 's'}`;
+  const reply = `reply Communication/${disclosure.replyId}`;
+  if (access.kind === 'summary') {
+    return `Patient context sent to the AI model for ${reply}: ${count}`;
+  }
+  return `FHIR tool call ${access.toolCallId} (${access.kind === 'read' ? 'read' : 'search'}) answered for the AI model for ${reply}: ${count}`;
+}
+
+/** BALP's query entity: the search as it ran, base64 encoded. */
+function queryEntity(query: string): AuditEventEntity {
+  return {
+    type: { system: ENTITY_TYPE, code: '2', display: 'System Object' },
+    role: { system: OBJECT_ROLE, code: '24', display: 'Query' },
+    query: Buffer.from(query, 'utf8').toString('base64'),
   };
 }

@@ -27,6 +27,15 @@ export const EXTENSION = {
   patientContext: 'urn:fhirgate:extension:patient-context',
   /** On a reply: the earlier messages sent with it as history (`count`, `oldest`). */
   history: 'urn:fhirgate:extension:history',
+  /** On a reply, one per call: a function call the model asked the client to make (`id`, `name`, `arguments`). */
+  toolCall: 'urn:fhirgate:extension:tool-call',
+  /** On an item of a prompt's `payload`: the id of the call whose result the item is (the item is a tool result). */
+  toolResult: 'urn:fhirgate:extension:tool-result',
+  /**
+   * On a reply, one per call: a FHIR tool fhirgate ran for the model while answering (`id`, `name`, `arguments`,
+   * `result`: the text the model was given); the records the result came from are in the reply's `about`.
+   */
+  fhirToolCall: 'urn:fhirgate:extension:fhir-tool-call',
 } as const;
 
 /** Identifier of the AI agent's Device in each project. */

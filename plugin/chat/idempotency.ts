@@ -18,7 +18,7 @@ import type { Communication } from '@medplum/fhirtypes';
 import type { Request } from 'express';
 import { AppError } from '../errors.ts';
 import { findCommunication } from './conversation.ts';
-import { EXTENSION } from './fhir-vocabulary.ts';
+import { recordedRequest } from './recorded-messages.ts';
 
 /** The header, as OpenAI, Stripe and the IETF draft name it. */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -77,7 +77,7 @@ export async function resolveIdempotentTurn(
     if (!prompt) {
       return { kind: 'run', ids };
     }
-    const recorded = prompt.extension?.find((extension) => extension.url === EXTENSION.chatRequest)?.valueString;
+    const recorded = recordedRequest(prompt);
     if (recorded !== requestJson) {
       throw new AppError('invalid_request', 'This Idempotency-Key was already used with a different request.', { details: { param: 'Idempotency-Key' } });
     }

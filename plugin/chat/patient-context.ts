@@ -23,6 +23,13 @@ import type {
 } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 
+/**
+ * How a turn about a patient shares the chart with the model: a summary sent with the prompt, FHIR tools the model
+ * may call to look things up (fhir-tools.ts), both, or nothing.
+ */
+export const PATIENT_CONTEXT_MODES = ['summary', 'tools', 'both', 'none'] as const;
+export type PatientContextMode = (typeof PATIENT_CONTEXT_MODES)[number];
+
 /** The clinical resource types a summary may include, in the order they appear. */
 export const PATIENT_CONTEXT_TYPES = ['Condition', 'MedicationRequest', 'MedicationStatement', 'AllergyIntolerance', 'Observation'] as const;
 export type PatientContextType = (typeof PATIENT_CONTEXT_TYPES)[number];
@@ -60,6 +67,56 @@ const SECTIONS: Readonly<Record<PatientContextType, Section>> = {
 
 /** The Project.setting with which a project narrows what its turns share: types, comma separated, or `off`. */
 export const PATIENT_CONTEXT_SETTING = 'AI_PATIENT_CONTEXT';
+/** The Project.setting naming how the project's turns share the chart by default (a {@link PatientContextMode}). */
+export const PATIENT_CONTEXT_MODE_SETTING = 'AI_PATIENT_CONTEXT_MODE';
+
+/** What one turn about a patient shares with the model. */
+export interface Sharing {
+  readonly summary: boolean;
+  readonly tools: boolean;
+}
+
+/**
+ * What a turn shares: the request's `patient_context`, else the project's {@link PATIENT_CONTEXT_MODE_SETTING},
+ * else the server's mode. Sharing nothing is always allowed; asking for more where the server or the project
+ * shares nothing is a 403. A request that brings its own tools gets no FHIR tools (asking for them with its own
+ * tools is a 400): the summary only where the mode has one, never more than the project chose.
+ */
+export function sharingFor(
+  project: Project,
+  options: { readonly enabled: boolean; readonly mode: PatientContextMode },
+  request: { readonly mode?: PatientContextMode; readonly hasOwnTools: boolean }
+): Sharing {
+  const mode = request.mode ?? projectModeOf(project) ?? options.mode;
+  if (!options.enabled && mode !== 'none') {
+    if (request.mode !== undefined) {
+      throw new AppError('forbidden', `This project does not share patient records with AI models (patient_context '${request.mode}' cannot be served).`, {
+        details: { param: 'patient_context' },
+      });
+    }
+    return { summary: false, tools: false };
+  }
+  const tools = mode === 'tools' || mode === 'both';
+  if (tools && request.hasOwnTools && request.mode !== undefined) {
+    throw new AppError('invalid_request', `Invalid request: patient_context '${request.mode}' cannot be combined with the request's own tools.`, {
+      details: { param: 'patient_context' },
+    });
+  }
+  return { summary: mode === 'summary' || mode === 'both', tools: tools && !request.hasOwnTools };
+}
+
+function projectModeOf(project: Project): PatientContextMode | undefined {
+  const setting = project.setting?.find((entry) => entry.name === PATIENT_CONTEXT_MODE_SETTING)?.valueString?.trim();
+  if (setting === undefined) {
+    return undefined;
+  }
+  if (!(PATIENT_CONTEXT_MODES as readonly string[]).includes(setting)) {
+    throw new AppError('not_configured', `The project setting ${PATIENT_CONTEXT_MODE_SETTING} must be one of ${PATIENT_CONTEXT_MODES.join(', ')}.`, {
+      details: { setting: PATIENT_CONTEXT_MODE_SETTING },
+    });
+  }
+  return setting as PatientContextMode;
+}
 
 /**
  * The server's options narrowed by the project's setting: a project may share fewer types than the server allows
@@ -86,27 +143,24 @@ export function patientContextOptionsFor<T extends PatientContextOptions & { rea
 }
 
 /**
- * The summary for a turn about `subject` (using the Patient when the turn already read it), or undefined without
- * a subject, when turned off, or when the caller may not read the patient.
+ * The Patient a turn is about, as the caller may read it (using the Patient when the turn has already read it);
+ * undefined when the caller may not read it: then nothing of the chart is shared.
  */
-export async function patientContextFor(
+export async function readChartPatient(
   repo: FhirRepository,
-  subject: { readonly reference: Reference<Patient>; readonly patient?: WithId<Patient> } | undefined,
-  options: PatientContextOptions & { readonly enabled: boolean }
-): Promise<PatientContext | undefined> {
-  if (!options.enabled || !subject?.reference.reference) {
-    return undefined;
+  subject: { readonly reference: Reference<Patient>; readonly patient?: WithId<Patient> }
+): Promise<WithId<Patient> | undefined> {
+  if (subject.patient) {
+    return subject.patient;
   }
-  let patient = subject.patient;
   try {
-    patient ??= await repo.readReference(subject.reference);
+    return await repo.readReference(subject.reference);
   } catch (error) {
     if (error instanceof OperationOutcomeError && [403, 404].includes(getStatus(error.outcome))) {
       return undefined;
     }
     throw error;
   }
-  return buildPatientContext(repo, patient, options);
 }
 
 /** Builds the summary of `patient` from what the caller may read. */

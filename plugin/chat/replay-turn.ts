@@ -1,7 +1,7 @@
 /**
  * Sends a completed turn again, from its records, to a client that repeats a request with the same
- * `Idempotency-Key`: the same ids, text, model, finish reason and usage, JSON or streamed as this request asks
- * (a stream replays the text in one chunk). Marked `Idempotent-Replayed: true`.
+ * `Idempotency-Key`: the same ids, text, tool calls, model, finish reason and usage, JSON or streamed as this
+ * request asks (a stream replays the text in one chunk, and each call in one). Marked `Idempotent-Replayed: true`.
  */
 import type { WithId } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
@@ -11,7 +11,8 @@ import type { ChatRequest } from './chat-request.ts';
 import { sendEnd } from './deliver-stream.ts';
 import { EXTENSION } from './fhir-vocabulary.ts';
 import { SseWriter } from './sse-writer.ts';
-import { completionBody, completionChunk, type AnswerFields } from './wire-format.ts';
+import { replyText, toolCallsOf } from './recorded-messages.ts';
+import { completionBody, completionChunk, toolCallDelta, type AnswerFields } from './wire-format.ts';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
 
@@ -25,11 +26,12 @@ export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication
     conversationId,
     replyId: reply.id,
   };
-  const text = reply.payload?.[0]?.contentString ?? '';
+  const text = replyText(reply);
+  const toolCalls = toolCallsOf(reply);
   const finishReason = (extensionOf(reply, EXTENSION.finishReason)?.valueCode ?? 'stop') as ChatFinishReason;
   const usage = usageOf(reply);
   if (!chat.stream) {
-    response.set({ 'X-Conversation-ID': conversationId, ...REPLAYED }).json(completionBody(fields, text, finishReason, usage));
+    response.set({ 'X-Conversation-ID': conversationId, ...REPLAYED }).json(completionBody(fields, text, finishReason, usage, toolCalls));
     return;
   }
   const sse = new SseWriter(response);
@@ -37,6 +39,9 @@ export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication
   await sse.send(completionChunk(fields, { role: 'assistant', content: '' }));
   if (text) {
     await sse.send(completionChunk(fields, { content: text }));
+  }
+  for (const [index, call] of toolCalls.entries()) {
+    await sse.send(completionChunk(fields, toolCallDelta({ index, ...call })));
   }
   await sendEnd(sse, fields, finishReason, chat.includeUsage ? usage : null);
 }

@@ -44,6 +44,20 @@ describe('ReplyJournal', () => {
     expect(third.unfinished.map((entry) => entry.reply.id)).toEqual(['c']);
   });
 
+  test('the FHIR tool calls a turn ran are recovered with it, also after the file was rewritten', () => {
+    const call = { id: 'call_1', name: 'read_record', arguments: '{"reference":"Condition/c1"}', result: '{"count":1}', shared: [{ reference: 'Condition/c1' }] };
+    const first = ReplyJournal.open(root, { rotateBytes: 1 });
+    first.open(turn('a'));
+    first.toolCall('a', call);
+    first.delivered('a', 'Treated since 2021.');
+    // rotateBytes 1: every append rewrites the file from what the journal holds.
+
+    const second = ReplyJournal.open(root);
+    expect(second.unfinished).toHaveLength(1);
+    expect(second.unfinished[0].reply.fhirTools).toEqual([call]);
+    expect(second.unfinished[0].delivered).toBe('Treated since 2021.');
+  });
+
   test('a journal whose process is alive is left alone', () => {
     const live = ReplyJournal.open(root);
     live.open(turn('x'));

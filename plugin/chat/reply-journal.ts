@@ -5,6 +5,7 @@
  * - `open` before the prompt is written: the ids of the prompt and the reply (fixed in advance) and everything to
  *   build the reply's record except how it ends;
  * - `history` once the conversation's history is loaded (what the reply's record says the model was sent);
+ * - `tool` for each FHIR tool call run for the model, before the model is given its result;
  * - `text` for each piece of reply text, written before the piece goes to the socket;
  * - `outbox` with the whole reply resource when the store did not take it (fsync'd: the record exists only here);
  * - `closed` once the reply is in the store, or when the prompt was never stored (the turn was refused).
@@ -21,7 +22,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Communication } from '@medplum/fhirtypes';
-import type { ReplyRecord, ConversationParties } from './communication-builders.ts';
+import type { ConversationParties, FhirToolRecord, ReplyRecord } from './communication-builders.ts';
 
 /** What a journal knows about a turn when it opens: everything to build its reply except how it ended. */
 export interface OpenTurn {
@@ -41,6 +42,7 @@ export interface UnfinishedTurn extends OpenTurn {
 type Entry =
   | ({ readonly op: 'open'; readonly id: string } & OpenTurn)
   | { readonly op: 'history'; readonly id: string; readonly history: OpenTurn['reply']['history']; readonly patientContext?: OpenTurn['reply']['patientContext'] }
+  | { readonly op: 'tool'; readonly id: string; readonly call: FhirToolRecord }
   | { readonly op: 'text'; readonly id: string; readonly text: string }
   | { readonly op: 'outbox'; readonly id: string; readonly resource: Communication }
   | { readonly op: 'closed'; readonly id: string };
@@ -128,6 +130,16 @@ export class ReplyJournal {
     }
     state.reply = { ...state.reply, history, patientContext };
     this.#append({ op: 'history', id, history, patientContext });
+  }
+
+  /** A FHIR tool call ran for the model; its result is about to be given to the model. */
+  toolCall(id: string, call: FhirToolRecord): void {
+    const state = this.#turns.get(id);
+    if (!state) {
+      return;
+    }
+    state.reply = withToolCall(state.reply, call);
+    this.#append({ op: 'tool', id, call });
   }
 
   /** Reply text is about to be sent to the client. */
@@ -240,6 +252,8 @@ export function readUnfinished(content: string): UnfinishedTurn[] {
       state.delivered += entry.text;
     } else if (entry.op === 'history') {
       state.reply = { ...state.reply, history: entry.history, patientContext: entry.patientContext };
+    } else if (entry.op === 'tool') {
+      state.reply = withToolCall(state.reply, entry.call);
     } else if (entry.op === 'outbox') {
       state.outbox = entry.resource;
     } else {
@@ -247,6 +261,10 @@ export function readUnfinished(content: string): UnfinishedTurn[] {
     }
   }
   return [...turns.values()];
+}
+
+function withToolCall(reply: OpenTurn['reply'], call: FhirToolRecord): OpenTurn['reply'] {
+  return { ...reply, fhirTools: [...(reply.fhirTools ?? []), call] };
 }
 
 function parseLine(line: string): Entry | undefined {

@@ -15,7 +15,7 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
-import { buildReply } from './communication-builders.ts';
+import { buildReply, type FhirToolRecord } from './communication-builders.ts';
 import { findCommunication } from './conversation.ts';
 import type { OpenTurn, ReplyJournal } from './reply-journal.ts';
 
@@ -90,6 +90,11 @@ export class ReplyRecords {
   /** The history (and patient context) the model is sent, for the reply's record. */
   history(replyId: string, history: OpenTurn['reply']['history'], patientContext?: OpenTurn['reply']['patientContext']): void {
     this.#options.journal.history(replyId, history, patientContext);
+  }
+
+  /** A FHIR tool call ran for the model, and its result is about to be given to it (for the reply's record). */
+  toolCall(replyId: string, call: FhirToolRecord): void {
+    this.#options.journal.toolCall(replyId, call);
   }
 
   /** The turn's prompt was not stored: the turn was refused and needs no reply. */

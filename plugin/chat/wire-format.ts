@@ -3,7 +3,7 @@
  * its records (`Idempotency-Key`): the JSON completion and the SSE chunks, with fhirgate's `conversation_id` and
  * `communication_id`.
  */
-import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 
 /** What every answer of a turn carries. */
 export interface AnswerFields {
@@ -17,14 +17,24 @@ export interface AnswerFields {
   readonly replyId: string;
 }
 
-/** The `chat.completion` body of a JSON answer. */
-export function completionBody(fields: AnswerFields, text: string, finishReason: ChatFinishReason, usage: ChatUsage | undefined): Record<string, unknown> {
+/** The `chat.completion` body of a JSON answer; with calls, `content` is null when the model wrote no text, as OpenAI's is. */
+export function completionBody(
+  fields: AnswerFields,
+  text: string,
+  finishReason: ChatFinishReason,
+  usage: ChatUsage | undefined,
+  toolCalls: readonly ChatToolCall[] = []
+): Record<string, unknown> {
+  const message =
+    toolCalls.length > 0
+      ? { role: 'assistant', content: text || null, tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
+      : { role: 'assistant', content: text };
   return {
     id: fields.completionId,
     object: 'chat.completion',
     created: fields.created,
     model: fields.modelId,
-    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finishReason }],
+    choices: [{ index: 0, message, finish_reason: finishReason }],
     usage: toWireUsage(usage),
     conversation_id: fields.conversationId,
     communication_id: fields.replyId,
@@ -47,6 +57,15 @@ export function completionChunk(
     ...extra,
     choices: [{ index: 0, delta, finish_reason: finishReason }],
   };
+}
+
+/** The `delta` of a fragment of a tool call: `id`, `type` and `name` on the call's first fragment, then more arguments. */
+export function toolCallDelta(fragment: { readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }): Record<string, unknown> {
+  const call =
+    fragment.id === undefined
+      ? { index: fragment.index, function: { arguments: fragment.arguments } }
+      : { index: fragment.index, id: fragment.id, type: 'function', function: { name: fragment.name ?? '', arguments: fragment.arguments } };
+  return { tool_calls: [call] };
 }
 
 /** The last chunk, naming the reply's record. */

@@ -1,10 +1,12 @@
 /**
  * The ChatModel over `@anthropic-ai/sdk` (Anthropic's Messages API). System messages travel in the top-level
- * `system` field; OpenAI's `stop` becomes `stop_sequences` and `user` becomes `metadata.user_id`; `seed` and the
- * penalties have no Anthropic equivalent and are dropped.
+ * `system` field; OpenAI's `stop` becomes `stop_sequences` and `user` becomes `metadata.user_id`; `seed`, the
+ * penalties and `parallel_tool_calls` have no Anthropic equivalent here and are dropped. Tools, calls and results
+ * take Anthropic's content-block shape (`anthropic-messages.ts`).
  */
 import { Anthropic, APIConnectionError, APIConnectionTimeoutError, APIError } from '@anthropic-ai/sdk';
 import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import { readToolUses, toAnthropicConversation, toAnthropicTools } from './anthropic-messages.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
@@ -62,8 +64,10 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
             text += block.text;
           }
         }
+        const toolCalls = readToolUses(message.content);
         return {
           text,
+          ...(toolCalls.length > 0 ? { toolCalls } : {}),
           finishReason: readFinishReason(message.stop_reason),
           usage: { promptTokens: countInputTokens(message.usage), completionTokens: message.usage.output_tokens },
         };
@@ -81,17 +85,36 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
         let finishReason: ChatFinishReason | undefined;
         let promptTokens: number | undefined;
         let completionTokens: number | undefined;
+        // The port numbers calls 0, 1, ... in the reply; Anthropic's block index counts text blocks too.
+        const calls = new ToolUseBlocks();
         for await (const event of call.guard(stream)) {
           switch (event.type) {
             case 'message_start':
               promptTokens = countInputTokens(event.message.usage);
               completionTokens = event.message.usage.output_tokens;
               break;
+            case 'content_block_start':
+              if (event.content_block.type === 'tool_use') {
+                yield calls.start(event.index, event.content_block);
+              }
+              break;
             case 'content_block_delta':
               if (event.delta.type === 'text_delta' && event.delta.text !== '') {
                 yield { type: 'text', text: event.delta.text };
+              } else if (event.delta.type === 'input_json_delta') {
+                const fragment = calls.arguments(event.index, event.delta.partial_json);
+                if (fragment) {
+                  yield fragment;
+                }
               }
               break;
+            case 'content_block_stop': {
+              const fragment = calls.stop(event.index);
+              if (fragment) {
+                yield fragment;
+              }
+              break;
+            }
             case 'message_delta':
               // message_delta's counts are cumulative: they replace message_start's, never add to them.
               finishReason = readFinishReason(event.delta.stop_reason);
@@ -120,19 +143,51 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
   };
 }
 
+type ToolCallEvent = Extract<ChatStreamEvent, { type: 'tool_call' }>;
+
+/** The `tool_use` blocks of a streamed reply, by Anthropic's block index, and the port's index of each. */
+class ToolUseBlocks {
+  readonly #calls = new Map<number, { readonly index: number; sentArguments: boolean }>();
+
+  /** A `tool_use` block starts: the call's first fragment, with its id and name. */
+  start(blockIndex: number, block: { readonly id: string; readonly name: string; readonly input: unknown }): ToolCallEvent {
+    const index = this.#calls.size;
+    // Anthropic starts a block with an empty input and streams it; one that came whole is taken as it is.
+    const input = typeof block.input === 'object' && block.input !== null && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : '';
+    this.#calls.set(blockIndex, { index, sentArguments: input !== '' });
+    return { type: 'tool_call', index, id: block.id, name: block.name, arguments: input };
+  }
+
+  /** A piece of a call's input JSON. */
+  arguments(blockIndex: number, text: string): ToolCallEvent | undefined {
+    const call = this.#calls.get(blockIndex);
+    if (call === undefined || text === '') {
+      return undefined;
+    }
+    call.sentArguments = true;
+    return { type: 'tool_call', index: call.index, arguments: text };
+  }
+
+  /** A block ends: a call without arguments gets `{}`, as a whole reply's call would (`JSON.stringify(input)`). */
+  stop(blockIndex: number): ToolCallEvent | undefined {
+    const call = this.#calls.get(blockIndex);
+    if (call === undefined || call.sentArguments) {
+      return undefined;
+    }
+    call.sentArguments = true;
+    return { type: 'tool_call', index: call.index, arguments: '{}' };
+  }
+}
+
 function buildParameters(request: ChatModelRequest) {
   const sampling = readSamplingOptions(request.extra);
-  const system = request.messages
-    .filter((message) => message.role === 'system')
-    .map((message) => message.content)
-    .join('\n\n');
+  const { system, messages } = toAnthropicConversation(request.messages);
   return {
     model: request.model,
     max_tokens: request.maxTokens,
-    system: system === '' ? undefined : system,
-    messages: request.messages.flatMap((message) =>
-      message.role === 'system' ? [] : [{ role: message.role, content: message.content }],
-    ),
+    system,
+    messages,
+    ...toAnthropicTools(request),
     temperature: request.temperature,
     top_p: sampling.topP,
     top_k: sampling.topK,
@@ -152,6 +207,8 @@ function readFinishReason(reason: string | null | undefined): ChatFinishReason {
       return 'length';
     case 'refusal':
       return 'content_filter';
+    case 'tool_use':
+      return 'tool_calls';
     default:
       return 'stop';
   }

@@ -29,6 +29,14 @@ export interface ChatModelContract {
   /** The token cap and temperature as they appear in the body the provider received. */
   readMaxTokens(body: Record<string, unknown>): unknown;
   readTemperature(body: Record<string, unknown>): unknown;
+  /**
+   * Where the ids of calls come from: `provider` (its wire format has them, and it checks that each result answers
+   * a call: OpenAI, Anthropic) or `adapter` (Ollama's has none: the adapter makes them, and a result names its
+   * call's function instead). Read by `describeToolCallingContract`.
+   */
+  readonly toolCallIds: 'provider' | 'adapter';
+  /** Whether the provider takes a tool choice (Ollama does not). */
+  readonly takesToolChoice: boolean;
 }
 
 /** A key that must never appear in an error. */
@@ -108,12 +116,12 @@ export function expectNoSecrets(error: AppError): void {
   }
 }
 
-/** Registers the contract's tests in the current describe block. */
 /** A request to `model` with the test conversation; `overrides` replace any field. */
 export function createTestRequest(model: string, overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
   return { model, messages: CONVERSATION, maxTokens: 100, extra: {}, signal: new AbortController().signal, ...overrides };
 }
 
+/** Registers the contract's tests in the current describe block (the tool cases: `chat-model-tool-contract.ts`). */
 export function describeChatModelContract(contract: ChatModelContract): void {
   const createModel = (timeoutMs = 5000): ChatModel =>
     contract.createModel({ baseUrl: contract.emulator().url, apiKey: TEST_API_KEY, timeoutMs });

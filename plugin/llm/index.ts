@@ -10,6 +10,9 @@ export type {
   ChatModel,
   ChatModelRequest,
   ChatStreamEvent,
+  ChatTool,
+  ChatToolCall,
+  ChatToolChoice,
   ChatUsage,
 } from './chat-model.ts';
 export { createChatModel } from './create-chat-model.ts';

@@ -3,10 +3,18 @@
  * `maxTokens` as `num_predict`, and `temperature`, `top_p`, `top_k`, `seed`, `stop` and the penalties under their
  * own names; a JSON `response_format` becomes `format: 'json'`. Signals, timeouts and stream checks go through
  * `ollama-transport.ts`, because the SDK has no per-request options.
+ *
+ * Tools: Ollama has no tool choice. `none` sends no tools (the history's calls and results still go); `required`
+ * and a named tool send the tools and leave the choice to the model, as `auto`. Ollama's calls have no ids: the
+ * adapter makes one per call (`call_` and random hex), and a tool result names its call's function (`tool_name`),
+ * found by the result's `toolCallId` among the earlier assistant calls. Arguments are objects on Ollama's wire
+ * (`tool-arguments.ts` for text that is not one).
  */
+import { randomBytes } from 'node:crypto';
 import { Ollama } from 'ollama';
-import type { ChatRequest, ChatResponse, Options } from 'ollama';
-import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import type { ChatRequest, ChatResponse, Message, Options, Tool, ToolCall } from 'ollama';
+import type { ChatCompletion, ChatFinishReason, ChatMessage, ChatModel, ChatModelRequest, ChatStreamEvent, ChatToolCall, ChatUsage } from './chat-model.ts';
+import { toArgumentsObject } from './tool-arguments.ts';
 import {
   createOllamaFetch,
   OLLAMA_MALFORMED_LINE,
@@ -53,9 +61,11 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       const scope: OllamaRequestScope = { signal: call.signal, stream: false };
       try {
         const response = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: false }));
+        const toolCalls = readToolCalls(response.message?.tool_calls);
         return {
           text: response.message?.content ?? '',
-          finishReason: readFinishReason(response.done_reason),
+          ...(toolCalls.length > 0 ? { toolCalls } : {}),
+          finishReason: readFinishReason(response.done_reason, toolCalls.length > 0),
           usage: readUsage(response),
         };
       } catch (error) {
@@ -70,14 +80,19 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       const scope: OllamaRequestScope = { signal: call.signal, stream: true };
       try {
         const parts = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: true }));
+        let calls = 0;
         for await (const part of call.guard(parts)) {
           const text = part.message?.content;
           if (text) {
             yield { type: 'text', text };
           }
+          // Ollama streams calls whole: one event per call, numbered across the reply's lines.
+          for (const toolCall of readToolCalls(part.message?.tool_calls)) {
+            yield { type: 'tool_call', index: calls++, id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments };
+          }
           if (part.done) {
             // The SDK stops at the first `done` line; this one carries the finish reason and the counts.
-            yield { type: 'finish', finishReason: readFinishReason(part.done_reason), usage: readUsage(part) };
+            yield { type: 'finish', finishReason: readFinishReason(part.done_reason, calls > 0), usage: readUsage(part) };
             return;
           }
         }
@@ -104,16 +119,68 @@ function buildRequest(request: ChatModelRequest): ChatRequest {
     presence_penalty: sampling.presencePenalty,
     frequency_penalty: sampling.frequencyPenalty,
   };
+  const tools = request.toolChoice === 'none' ? [] : (request.tools ?? []);
   return {
     model: request.model,
-    messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
+    messages: toOllamaMessages(request.messages),
+    tools:
+      tools.length === 0
+        ? undefined
+        : tools.map(
+            (tool): Tool => ({
+              type: 'function',
+              // The SDK types `parameters` as a narrow JSON Schema; Ollama takes any schema object and sends it on.
+              function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } as Tool['function']['parameters'] },
+            }),
+          ),
     options,
     format: sampling.responseFormat === 'json_object' ? 'json' : undefined,
   };
 }
 
-function readFinishReason(reason: string | undefined): ChatFinishReason {
-  return reason === 'length' ? 'length' : 'stop';
+function toOllamaMessages(messages: readonly ChatMessage[]): Message[] {
+  // Ollama links a result to its call by the function's name only.
+  const namesById = new Map<string, string>();
+  return messages.map((message): Message => {
+    switch (message.role) {
+      case 'assistant': {
+        const calls = message.toolCalls ?? [];
+        if (calls.length === 0) {
+          return { role: 'assistant', content: message.content };
+        }
+        for (const call of calls) {
+          namesById.set(call.id, call.name);
+        }
+        return {
+          role: 'assistant',
+          content: message.content,
+          tool_calls: calls.map((call): ToolCall => ({ function: { name: call.name, arguments: toArgumentsObject(call.arguments) } })),
+        };
+      }
+      case 'tool': {
+        const name = namesById.get(message.toolCallId);
+        return name === undefined ? { role: 'tool', content: message.content } : { role: 'tool', content: message.content, tool_name: name };
+      }
+      default:
+        return { role: message.role, content: message.content };
+    }
+  });
+}
+
+function readToolCalls(calls: readonly ToolCall[] | undefined): ChatToolCall[] {
+  return (calls ?? []).map((call) => ({
+    id: `call_${randomBytes(12).toString('hex')}`,
+    name: call.function.name,
+    arguments: JSON.stringify(call.function.arguments ?? {}),
+  }));
+}
+
+// Ollama says `stop` when the model made calls; only the calls tell.
+function readFinishReason(reason: string | undefined, madeCalls: boolean): ChatFinishReason {
+  if (reason === 'length') {
+    return 'length';
+  }
+  return madeCalls ? 'tool_calls' : 'stop';
 }
 
 // Ollama leaves prompt_eval_count out when the whole prompt came from its cache; that counts as 0 prompt tokens.

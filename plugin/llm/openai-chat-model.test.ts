@@ -2,6 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/gl
 import { REDACTED, startLlmEmulator } from '../../test/emulator/index.ts';
 import type { LlmEmulator } from '../../test/emulator/index.ts';
 import { CONVERSATION, TEST_API_KEY, collectStream, createTestRequest, describeChatModelContract } from './chat-model-contract.ts';
+import type { ChatModelContract } from './chat-model-contract.ts';
+import { CONVERSATION_WITH_RESULTS, READ_CALL, SEARCH_CALL, TEST_TOOLS, describeToolCallingContract } from './chat-model-tool-contract.ts';
 import type { ChatModelRequest } from './chat-model.ts';
 import { createOpenAiChatModel } from './openai-chat-model.ts';
 
@@ -24,7 +26,7 @@ function createRequest(overrides: Partial<ChatModelRequest> = {}): ChatModelRequ
 }
 
 describe('OpenAI', () => {
-  describeChatModelContract({
+  const contract: ChatModelContract = {
     wireFormat: 'openai',
     model: 'gpt-test',
     emulator: () => emulator,
@@ -32,7 +34,11 @@ describe('OpenAI', () => {
       createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey, baseUrl: `${baseUrl}/v1`, timeoutMs }),
     readMaxTokens: (body) => body.max_completion_tokens,
     readTemperature: (body) => body.temperature,
-  });
+    toolCallIds: 'provider',
+    takesToolChoice: true,
+  };
+  describeChatModelContract(contract);
+  describeToolCallingContract(contract);
 
   test('passes the OpenAI sampling fields on, drops the others, and asks for usage in streams', async () => {
     const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
@@ -77,10 +83,48 @@ describe('OpenAI', () => {
 
     expect(Object.keys(emulator.received[0].body).sort()).toEqual(['max_completion_tokens', 'messages', 'model', 'stream']);
   });
+
+  test("sends tools, the tool choice, parallel_tool_calls, calls and results in OpenAI's shape", async () => {
+    const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
+    await model.complete(
+      createRequest({ messages: CONVERSATION_WITH_RESULTS, tools: TEST_TOOLS, toolChoice: { name: 'read_patient' }, extra: { parallel_tool_calls: false } }),
+    );
+    const { body } = emulator.received[0];
+
+    expect(body.tools).toEqual(TEST_TOOLS.map((tool) => ({ type: 'function', function: tool })));
+    expect(body.tool_choice).toEqual({ type: 'function', function: { name: 'read_patient' } });
+    expect(body.parallel_tool_calls).toBe(false);
+    expect(body.messages).toEqual([
+      ...CONVERSATION,
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_history_0', type: 'function', function: { name: 'search_observations', arguments: '{"code":"8867-4","count":3}' } },
+          { id: 'call_history_1', type: 'function', function: { name: 'read_patient', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_history_0', content: 'Heart rate 48 bpm on 2025-03-01.' },
+      { role: 'tool', tool_call_id: 'call_history_1', content: 'Jane Doe, born 1990, marathon runner.' },
+    ]);
+  });
+
+  test("the calls keep the provider's ids, whole and streamed", async () => {
+    const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
+    emulator.enqueue({ toolCalls: [[SEARCH_CALL, { ...READ_CALL, id: 'call_chosen' }]] });
+    const completion = await model.complete(createRequest({ tools: TEST_TOOLS }));
+    emulator.enqueue({ toolCalls: [[SEARCH_CALL]] });
+    const { events } = await collectStream(model.stream(createRequest({ tools: TEST_TOOLS })));
+
+    expect(completion.toolCalls?.map((call) => call.id)).toEqual(['call_1_0', 'call_chosen']);
+    expect(events.filter((event) => event.type === 'tool_call' && event.id !== undefined)).toEqual([
+      { type: 'tool_call', index: 0, id: 'call_2_0', name: 'search_observations', arguments: '' },
+    ]);
+  });
 });
 
 describe('Azure OpenAI', () => {
-  describeChatModelContract({
+  const contract: ChatModelContract = {
     wireFormat: 'azure',
     model: 'clinical-gpt-deployment',
     emulator: () => emulator,
@@ -88,7 +132,11 @@ describe('Azure OpenAI', () => {
       createOpenAiChatModel({ provider: 'azure', kind: 'azure-openai', apiKey, baseUrl, apiVersion: '2024-10-21', timeoutMs }),
     readMaxTokens: (body) => body.max_tokens,
     readTemperature: (body) => body.temperature,
-  });
+    toolCallIds: 'provider',
+    takesToolChoice: true,
+  };
+  describeChatModelContract(contract);
+  describeToolCallingContract(contract);
 
   test('sends the deployment in the path, the api-version and the api-key header', async () => {
     const model = createOpenAiChatModel({
@@ -129,7 +177,7 @@ describe('Azure OpenAI', () => {
 });
 
 describe('OpenAI-compatible', () => {
-  describeChatModelContract({
+  const contract: ChatModelContract = {
     wireFormat: 'openai',
     model: 'meta-llama/Llama-3.1-8B-Instruct',
     emulator: () => emulator,
@@ -137,7 +185,11 @@ describe('OpenAI-compatible', () => {
       createOpenAiChatModel({ provider: 'vllm', kind: 'openai-compatible', apiKey, baseUrl: `${baseUrl}/proxy/vllm/v1`, timeoutMs }),
     readMaxTokens: (body) => body.max_tokens,
     readTemperature: (body) => body.temperature,
-  });
+    toolCallIds: 'provider',
+    takesToolChoice: true,
+  };
+  describeChatModelContract(contract);
+  describeToolCallingContract(contract);
 
   test('uses the custom base path', async () => {
     const model = createOpenAiChatModel({ provider: 'vllm', kind: 'openai-compatible', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/proxy/vllm/v1`, timeoutMs: 5000 });

@@ -4,7 +4,24 @@
  * any OpenAI-compatible base URL (vLLM, LM Studio, LiteLLM, Gemini's or Bedrock's OpenAI-compatible endpoints).
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, AzureOpenAI, OpenAI } from 'openai';
-import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionMessageParam,
+  ChatCompletionMessageToolCall,
+  ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
+} from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatFinishReason,
+  ChatMessage,
+  ChatModel,
+  ChatModelRequest,
+  ChatStreamEvent,
+  ChatToolCall,
+  ChatToolChoice,
+  ChatUsage,
+} from './chat-model.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
 import { readSamplingOptions } from './sampling-options.ts';
@@ -62,9 +79,11 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
           throw createUpstreamError(provider, { kind: 'malformed_response' });
         }
         const refused = choice.message.content === null && typeof choice.message.refusal === 'string';
+        const toolCalls = readToolCalls(choice.message.tool_calls);
         return {
           text: choice.message.content ?? choice.message.refusal ?? '',
-          finishReason: refused ? 'content_filter' : readFinishReason(choice.finish_reason),
+          ...(toolCalls.length > 0 ? { toolCalls } : {}),
+          finishReason: refused ? 'content_filter' : readFinishReason(choice.finish_reason, toolCalls.length > 0),
           usage: readUsage(completion.usage),
         };
       } catch (error) {
@@ -83,6 +102,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
         );
         let finishReason: ChatFinishReason | undefined;
         let usage: ChatUsage | undefined;
+        let calls = 0;
         for await (const chunk of call.guard(stream)) {
           // Azure opens with a chunk that has no choices (its prompt filter verdict); the usage chunk has none either.
           const choice = chunk.choices?.[0];
@@ -90,8 +110,12 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
           if (text) {
             yield { type: 'text', text };
           }
+          for (const fragment of readToolCallFragments(choice?.delta?.tool_calls)) {
+            calls = Math.max(calls, fragment.index + 1);
+            yield fragment;
+          }
           if (choice?.finish_reason) {
-            finishReason = readFinishReason(choice.finish_reason);
+            finishReason = readFinishReason(choice.finish_reason, calls > 0);
           }
           usage = readUsage(chunk.usage) ?? usage;
         }
@@ -165,9 +189,22 @@ function toAzureBaseUrl(endpoint: string): string {
 
 function buildParameters(request: ChatModelRequest, maxTokensParameter: 'max_tokens' | 'max_completion_tokens') {
   const sampling = readSamplingOptions(request.extra);
+  const tools = request.tools ?? [];
+  // OpenAI refuses tool_choice and parallel_tool_calls in a request without tools.
+  const toolParameters =
+    tools.length === 0
+      ? {}
+      : {
+          tools: tools.map(
+            (tool): ChatCompletionTool => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } } }),
+          ),
+          tool_choice: request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice),
+          parallel_tool_calls: sampling.parallelToolCalls,
+        };
   return {
     model: request.model,
-    messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
+    messages: request.messages.map(toOpenAiMessage),
+    ...toolParameters,
     [maxTokensParameter]: request.maxTokens,
     temperature: request.temperature,
     top_p: sampling.topP,
@@ -181,11 +218,65 @@ function buildParameters(request: ChatModelRequest, maxTokensParameter: 'max_tok
   };
 }
 
-function readFinishReason(reason: string | null | undefined): ChatFinishReason {
-  if (reason === 'length' || reason === 'content_filter') {
+function toOpenAiMessage(message: ChatMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    case 'assistant':
+      if (message.toolCalls && message.toolCalls.length > 0) {
+        return {
+          role: 'assistant',
+          // OpenAI's own replies with calls and no text carry null, not an empty string.
+          content: message.content === '' ? null : message.content,
+          tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+        };
+      }
+      return { role: 'assistant', content: message.content };
+    default:
+      return { role: message.role, content: message.content };
+  }
+}
+
+function toToolChoice(choice: ChatToolChoice): ChatCompletionToolChoiceOption {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+}
+
+// Calls of other kinds (`custom` tools) are never offered by fhirgate, so only function calls are read.
+function readToolCalls(calls: readonly ChatCompletionMessageToolCall[] | undefined): ChatToolCall[] {
+  const read: ChatToolCall[] = [];
+  for (const call of calls ?? []) {
+    if (call.type === 'function') {
+      read.push({ id: call.id, name: call.function.name, arguments: call.function.arguments });
+    }
+  }
+  return read;
+}
+
+type ToolCallDelta = NonNullable<ChatCompletionChunk.Choice.Delta['tool_calls']>[number];
+
+/** A stream's tool-call deltas as port events: id and name where the provider sent them, then argument text. */
+function readToolCallFragments(deltas: readonly ToolCallDelta[] | null | undefined): Extract<ChatStreamEvent, { type: 'tool_call' }>[] {
+  const fragments: Extract<ChatStreamEvent, { type: 'tool_call' }>[] = [];
+  for (const [position, delta] of (deltas ?? []).entries()) {
+    const id = delta.id || undefined;
+    const name = delta.function?.name || undefined;
+    const text = delta.function?.arguments ?? '';
+    if (id === undefined && name === undefined && text === '') {
+      continue;
+    }
+    // Some OpenAI-compatible servers leave `index` out when each delta holds whole calls.
+    const index = typeof delta.index === 'number' ? delta.index : position;
+    fragments.push({ type: 'tool_call', index, ...(id === undefined ? {} : { id }), ...(name === undefined ? {} : { name }), arguments: text });
+  }
+  return fragments;
+}
+
+// Some OpenAI-compatible servers finish a reply with calls as `stop`; the calls are what tell.
+function readFinishReason(reason: string | null | undefined, madeCalls: boolean): ChatFinishReason {
+  if (reason === 'length' || reason === 'content_filter' || reason === 'tool_calls') {
     return reason;
   }
-  return 'stop';
+  return madeCalls || reason === 'function_call' ? 'tool_calls' : 'stop';
 }
 
 function readUsage(usage: { prompt_tokens?: number; completion_tokens?: number } | null | undefined): ChatUsage | undefined {

@@ -123,6 +123,35 @@ describe('withRetriesAndFallbacks', () => {
     expect(primary.calls).toHaveLength(1);
   });
 
+  test('a stream whose first event is a call is never tried again after it, and its call events pass through as they are', async () => {
+    const cut = unavailable();
+    const call: ChatStreamEvent = { type: 'tool_call', index: 0, id: 'call_1', name: 'read_patient', arguments: '{}' };
+    const asked: string[] = [];
+    const primary: ChatModel = {
+      provider: 'a',
+      complete: async () => {
+        throw cut;
+      },
+      stream: async function* (streamRequest) {
+        asked.push(streamRequest.model);
+        yield call;
+        throw cut;
+      },
+    };
+    const backup = scriptedModel('b', []);
+    const target = withRetriesAndFallbacks(resolved('a/m', primary, [resolved('b/n', backup)]), sleep);
+    const seen: ChatStreamEvent[] = [];
+    await expect(
+      (async () => {
+        for await (const event of target.model.stream(request())) seen.push(event);
+      })()
+    ).rejects.toBe(cut);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBe(call);
+    expect(asked).toHaveLength(1);
+    expect(backup.calls).toHaveLength(0);
+  });
+
   test('a caller who leaves during the backoff stops the retries', async () => {
     const controller = new AbortController();
     const primary = scriptedModel('a', [unavailable(), unavailable()]);

@@ -14,6 +14,7 @@ describe('readSamplingOptions', () => {
         frequency_penalty: -1,
         logit_bias: { '42': 5 },
         response_format: { type: 'json_object' },
+        parallel_tool_calls: false,
       }),
     ).toEqual({
       topP: 0.5,
@@ -25,6 +26,7 @@ describe('readSamplingOptions', () => {
       frequencyPenalty: -1,
       logitBias: { '42': 5 },
       responseFormat: 'json_object',
+      parallelToolCalls: false,
     });
   });
 
@@ -43,6 +45,7 @@ describe('readSamplingOptions', () => {
       user: '',
       logit_bias: { '1': 'high' },
       response_format: { type: 'json_schema', json_schema: {} },
+      parallel_tool_calls: 'yes',
       tools: [],
       n: 2,
     });

@@ -24,6 +24,8 @@ export interface SamplingOptions {
   readonly logitBias?: Readonly<Record<string, number>>;
   /** The type of `response_format`: plain text or a JSON object (JSON schemas are not passed on). */
   readonly responseFormat?: 'text' | 'json_object';
+  /** `parallel_tool_calls`: whether the model may make several calls in one reply (OpenAI only; with tools only). */
+  readonly parallelToolCalls?: boolean;
 }
 
 /** Reads the fields of `extra` that fhirgate understands; others, and values of the wrong type, are dropped. */
@@ -38,6 +40,7 @@ export function readSamplingOptions(extra: Readonly<Record<string, unknown>>): S
     frequencyPenalty: readFiniteNumber(extra.frequency_penalty),
     logitBias: readLogitBias(extra.logit_bias),
     responseFormat: readResponseFormat(extra.response_format),
+    parallelToolCalls: typeof extra.parallel_tool_calls === 'boolean' ? extra.parallel_tool_calls : undefined,
   };
 }
 

@@ -85,6 +85,28 @@ describe('observeChatModel', () => {
     expect((await recorded.points('fhirgate.llm.tokens')).map((point) => point.value)).toEqual([3, 2]);
   });
 
+  test('a stream that begins with a call has its first token there, and its call events pass on as they are', async () => {
+    const events: ChatStreamEvent[] = [
+      { type: 'tool_call', index: 0, id: 'call_1', name: 'read_patient', arguments: '' },
+      { type: 'tool_call', index: 0, arguments: '{}' },
+      { type: 'finish', finishReason: 'tool_calls', usage: { promptTokens: 5, completionTokens: 1 } },
+    ];
+    const model = observeChatModel(fakeModel(events), recorded.telemetry, LABELS);
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of model.stream({ ...REQUEST, signal: new AbortController().signal })) {
+      seen.push(event);
+    }
+
+    expect(seen).toHaveLength(3);
+    seen.forEach((event, index) => expect(event).toBe(events[index]));
+    const [firstToken] = await recorded.points('fhirgate.llm.time_to_first_token');
+    expect((firstToken.value as Histogram).count).toBe(1);
+    const [span] = recorded.spans();
+    expect(span.events.map((event) => event.name)).toEqual(['first_token']);
+    expect(span.attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['tool_calls'], 'gen_ai.usage.input_tokens': 5 });
+    expect(span.status.code).not.toBe(SpanStatusCode.ERROR);
+  });
+
   test('a provider failure counts as an upstream error of its kind, and the span says so without leaking a cause', async () => {
     const failure = new AppError('upstream_timeout', "The LLM provider 'openai' did not answer in time.", {
       details: { provider: 'openai', reason: 'timeout' },

@@ -47,11 +47,12 @@ async function* observeStream(events: AsyncIterable<ChatStreamEvent>, startCall:
   let ended = false;
   try {
     for await (const event of events) {
-      if (event.type === 'text') {
-        call.firstToken();
-      } else {
+      if (event.type === 'finish') {
         call.succeeded(event.usage, event.finishReason);
         ended = true;
+      } else {
+        // A reply that begins with a call has its first token there, as one that begins with text does.
+        call.firstToken();
       }
       yield event;
     }

@@ -1,7 +1,9 @@
 // Anthropic Messages on the wire: the JSON `message`, the named SSE events (message_start … message_stop)
 // that @anthropic-ai/sdk accumulates, and the `{type: 'error', error: {type, message}}` error body.
-import { readMessages, readTextContent } from './provider-format.ts';
-import type { ChatRequest, PlannedReply, ProviderFormat, StreamFrames } from './provider-format.ts';
+import { readAnthropicMessages, readAnthropicTools } from './anthropic-messages.ts';
+import { readTextContent } from './provider-format.ts';
+import type { ChatRequest, PlannedReply, PlannedToolCall, ProviderFormat, StreamFrames } from './provider-format.ts';
+import { splitArguments } from './reply-plan.ts';
 
 /** The Anthropic Messages format. */
 export function createAnthropicFormat(): ProviderFormat {
@@ -23,18 +25,39 @@ function readAnthropicChatRequest(body: Record<string, unknown>): ChatRequest | 
   if (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens) || body.max_tokens < 1) {
     return 'max_tokens: Field required';
   }
-  const messages = readMessages(body.messages);
+  const messages = readAnthropicMessages(body.messages);
   if (typeof messages === 'string') {
-    return `messages: ${messages}`;
+    return messages;
+  }
+  const tools = readAnthropicTools(body);
+  if (typeof tools === 'string') {
+    return tools;
   }
   if (body.system !== undefined) {
     messages.unshift({ role: 'system', content: readTextContent(body.system) });
   }
-  return { model: body.model, messages, stream: body.stream === true, maxTokens: body.max_tokens, includeUsage: false };
+  return { model: body.model, messages, stream: body.stream === true, maxTokens: body.max_tokens, includeUsage: false, ...tools };
 }
 
 function renderStopReason(reply: PlannedReply): string {
-  return reply.finishReason === 'length' ? 'max_tokens' : 'end_turn';
+  switch (reply.finishReason) {
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+      return 'tool_use';
+    default:
+      return 'end_turn';
+  }
+}
+
+/** A call's id: the behaviour's, or `toolu_<sequence>_<index>`. */
+function toolUseId(reply: PlannedReply, call: PlannedToolCall): string {
+  return call.id ?? `toolu_${reply.sequence}_${call.index}`;
+}
+
+// A reply that only calls has no text block, as Anthropic's has none; any other reply has one, first.
+function hasTextBlock(reply: PlannedReply): boolean {
+  return reply.tokens.length > 0 || reply.toolCalls.length === 0;
 }
 
 function renderAnthropicMessage(_request: ChatRequest, reply: PlannedReply): string {
@@ -43,7 +66,10 @@ function renderAnthropicMessage(_request: ChatRequest, reply: PlannedReply): str
     type: 'message',
     role: 'assistant',
     model: reply.model,
-    content: [{ type: 'text', text: reply.text }],
+    content: [
+      ...(hasTextBlock(reply) ? [{ type: 'text', text: reply.text }] : []),
+      ...reply.toolCalls.map((call) => ({ type: 'tool_use', id: toolUseId(reply, call), name: call.name, input: call.input })),
+    ],
     stop_reason: renderStopReason(reply),
     stop_sequence: null,
     usage: { input_tokens: reply.promptTokens, output_tokens: reply.completionTokens },
@@ -70,17 +96,18 @@ function createAnthropicStreamFrames(_request: ChatRequest, reply: PlannedReply)
       usage: { input_tokens: reply.promptTokens, output_tokens: 1 },
     },
   });
-  const blockStart = renderEvent('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  const textBlock = hasTextBlock(reply);
+  const blockStart = textBlock
+    ? renderEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })
+    : '';
   const tokenPrefix = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":';
+  const blockCount = (textBlock ? 1 : 0) + reply.toolCalls.length;
   return {
     opening: messageStart + blockStart + renderEvent('ping', { type: 'ping' }),
     renderToken: (text) => `${tokenPrefix}${JSON.stringify(text)}}}\n\n`,
+    toolCallFrames: renderToolUseEvents(reply, textBlock ? 1 : 0),
     closing:
-      renderEvent('content_block_stop', { type: 'content_block_stop', index: 0 }) +
+      renderEvent('content_block_stop', { type: 'content_block_stop', index: blockCount - 1 }) +
       renderEvent('message_delta', {
         type: 'message_delta',
         delta: { stop_reason: renderStopReason(reply), stop_sequence: null },
@@ -91,6 +118,32 @@ function createAnthropicStreamFrames(_request: ChatRequest, reply: PlannedReply)
     renderInBandError: (message) =>
       renderEvent('error', { type: 'error', error: { type: 'overloaded_error', message } }),
   };
+}
+
+/**
+ * Each call is a content block of its own, after the text block (if any): the block before it stops, the call's
+ * `tool_use` block starts with an empty input, and its input arrives as `input_json_delta` pieces.
+ */
+function renderToolUseEvents(reply: PlannedReply, firstBlock: number): string[] {
+  const frames: string[] = [];
+  for (const call of reply.toolCalls) {
+    const index = firstBlock + call.index;
+    const stopPrevious = index > 0 ? renderEvent('content_block_stop', { type: 'content_block_stop', index: index - 1 }) : '';
+    frames.push(
+      stopPrevious +
+        renderEvent('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'tool_use', id: toolUseId(reply, call), name: call.name, input: {} },
+        }),
+    );
+    // A call without arguments streams one empty piece, as Anthropic's do: the client must take that as `{}`.
+    const pieces = Object.keys(call.input).length === 0 ? [''] : splitArguments(call.arguments);
+    for (const piece of pieces) {
+      frames.push(renderEvent('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }));
+    }
+  }
+  return frames;
 }
 
 // Anthropic's error `type` per status; the SDK picks its typed error class from the status.

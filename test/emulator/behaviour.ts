@@ -28,6 +28,21 @@ export interface EmulatorBehaviour {
   hang?: boolean;
   /** Send one invalid JSON chunk halfway through the stream, then carry on (non-streamed: an invalid JSON body). */
   malformed?: boolean;
+  /**
+   * A model that calls tools: step k (0-based) is made when k assistant tool-call rounds already happened since the
+   * request's last user message; after the last step it answers with text. With `reply` (or `replyTokens`), a step's
+   * reply is that text first, then the calls. No calls are made when the request offers no tools or says `none`.
+   */
+  toolCalls?: EmulatorToolCall[][];
+}
+
+/** One call of a `toolCalls` step. */
+export interface EmulatorToolCall {
+  name: string;
+  /** The arguments object the model passes. */
+  arguments: Record<string, unknown>;
+  /** The call's id; by default `call_<sequence>_<index>` (OpenAI) or `toolu_<sequence>_<index>` (Anthropic). */
+  id?: string;
 }
 
 /** Thrown when a behaviour does not parse; its message names the offending field. */
@@ -51,7 +66,9 @@ const KNOWN_FIELDS: ReadonlySet<string> = new Set([
   'tokensPerSecond',
   'usage',
   'errorStatus',
+  'toolCalls',
 ]);
+const TOOL_CALL_FIELDS: ReadonlySet<string> = new Set(['name', 'arguments', 'id']);
 
 /** Parses a behaviour from untrusted JSON (or checks one built in code), rejecting unknown fields and bad values. */
 export function parseBehaviour(value: unknown): EmulatorBehaviour {
@@ -102,6 +119,9 @@ export function parseBehaviour(value: unknown): EmulatorBehaviour {
   if (value.usage !== undefined) {
     behaviour.usage = parseUsage(value.usage);
   }
+  if (value.toolCalls !== undefined) {
+    behaviour.toolCalls = parseToolCalls(value.toolCalls);
+  }
   if (behaviour.reply !== undefined && behaviour.replyTokens !== undefined) {
     throw new InvalidBehaviourError('reply and replyTokens are exclusive');
   }
@@ -120,6 +140,43 @@ function parseUsage(value: unknown): NonNullable<EmulatorBehaviour['usage']> {
     usage[key] = readCount(value[key], `usage.${key}`);
   }
   return usage;
+}
+
+function parseToolCalls(value: unknown): EmulatorToolCall[][] {
+  if (!Array.isArray(value)) {
+    throw new InvalidBehaviourError('toolCalls must be an array of steps, each an array of calls');
+  }
+  return value.map((step: unknown, stepIndex) => {
+    if (!Array.isArray(step) || step.length === 0) {
+      throw new InvalidBehaviourError(`toolCalls[${stepIndex}] must be a non-empty array of calls`);
+    }
+    return step.map((call: unknown, callIndex) => parseToolCall(call, `toolCalls[${stepIndex}][${callIndex}]`));
+  });
+}
+
+function parseToolCall(value: unknown, path: string): EmulatorToolCall {
+  if (!isPlainObject(value)) {
+    throw new InvalidBehaviourError(`${path} must be an object {name, arguments, id?}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (!TOOL_CALL_FIELDS.has(key)) {
+      throw new InvalidBehaviourError(`unknown field "${key}" in ${path}`);
+    }
+  }
+  if (typeof value.name !== 'string' || value.name === '') {
+    throw new InvalidBehaviourError(`${path}.name must be a non-empty string`);
+  }
+  if (!isPlainObject(value.arguments)) {
+    throw new InvalidBehaviourError(`${path}.arguments must be an object`);
+  }
+  const call: EmulatorToolCall = { name: value.name, arguments: value.arguments };
+  if (value.id !== undefined) {
+    if (typeof value.id !== 'string' || value.id === '') {
+      throw new InvalidBehaviourError(`${path}.id must be a non-empty string`);
+    }
+    call.id = value.id;
+  }
+  return call;
 }
 
 function readCount(value: unknown, field: string): number {

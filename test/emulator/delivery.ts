@@ -94,15 +94,19 @@ async function streamReply(exchange: ChatExchange): Promise<void> {
     'cache-control': 'no-cache',
   });
 
+  // The stream's units: the text tokens, then the frames of the calls; the knobs that count tokens count these.
+  const textCount = reply.tokens.length;
+  const unitCount = textCount + frames.toolCallFrames.length;
   const { cutAfterTokens, streamErrorAfterTokens } = behaviour;
   const cut = cutAfterTokens !== undefined && (streamErrorAfterTokens === undefined || cutAfterTokens <= streamErrorAfterTokens);
-  const tokenCount = Math.min(reply.tokens.length, cutAfterTokens ?? Infinity, streamErrorAfterTokens ?? Infinity);
-  const malformedAt = behaviour.malformed ? Math.floor(tokenCount / 2) : -1;
+  const sentCount = Math.min(unitCount, cutAfterTokens ?? Infinity, streamErrorAfterTokens ?? Infinity);
+  const malformedAt = behaviour.malformed ? Math.floor(sentCount / 2) : -1;
   const intervalMs = behaviour.tokensPerSecond ? 1000 / behaviour.tokensPerSecond : 0;
   const startedAt = performance.now();
 
   let pending = frames.opening;
   let pendingTokens = 0;
+  let pendingUnits = 0;
   const flush = async (): Promise<boolean> => {
     if (connectionClosed.aborted) {
       return false;
@@ -111,10 +115,11 @@ async function streamReply(exchange: ChatExchange): Promise<void> {
     log.countTokensSent(record, pendingTokens);
     pending = '';
     pendingTokens = 0;
+    pendingUnits = 0;
     return text === '' || writeRespectingBackPressure(response, text, connectionClosed);
   };
 
-  for (let index = 0; index < tokenCount; index++) {
+  for (let index = 0; index < sentCount; index++) {
     if (intervalMs > 0) {
       // Tokens are due on a fixed schedule from the start, so timer drift does not slow the pace down.
       const waitMs = startedAt + index * intervalMs - performance.now();
@@ -125,13 +130,19 @@ async function streamReply(exchange: ChatExchange): Promise<void> {
     if (index === malformedAt) {
       pending += frames.malformed;
     }
-    pending += frames.renderToken(reply.tokens[index]);
-    pendingTokens++;
-    if (pendingTokens >= TOKENS_PER_WRITE && !(await flush())) {
+    if (index < textCount) {
+      pending += frames.renderToken(reply.tokens[index]);
+      // Only text tokens count as sent tokens: a call's frames are not reply text.
+      pendingTokens++;
+    } else {
+      pending += frames.toolCallFrames[index - textCount];
+    }
+    pendingUnits++;
+    if (pendingUnits >= TOKENS_PER_WRITE && !(await flush())) {
       return;
     }
   }
-  if (malformedAt === tokenCount) {
+  if (malformedAt === sentCount) {
     pending += frames.malformed;
   }
 

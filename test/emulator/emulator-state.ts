@@ -42,8 +42,40 @@ export function resetState(state: EmulatorState): void {
   state.nextSequence = 1;
 }
 
-/** A behaviour written into a request's last user message: `[emulator-behaviour {...json...}]`. */
-const MESSAGE_BEHAVIOUR = /\[emulator-behaviour (\{[^\]]*\})\]/;
+/** How a behaviour written into a request's last user message starts: `[emulator-behaviour {...json...}]`. */
+const MESSAGE_BEHAVIOUR_START = '[emulator-behaviour ';
+
+/**
+ * The JSON of a behaviour written into a message, or undefined when there is none. The object is read up to its
+ * matching brace (strings and escapes respected), since a behaviour such as `toolCalls` holds `]` itself; an object
+ * that never closes gives the rest of the text, which then fails to parse as JSON.
+ */
+export function findMessageBehaviour(text: string): string | undefined {
+  const start = text.indexOf(MESSAGE_BEHAVIOUR_START);
+  if (start === -1 || text[start + MESSAGE_BEHAVIOUR_START.length] !== '{') {
+    return undefined;
+  }
+  const from = start + MESSAGE_BEHAVIOUR_START.length;
+  let depth = 0;
+  let inString = false;
+  for (let index = from; index < text.length; index++) {
+    const character = text[index];
+    if (inString) {
+      if (character === '\\') {
+        index++;
+      } else if (character === '"') {
+        inString = false;
+      }
+    } else if (character === '"') {
+      inString = true;
+    } else if (character === '{') {
+      depth++;
+    } else if (character === '}' && --depth === 0) {
+      return text.slice(from, index + 1);
+    }
+  }
+  return text.slice(from);
+}
 
 /**
  * The behaviour for one chat request: the request's own header if it has one, else one written into its last user
@@ -52,7 +84,7 @@ const MESSAGE_BEHAVIOUR = /\[emulator-behaviour (\{[^\]]*\})\]/;
  * queue. Throws InvalidBehaviourError for a bad header or message behaviour.
  */
 export function chooseBehaviour(state: EmulatorState, header: string | string[] | undefined, lastUserMessage = ''): EmulatorBehaviour {
-  const inMessage = MESSAGE_BEHAVIOUR.exec(lastUserMessage)?.[1];
+  const inMessage = findMessageBehaviour(lastUserMessage);
   if (header === undefined && inMessage === undefined) {
     return state.queue.shift() ?? state.defaultBehaviour;
   }

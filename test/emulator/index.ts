@@ -3,9 +3,9 @@
 export { BEHAVIOUR_HEADER, startLlmEmulator } from './server.ts';
 export type { LlmEmulator, LlmEmulatorOptions } from './server.ts';
 export { InvalidBehaviourError, parseBehaviour } from './behaviour.ts';
-export type { EmulatorBehaviour } from './behaviour.ts';
+export type { EmulatorBehaviour, EmulatorToolCall } from './behaviour.ts';
 export { REDACTED, fingerprintOf } from './recording.ts';
 export type { ReceivedRequest, RequestOutcome, RequestTotals } from './recording.ts';
-export type { NormalizedMessage, ProviderName } from './provider-format.ts';
+export type { NormalizedMessage, NormalizedTool, NormalizedToolCall, NormalizedToolChoice, ProviderName } from './provider-format.ts';
 export { createDefaultReplyText, countPromptTokens } from './reply-plan.ts';
 export { countTokens, splitIntoTokens } from './tokenizer.ts';

@@ -1,15 +1,15 @@
 // Ollama's native chat API on the wire: newline-delimited JSON, streamed unless `stream: false`, each line a
 // partial `message`, the last with `done: true`, `done_reason` and the eval counts; errors are `{error}`.
 import { isPlainObject } from './behaviour.ts';
-import { readMessages } from './provider-format.ts';
-import type { ChatRequest, PlannedReply, ProviderFormat, StreamFrames } from './provider-format.ts';
+import { readTextContent } from './provider-format.ts';
+import type { ChatRequest, NormalizedMessage, NormalizedTool, NormalizedToolCall, PlannedReply, ProviderFormat, StreamFrames } from './provider-format.ts';
 
 /** The Ollama /api/chat format. */
 export function createOllamaFormat(): ProviderFormat {
   return {
     streamContentType: 'application/x-ndjson',
     readChatRequest: readOllamaChatRequest,
-    renderCompletion: (_request, reply) => JSON.stringify(renderFinalLine(reply, reply.text)),
+    renderCompletion: (_request, reply) => JSON.stringify(renderFinalLine(reply, reply.text, true)),
     createStreamFrames: createOllamaStreamFrames,
     renderError: (_status, message) => JSON.stringify({ error: message }),
     responseHeaders: () => ({}),
@@ -21,9 +21,13 @@ function readOllamaChatRequest(body: Record<string, unknown>): ChatRequest | str
     return 'model is required';
   }
   // Ollama accepts a chat without messages (it only loads the model); the emulator answers it like any other.
-  const messages = body.messages === undefined ? [] : readMessages(body.messages);
+  const messages = body.messages === undefined ? [] : readOllamaMessages(body.messages);
   if (typeof messages === 'string') {
     return messages;
+  }
+  const tools = readOllamaTools(body.tools);
+  if (typeof tools === 'string') {
+    return tools;
   }
   // num_predict caps generation; Ollama treats -1 (and the absent default) as "no cap".
   const numberToPredict = isPlainObject(body.options) ? body.options.num_predict : undefined;
@@ -34,16 +38,109 @@ function readOllamaChatRequest(body: Record<string, unknown>): ChatRequest | str
     stream: body.stream !== false,
     maxTokens: typeof numberToPredict === 'number' && numberToPredict > 0 ? numberToPredict : undefined,
     includeUsage: false,
+    tools,
   };
 }
 
-function renderFinalLine(reply: PlannedReply, content: string): Record<string, unknown> {
+// Ollama's server decodes the body into Go structs: a field of the wrong type is a 400 with the decoder's message.
+function typeError(value: string, field: string, type: string): string {
+  return `json: cannot unmarshal ${value} into Go struct field ${field} of type ${type}`;
+}
+
+function describeJsonType(value: unknown): string {
+  return Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value === 'object' ? 'object' : typeof value;
+}
+
+/** Reads `messages`: an assistant's `tool_calls` (arguments are objects, there are no ids), a tool result's `tool_name`. */
+function readOllamaMessages(value: unknown): NormalizedMessage[] | string {
+  if (!Array.isArray(value)) {
+    return typeError(describeJsonType(value), 'ChatRequest.messages', '[]api.Message');
+  }
+  const messages: NormalizedMessage[] = [];
+  for (const message of value) {
+    if (!isPlainObject(message) || typeof message.role !== 'string') {
+      return 'each message needs a string role';
+    }
+    const normalized: NormalizedMessage = { role: message.role, content: readTextContent(message.content) };
+    if (message.tool_calls !== undefined && message.tool_calls !== null) {
+      const calls = readOllamaToolCalls(message.tool_calls);
+      if (typeof calls === 'string') {
+        return calls;
+      }
+      if (calls.length > 0) {
+        normalized.toolCalls = calls;
+      }
+    }
+    if (typeof message.tool_name === 'string') {
+      normalized.toolName = message.tool_name;
+    }
+    messages.push(normalized);
+  }
+  return messages;
+}
+
+function readOllamaToolCalls(value: unknown): NormalizedToolCall[] | string {
+  if (!Array.isArray(value)) {
+    return typeError(describeJsonType(value), 'Message.messages.tool_calls', '[]api.ToolCall');
+  }
+  const calls: NormalizedToolCall[] = [];
+  for (const call of value) {
+    if (!isPlainObject(call) || !isPlainObject(call.function) || typeof call.function.name !== 'string') {
+      return 'each tool call needs a function with a name';
+    }
+    const input = call.function.arguments ?? {};
+    if (!isPlainObject(input)) {
+      return typeError(describeJsonType(input), 'ToolCallFunction.messages.tool_calls.function.arguments', 'api.ToolCallFunctionArguments');
+    }
+    calls.push({ name: call.function.name, arguments: JSON.stringify(input) });
+  }
+  return calls;
+}
+
+/** Reads `tools`: `{type: 'function', function: {name, description?, parameters?}}` each. */
+function readOllamaTools(value: unknown): NormalizedTool[] | string {
+  if (value === undefined || value === null) {
+    return [];
+  }
+  if (!Array.isArray(value)) {
+    return typeError(describeJsonType(value), 'ChatRequest.tools', 'api.Tools');
+  }
+  const tools: NormalizedTool[] = [];
+  for (const [index, tool] of value.entries()) {
+    const definition = isPlainObject(tool) ? tool.function : undefined;
+    // Stricter than Ollama, which would take a nameless tool: no model can call one.
+    if (!isPlainObject(definition) || typeof definition.name !== 'string' || definition.name === '') {
+      return `tools[${index}]: a tool needs function.name`;
+    }
+    const parameters = definition.parameters ?? {};
+    if (!isPlainObject(parameters)) {
+      return typeError(describeJsonType(parameters), 'Tool.tools.function.parameters', 'api.ToolFunctionParameters');
+    }
+    const normalized: NormalizedTool = { name: definition.name, parameters };
+    if (typeof definition.description === 'string') {
+      normalized.description = definition.description;
+    }
+    tools.push(normalized);
+  }
+  return tools;
+}
+
+/** The message of a reply line: the text, and on the line that carries them, the calls (whole, without ids). */
+function renderMessage(reply: PlannedReply, content: string, withCalls: boolean): Record<string, unknown> {
+  if (!withCalls || reply.toolCalls.length === 0) {
+    return { role: 'assistant', content };
+  }
+  return { role: 'assistant', content, tool_calls: reply.toolCalls.map((call) => ({ function: { name: call.name, arguments: call.input } })) };
+}
+
+function renderFinalLine(reply: PlannedReply, content: string, withCalls: boolean): Record<string, unknown> {
   return {
     model: reply.model,
     created_at: new Date(reply.createdAt * 1000).toISOString(),
-    message: { role: 'assistant', content },
+    message: renderMessage(reply, content, withCalls),
     done: true,
-    done_reason: reply.finishReason,
+    // Ollama says `stop` when the model made calls; only the calls tell.
+    done_reason: reply.finishReason === 'tool_calls' ? 'stop' : reply.finishReason,
     total_duration: 0,
     load_duration: 0,
     prompt_eval_count: reply.promptTokens,
@@ -59,7 +156,9 @@ function createOllamaStreamFrames(_request: ChatRequest, reply: PlannedReply): S
   return {
     opening: '',
     renderToken: (text) => `${tokenPrefix}${JSON.stringify(text)}},"done":false}\n`,
-    closing: `${JSON.stringify(renderFinalLine(reply, ''))}\n`,
+    // Ollama streams the calls whole, on one line of their own.
+    toolCallFrames: reply.toolCalls.length === 0 ? [] : [`${head},"message":${JSON.stringify(renderMessage(reply, '', true))},"done":false}\n`],
+    closing: `${JSON.stringify(renderFinalLine(reply, '', false))}\n`,
     malformed: `${tokenPrefix}\n`,
     renderInBandError: (message) => `${JSON.stringify({ error: message })}\n`,
   };

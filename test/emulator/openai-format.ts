@@ -2,8 +2,9 @@
 // `chat.completion`, the SSE `chat.completion.chunk` stream ending in `data: [DONE]`, and the
 // `{error: {message, type, param, code}}` body the openai package turns into its typed APIError.
 import { isPlainObject } from './behaviour.ts';
-import { readMessages } from './provider-format.ts';
-import type { ChatRequest, PlannedReply, ProviderFormat, StreamFrames } from './provider-format.ts';
+import { readOpenAiMessages, readOpenAiTools } from './openai-messages.ts';
+import type { ChatRequest, PlannedReply, PlannedToolCall, ProviderFormat, StreamFrames } from './provider-format.ts';
+import { splitArguments } from './reply-plan.ts';
 
 // Azure opens every stream with a chunk that has no choices, only the prompt's content-filter verdict.
 // Gateways that read `choices[0]` unguarded break on it against real Azure, so the emulator sends it too.
@@ -43,9 +44,13 @@ function readOpenAiChatRequest(body: Record<string, unknown>, pathModel: string 
   if (typeof model !== 'string' || model === '') {
     return 'you must provide a model parameter';
   }
-  const messages = readMessages(body.messages);
+  const messages = readOpenAiMessages(body.messages);
   if (typeof messages === 'string') {
     return messages;
+  }
+  const tools = readOpenAiTools(body);
+  if (typeof tools === 'string') {
+    return tools;
   }
   const maxTokens = body.max_completion_tokens ?? body.max_tokens;
   if (maxTokens !== undefined && maxTokens !== null && (typeof maxTokens !== 'number' || maxTokens < 1)) {
@@ -57,7 +62,13 @@ function readOpenAiChatRequest(body: Record<string, unknown>, pathModel: string 
     stream: body.stream === true,
     maxTokens: typeof maxTokens === 'number' ? maxTokens : undefined,
     includeUsage: isPlainObject(body.stream_options) && body.stream_options.include_usage === true,
+    ...tools,
   };
+}
+
+/** A call's id: the behaviour's, or `call_<sequence>_<index>`. */
+function callId(reply: PlannedReply, call: PlannedToolCall): string {
+  return call.id ?? `call_${reply.sequence}_${call.index}`;
 }
 
 function renderUsage(reply: PlannedReply): Record<string, number> {
@@ -77,7 +88,7 @@ function renderOpenAiCompletion(_request: ChatRequest, reply: PlannedReply): str
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: reply.text, refusal: null, annotations: [] },
+        message: renderMessage(reply),
         logprobs: null,
         finish_reason: reply.finishReason,
       },
@@ -85,6 +96,33 @@ function renderOpenAiCompletion(_request: ChatRequest, reply: PlannedReply): str
     usage: renderUsage(reply),
     system_fingerprint: null,
   });
+}
+
+// With calls, OpenAI's content is null unless the model also wrote text.
+function renderMessage(reply: PlannedReply): Record<string, unknown> {
+  if (reply.toolCalls.length === 0) {
+    return { role: 'assistant', content: reply.text, refusal: null, annotations: [] };
+  }
+  return {
+    role: 'assistant',
+    content: reply.text === '' ? null : reply.text,
+    refusal: null,
+    annotations: [],
+    tool_calls: reply.toolCalls.map((call) => ({ id: callId(reply, call), type: 'function', function: { name: call.name, arguments: call.arguments } })),
+  };
+}
+
+/** A call streams as OpenAI's do: its id, type and name with empty arguments, then the arguments in pieces. */
+function renderToolCallDeltas(reply: PlannedReply, chunkPrefix: string, chunkSuffix: string): string[] {
+  const frames: string[] = [];
+  for (const call of reply.toolCalls) {
+    const opening = { index: call.index, id: callId(reply, call), type: 'function', function: { name: call.name, arguments: '' } };
+    frames.push(`${chunkPrefix}${JSON.stringify({ tool_calls: [opening] })}${chunkSuffix}`);
+    for (const piece of splitArguments(call.arguments)) {
+      frames.push(`${chunkPrefix}${JSON.stringify({ tool_calls: [{ index: call.index, function: { arguments: piece } }] })}${chunkSuffix}`);
+    }
+  }
+  return frames;
 }
 
 function createOpenAiStreamFrames(request: ChatRequest, reply: PlannedReply, azure: boolean): StreamFrames {
@@ -98,8 +136,12 @@ function createOpenAiStreamFrames(request: ChatRequest, reply: PlannedReply, azu
   }).slice(0, -1);
   // With include_usage, OpenAI sends `usage: null` on every chunk and the numbers on a last, choice-less one.
   const usageField = request.includeUsage ? ',"usage":null' : '';
-  const tokenPrefix = `data: ${envelope},"choices":[{"index":0,"delta":{"content":`;
-  const tokenSuffix = `},"logprobs":null,"finish_reason":null}]${usageField}}\n\n`;
+  const deltaPrefix = `data: ${envelope},"choices":[{"index":0,"delta":`;
+  const deltaSuffix = `,"logprobs":null,"finish_reason":null}]${usageField}}\n\n`;
+  const tokenPrefix = `${deltaPrefix}{"content":`;
+  const tokenSuffix = `}${deltaSuffix}`;
+  // A reply that only calls opens with `content: null`, as OpenAI's does.
+  const openingContent = reply.toolCalls.length > 0 && reply.tokens.length === 0 ? 'null' : '""';
   const finishChunk = `data: ${envelope},"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"${reply.finishReason}"}]${usageField}}\n\n`;
   const usageChunk = request.includeUsage
     ? `data: ${envelope},"choices":[],"usage":${JSON.stringify(renderUsage(reply))}}\n\n`
@@ -107,8 +149,9 @@ function createOpenAiStreamFrames(request: ChatRequest, reply: PlannedReply, azu
   return {
     opening:
       (azure ? AZURE_PROMPT_FILTER_CHUNK : '') +
-      `data: ${envelope},"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]${usageField}}\n\n`,
+      `${deltaPrefix}{"role":"assistant","content":${openingContent},"refusal":null}${deltaSuffix}`,
     renderToken: (text) => tokenPrefix + JSON.stringify(text) + tokenSuffix,
+    toolCallFrames: renderToolCallDeltas(reply, deltaPrefix, deltaSuffix),
     closing: finishChunk + usageChunk + 'data: [DONE]\n\n',
     malformed: `data: ${envelope},"choices":[{"index":0,"delta":{"content":\n\n`,
     renderInBandError: (message) =>

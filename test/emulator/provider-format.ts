@@ -4,12 +4,41 @@
 /** Which wire format a request arrived in. */
 export type ProviderName = 'openai' | 'azure' | 'anthropic' | 'ollama';
 
-/** A chat message reduced to what a test usually asserts on: the role and the text. */
+/** A function call an assistant message carries, the same in every format. */
+export interface NormalizedToolCall {
+  /** The call's id; absent in Ollama's format, which has none. */
+  id?: string;
+  name: string;
+  /** The arguments as JSON text: as sent (OpenAI), or the sent object serialized (Anthropic's `input`, Ollama). */
+  arguments: string;
+}
+
+/**
+ * A chat message reduced to what a test usually asserts on: the role and the text, and the tool information.
+ * An Anthropic `tool_result` block becomes a message of its own with role `tool`, before the user's text.
+ */
 export interface NormalizedMessage {
   role: string;
   /** Text content; multi-part content has its text parts joined with a newline, other parts dropped. */
   content: string;
+  /** The calls of an assistant message (present only when it has some). */
+  toolCalls?: NormalizedToolCall[];
+  /** The call a `tool` message answers (OpenAI's `tool_call_id`, Anthropic's `tool_use_id`). */
+  toolCallId?: string;
+  /** Ollama's `tool_name` of a `tool` message, its only link to the call (Ollama has no ids). */
+  toolName?: string;
 }
+
+/** A function the request offers the model, the same in every format. */
+export interface NormalizedTool {
+  name: string;
+  description?: string;
+  /** The JSON Schema of the arguments: OpenAI's and Ollama's `parameters`, Anthropic's `input_schema` (`{}` when absent). */
+  parameters: Record<string, unknown>;
+}
+
+/** The request's tool choice in one vocabulary: Anthropic's `any` is `required`, `{type: 'tool', name}` is `{name}`. */
+export type NormalizedToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
 /** What the emulator needs from a chat request body, read by the provider's format. */
 export interface ChatRequest {
@@ -20,6 +49,22 @@ export interface ChatRequest {
   maxTokens: number | undefined;
   /** OpenAI's `stream_options.include_usage`: a final usage chunk with `choices: []`. */
   includeUsage: boolean;
+  /** The tools offered (empty when none). */
+  tools: NormalizedTool[];
+  /** The tool choice, when the request sent one. */
+  toolChoice?: NormalizedToolChoice;
+}
+
+/** A call the emulated model makes, before it is rendered in any format. */
+export interface PlannedToolCall {
+  /** 0-based position among the reply's calls. */
+  index: number;
+  /** An id the behaviour gave; otherwise each format makes one from the sequence and the index. */
+  id?: string;
+  name: string;
+  input: Record<string, unknown>;
+  /** `input` as JSON text. */
+  arguments: string;
 }
 
 /** The reply decided for one request, before it is rendered in any format. */
@@ -29,8 +74,10 @@ export interface PlannedReply {
   model: string;
   tokens: readonly string[];
   text: string;
-  /** 'length' when the request's token cap cut the reply. */
-  finishReason: 'stop' | 'length';
+  /** The calls of a tool-call step (empty otherwise), made after the text. */
+  toolCalls: readonly PlannedToolCall[];
+  /** 'length' when the request's token cap cut the reply; 'tool_calls' when the reply makes calls. */
+  finishReason: 'stop' | 'length' | 'tool_calls';
   promptTokens: number;
   completionTokens: number;
   /** Unix seconds, as providers report creation times. */
@@ -41,6 +88,11 @@ export interface PlannedReply {
 export interface StreamFrames {
   opening: string;
   renderToken(text: string): string;
+  /**
+   * The frames of the reply's tool calls, written after the text tokens; each is one unit of the stream, as a token
+   * is (a cut or an in-band error after N tokens counts them too).
+   */
+  toolCallFrames: readonly string[];
   /** Everything after the last token: finish reason, usage, terminator. */
   closing: string;
   /** A frame whose JSON does not parse. */
@@ -79,19 +131,4 @@ export function readTextContent(content: unknown): string {
     }
   }
   return texts.join('\n');
-}
-
-/** Reads a list of `{role, content}` messages, or returns an error message naming what is wrong. */
-export function readMessages(value: unknown): NormalizedMessage[] | string {
-  if (!Array.isArray(value)) {
-    return 'messages must be an array';
-  }
-  const messages: NormalizedMessage[] = [];
-  for (const message of value) {
-    if (typeof message !== 'object' || message === null || !('role' in message) || typeof message.role !== 'string') {
-      return 'each message needs a string role';
-    }
-    messages.push({ role: message.role, content: 'content' in message ? readTextContent(message.content) : '' });
-  }
-  return messages;
 }

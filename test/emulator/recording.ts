@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EmulatorBehaviour } from './behaviour.ts';
-import type { NormalizedMessage, ProviderName } from './provider-format.ts';
+import type { NormalizedMessage, NormalizedTool, NormalizedToolChoice, ProviderName } from './provider-format.ts';
 
 /** How a request ended: still running, answered in full, answered with an error, cut by the emulator, or abandoned by the client. */
 export type RequestOutcome = 'pending' | 'completed' | 'errored' | 'cut' | 'aborted';
@@ -18,8 +18,16 @@ export interface ReceivedRequest {
   /** The model asked for; for Azure, the deployment in the path. */
   model: string;
   stream: boolean;
-  /** The conversation normalized to `{role, content}`; Anthropic's top-level `system` comes first as a system message. */
+  /**
+   * The conversation normalized to `{role, content}`, with `toolCalls` on assistant messages that call and
+   * `toolCallId` (Ollama: `toolName`) on tool results; Anthropic's top-level `system` comes first as a system
+   * message, and its `tool_result` blocks are `tool` messages of their own, before the user's text.
+   */
   messages: NormalizedMessage[];
+  /** The tools offered, normalized to `{name, description?, parameters}` (empty when none). */
+  tools: NormalizedTool[];
+  /** The tool choice sent, normalized (`auto`, `none`, `required`, `{name}`); absent when none was sent. */
+  toolChoice?: NormalizedToolChoice;
   /** The request body as parsed JSON. */
   body: Record<string, unknown>;
   /** Request headers, lower-cased; credentials are replaced by `[REDACTED]` before they are stored. */

@@ -169,6 +169,8 @@ async function handleChat(
     model: chatRequest.model,
     stream: chatRequest.stream,
     messages: chatRequest.messages,
+    tools: chatRequest.tools,
+    ...(chatRequest.toolChoice === undefined ? {} : { toolChoice: chatRequest.toolChoice }),
     body,
     headers: redactHeaders(request.headers),
     credentialFingerprint: credentialFingerprint(request.headers),

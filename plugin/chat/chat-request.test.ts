@@ -1,0 +1,83 @@
+import { appErrorOf } from '../../test/support/app-error.ts';
+import { parseChatRequest } from './chat-request.ts';
+
+const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lyon"}' } };
+
+describe('parseChatRequest', () => {
+  test("a plain request's turn input is its last user message", () => {
+    const chat = parseChatRequest({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'A' }, { role: 'assistant', content: 'B' }, { role: 'user', content: 'C' }] });
+    expect(chat.inputs).toEqual([{ kind: 'user', text: 'C' }]);
+    expect(chat.tools).toBeUndefined();
+    expect(chat.answersEarlierCalls).toEqual([]);
+  });
+
+  test('tools, tool_choice and a whole function-calling exchange are read in the port shape', () => {
+    const chat = parseChatRequest({
+      messages: [
+        { role: 'user', content: 'Weather in Lyon?' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: '18 °C' }] },
+      ],
+      tools: [weather],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      parallel_tool_calls: false,
+    });
+    expect(chat.messages).toEqual([
+      { role: 'user', content: 'Weather in Lyon?' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
+      { role: 'tool', content: '18 °C', toolCallId: 'call_1' },
+    ]);
+    expect(chat.tools).toEqual([{ name: 'get_weather', description: 'Weather in a city', parameters: weather.function.parameters }]);
+    expect(chat.toolChoice).toEqual({ name: 'get_weather' });
+    // What the turn adds to the conversation: the result of the call, after the model's last message.
+    expect(chat.inputs).toEqual([{ kind: 'tool-result', toolCallId: 'call_1', text: '18 °C' }]);
+    expect(chat.extra).toEqual({ parallel_tool_calls: false });
+  });
+
+  test('results opening a continued conversation answer its last reply; a new user message follows them', () => {
+    const chat = parseChatRequest({
+      conversation_id: 'c-1',
+      messages: [
+        { role: 'tool', tool_call_id: 'call_9', content: '{"ok":true}' },
+        { role: 'user', content: 'Thanks. And tomorrow?' },
+      ],
+    });
+    expect(chat.answersEarlierCalls).toEqual(['call_9']);
+    expect(chat.inputs).toEqual([
+      { kind: 'tool-result', toolCallId: 'call_9', text: '{"ok":true}' },
+      { kind: 'user', text: 'Thanks. And tomorrow?' },
+    ]);
+  });
+
+  test.each([
+    ['a result answering no call of a new conversation', { messages: [{ role: 'tool', tool_call_id: 'call_x', content: 'r' }] }, 'messages.0.tool_call_id'],
+    [
+      'a result answering no call after the conversation went on',
+      { conversation_id: 'c', messages: [{ role: 'user', content: 'hi' }, { role: 'tool', tool_call_id: 'call_x', content: 'r' }] },
+      'messages.1.tool_call_id',
+    ],
+    [
+      'a call answered twice',
+      {
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: null, tool_calls: [call] },
+          { role: 'tool', tool_call_id: 'call_1', content: 'a' },
+          { role: 'tool', tool_call_id: 'call_1', content: 'b' },
+        ],
+      },
+      'messages.3.tool_call_id',
+    ],
+    ['tool_choice without tools', { messages: [{ role: 'user', content: 'hi' }], tool_choice: 'required' }, 'tool_choice'],
+    ['tool_choice naming another tool', { messages: [{ role: 'user', content: 'hi' }], tools: [weather], tool_choice: { type: 'function', function: { name: 'other' } } }, 'tool_choice'],
+    ['a function name with spaces', { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'get weather' } }] }, 'tools.0.function.name'],
+    ['a tool message without its call id', { messages: [{ role: 'tool', content: 'r' }] }, 'messages.0.tool_call_id'],
+    ['an unknown role', { messages: [{ role: 'developer', content: 'x' }] }, 'messages.0.role'],
+    ['an unknown patient_context', { messages: [{ role: 'user', content: 'x' }], patient_context: 'all' }, 'patient_context'],
+  ])('400 for %s, naming the field', (_name, body, param) => {
+    const error = appErrorOf(() => parseChatRequest(body));
+    expect(error).toMatchObject({ code: 'invalid_request', status: 400, details: { param } });
+    expect(error.message).toMatch(/^Invalid request: /);
+  });
+});

@@ -1,0 +1,118 @@
+import { MemoryRepository } from '@medplum/fhir-router';
+import type { Observation, Patient } from '@medplum/fhirtypes';
+import type { ChatCompletion, ChatModel, ChatModelRequest, ChatStreamEvent } from '../llm/chat-model.ts';
+import type { ResolvedModel } from '../llm/model-registry.ts';
+import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
+import { FhirToolbox, withFhirTools } from './fhir-tool-loop.ts';
+import { SEARCH_TOOL } from './fhir-tools.ts';
+
+/** A model that answers from a script, one reply per call, and keeps what it was asked. */
+function scriptedModel(replies: readonly ChatCompletion[]): { model: ChatModel; requests: ChatModelRequest[] } {
+  const requests: ChatModelRequest[] = [];
+  const next = (request: ChatModelRequest): ChatCompletion => {
+    requests.push(request);
+    const reply = replies[requests.length - 1];
+    if (!reply) throw new Error('the script has no more replies');
+    return reply;
+  };
+  return {
+    requests,
+    model: {
+      provider: 'script',
+      complete: async (request) => next(request),
+      async *stream(request): AsyncGenerator<ChatStreamEvent> {
+        const reply = next(request);
+        if (reply.text) yield { type: 'text', text: reply.text };
+        for (const [index, call] of (reply.toolCalls ?? []).entries()) {
+          // Fragments, as OpenAI sends them: the id and name first, then the arguments in two pieces.
+          yield { type: 'tool_call', index, id: call.id, name: call.name, arguments: '' };
+          yield { type: 'tool_call', index, arguments: call.arguments.slice(0, 5) };
+          yield { type: 'tool_call', index, arguments: call.arguments.slice(5) };
+        }
+        yield { type: 'finish', finishReason: reply.finishReason, usage: reply.usage };
+      },
+    },
+  };
+}
+
+const searchObservations = (id: string): ChatCompletion => ({
+  text: '',
+  toolCalls: [{ id, name: SEARCH_TOOL, arguments: JSON.stringify({ resource_type: 'Observation', params: { _sort: '-date' } }) }],
+  finishReason: 'tool_calls',
+  usage: { promptTokens: 10, completionTokens: 2 },
+});
+const answer: ChatCompletion = { text: 'Glucose is 105 mg/dL.', finishReason: 'stop', usage: { promptTokens: 30, completionTokens: 5 } };
+
+describe('the model with FHIR tools', () => {
+  let repo: MemoryRepository;
+  let patient: Patient & { id: string };
+  let events: string[];
+
+  beforeAll(() => loadFhirDefinitions());
+  beforeEach(async () => {
+    repo = new MemoryRepository();
+    patient = await repo.createResource<Patient>({ resourceType: 'Patient' });
+    await repo.createResource<Observation>({ resourceType: 'Observation', status: 'final', subject: { reference: `Patient/${patient.id}` }, code: { text: 'Glucose' }, valueQuantity: { value: 105, unit: 'mg/dL' } });
+    events = [];
+  });
+
+  function setUp(replies: readonly ChatCompletion[], maxSteps = 4): { target: ResolvedModel; toolbox: FhirToolbox; requests: ChatModelRequest[] } {
+    const { model, requests } = scriptedModel(replies);
+    const toolbox = new FhirToolbox(
+      { repo, patient, types: ['Observation'], options: { maxSteps, maxResults: 10, maxCharacters: 4000 } },
+      async (call, result) => {
+        events.push(`disclosed ${call.id}: ${result.shared.length}`);
+      },
+      (call) => events.push(`journaled ${call.id}`)
+    );
+    const plain: ResolvedModel = { model, modelName: 'm', id: 'script/m', retries: { maxRetries: 0, baseDelayMs: 0, maxDelayMs: 0 }, fallbacks: [] };
+    return { target: withFhirTools(plain, toolbox), toolbox, requests };
+  }
+
+  const request = { model: 'm', messages: [{ role: 'user' as const, content: 'Latest glucose?' }], maxTokens: 100, extra: {}, signal: new AbortController().signal };
+
+  test('JSON: the calls run, the disclosure is on record before the model sees the result, usage adds up', async () => {
+    const { target, toolbox, requests } = setUp([searchObservations('call_1'), answer]);
+    const completion = await target.model.complete(request);
+
+    expect(completion).toEqual({ text: 'Glucose is 105 mg/dL.', finishReason: 'stop', usage: { promptTokens: 40, completionTokens: 7 } });
+    expect(requests).toHaveLength(2);
+    expect(requests[0].tools?.map((tool) => tool.name)).toEqual(['search_patient_records', 'read_record']);
+    expect(requests[0].toolChoice).toBe('auto');
+    // The second step sees the call and its result, after the disclosure and the journal.
+    expect(requests[1].messages.slice(1).map((message) => message.role)).toEqual(['assistant', 'tool']);
+    const result = requests[1].messages[2];
+    expect(result).toMatchObject({ role: 'tool', toolCallId: 'call_1' });
+    expect(JSON.parse(result.content)).toMatchObject({ count: 1, records: [{ valueQuantity: { value: 105 } }] });
+    expect(events).toEqual(['disclosed call_1: 1', 'journaled call_1']);
+    expect(toolbox.calls).toEqual([expect.objectContaining({ id: 'call_1', name: SEARCH_TOOL, result: result.content, shared: [expect.objectContaining({ reference: expect.stringMatching(/^Observation\//) })] })]);
+  });
+
+  test('streamed: the text of every step streams, the calls do not reach the client, one finish ends it', async () => {
+    const { target } = setUp([{ ...searchObservations('call_1'), text: 'Let me look. ' }, answer]);
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of target.model.stream(request)) seen.push(event);
+    expect(seen).toEqual([
+      { type: 'text', text: 'Let me look. ' },
+      { type: 'text', text: 'Glucose is 105 mg/dL.' },
+      { type: 'finish', finishReason: 'stop', usage: { promptTokens: 40, completionTokens: 7 } },
+    ]);
+    expect(events).toEqual(['disclosed call_1: 1', 'journaled call_1']);
+  });
+
+  test('after maxSteps rounds the model is asked once more with no calls allowed; calls it still makes end the answer as length', async () => {
+    const { target, toolbox, requests } = setUp([searchObservations('call_1'), searchObservations('call_2'), searchObservations('call_3')], 2);
+    const completion = await target.model.complete(request);
+    expect(requests.map((step) => step.toolChoice)).toEqual(['auto', 'auto', 'none']);
+    expect(toolbox.calls.map((call) => call.id)).toEqual(['call_1', 'call_2']);
+    expect(completion.finishReason).toBe('length');
+    expect(completion.toolCalls).toBeUndefined();
+  });
+
+  test('a call that shares nothing is journaled but needs no disclosure', async () => {
+    const { target, toolbox } = setUp([{ text: '', toolCalls: [{ id: 'call_1', name: 'read_record', arguments: '{"reference":"Observation/nope"}' }], finishReason: 'tool_calls', usage: undefined }, answer]);
+    await target.model.complete(request);
+    expect(events).toEqual(['journaled call_1']);
+    expect(toolbox.calls[0].shared).toEqual([]);
+  });
+});

@@ -1,0 +1,238 @@
+/**
+ * FHIR tools: functions the model may call, while answering a turn about a patient, to look things up in that
+ * patient's chart. fhirgate runs them itself, with the caller's repository (the caller's AccessPolicy decides what
+ * can be read), restricted to the patient's records of the types the project shares with models:
+ * - `search_patient_records(resource_type, params)`: a FHIR search, always narrowed to the patient, at most
+ *   `maxResults` records;
+ * - `read_record(reference)`: one record, only if it is the patient or one of the patient's records.
+ * A result is compact JSON, capped at `maxCharacters`. A call the tools cannot answer (bad arguments, a type not
+ * shared, a record that is not the patient's or that the policy hides) gets an error result the model can read and
+ * act on; nothing of the chart is in it.
+ */
+import {
+  OperationOutcomeError,
+  getSearchParameter,
+  getStatus,
+  normalizeErrorString,
+  parseSearchRequest,
+  type WithId,
+} from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { Patient, Reference, Resource } from '@medplum/fhirtypes';
+import type { ChatTool, ChatToolCall } from '../llm/chat-model.ts';
+import type { PatientContextType } from './patient-context.ts';
+
+export const SEARCH_TOOL = 'search_patient_records';
+export const READ_TOOL = 'read_record';
+
+/** Bounds on the tools. */
+export interface FhirToolsOptions {
+  /** Rounds of tool calls the model may make in one reply; after them it must answer. */
+  readonly maxSteps: number;
+  /** Most records one search returns. */
+  readonly maxResults: number;
+  /** Longest result text given to the model for one call. */
+  readonly maxCharacters: number;
+}
+
+/** What a call read, and what the model is given. */
+export interface FhirToolResult {
+  /** The text the model is given (JSON). */
+  readonly text: string;
+  /** The records in `text`: the patient's, never another's. Empty for an error result. */
+  readonly shared: readonly Reference[];
+  /** How the records were read, for the disclosure's AuditEvent: a search (its query) or a read. */
+  readonly access?: { readonly kind: 'query'; readonly query: string } | { readonly kind: 'read' };
+}
+
+/** Search parameters the model may not set: the patient is fhirgate's to set, and nothing may leave the project. */
+const RESERVED_PARAMETERS = new Set(['patient', 'subject', '_compartment', '_project', '_include', '_revinclude', '_has', '_filter', '_query', '_type']);
+const PARAMETER_PATTERN = /^([a-z_][a-z0-9-]*)(?::[a-z-]+)?$/;
+const REFERENCE_PATTERN = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
+/** Fields that name a record's patient in the shared types. */
+const PATIENT_FIELDS = ['subject', 'patient'] as const;
+
+/** The tools' definitions, as the model is given them. */
+export function fhirToolDefinitions(types: readonly PatientContextType[], options: FhirToolsOptions): ChatTool[] {
+  return [
+    {
+      name: SEARCH_TOOL,
+      description:
+        `Searches the current patient's FHIR records of one type, with the requesting user's permissions. The patient is set by the server. ` +
+        `Returns at most ${options.maxResults} records as JSON. Use FHIR search parameters, e.g. {"code": "http://loinc.org|8867-4", "date": "ge2024-01-01", "_sort": "-date", "_count": "5"}.`,
+      parameters: {
+        type: 'object',
+        properties: {
+          resource_type: { type: 'string', enum: [...types], description: 'The FHIR resource type to search.' },
+          params: {
+            type: 'object',
+            additionalProperties: { type: 'string' },
+            description: 'FHIR search parameters of that type and their values (strings), e.g. code, date, status, category, _sort, _count.',
+          },
+        },
+        required: ['resource_type'],
+        additionalProperties: false,
+      },
+    },
+    {
+      name: READ_TOOL,
+      description: `Reads one FHIR record of the current patient (or the Patient itself) by reference, e.g. "Observation/123", with the requesting user's permissions.`,
+      parameters: {
+        type: 'object',
+        properties: { reference: { type: 'string', description: 'ResourceType/id of the record.' } },
+        required: ['reference'],
+        additionalProperties: false,
+      },
+    },
+  ];
+}
+
+/** The tools of one turn: the caller's repository, the patient, the types shared and the bounds. */
+export interface FhirToolScope {
+  readonly repo: FhirRepository;
+  readonly patient: WithId<Patient>;
+  readonly types: readonly PatientContextType[];
+  readonly options: FhirToolsOptions;
+}
+
+/** Runs one call the model made; never throws for what the model asked, only for a failing store. */
+export async function runFhirTool(scope: FhirToolScope, call: ChatToolCall): Promise<FhirToolResult> {
+  const input = parseArguments(call.arguments);
+  if (typeof input === 'string') {
+    return errorResult(input);
+  }
+  if (call.name === SEARCH_TOOL) {
+    return searchRecords(scope, input);
+  }
+  if (call.name === READ_TOOL) {
+    return readRecord(scope, input);
+  }
+  return errorResult(`There is no tool named '${call.name.slice(0, 64)}'. The tools are ${SEARCH_TOOL} and ${READ_TOOL}.`);
+}
+
+async function searchRecords(scope: FhirToolScope, input: Record<string, unknown>): Promise<FhirToolResult> {
+  const type = input.resource_type;
+  if (typeof type !== 'string' || !scope.types.includes(type as PatientContextType)) {
+    return errorResult(`resource_type must be one of ${scope.types.join(', ')}.`);
+  }
+  const params = readParameters(type, input.params, scope.options.maxResults);
+  if (typeof params === 'string') {
+    return errorResult(params);
+  }
+  const query = { ...params, patient: `Patient/${scope.patient.id}` };
+  let found: WithId<Resource>[];
+  try {
+    found = await scope.repo.searchResources(parseSearchRequest(type, query));
+  } catch (error) {
+    return refusal(error);
+  }
+  const records = found.filter((resource) => belongsTo(resource, scope.patient.id)).slice(0, scope.options.maxResults);
+  const search = `${type}?${new URLSearchParams(query).toString()}`;
+  return { ...capped(records, scope.options.maxCharacters), access: { kind: 'query', query: search } };
+}
+
+async function readRecord(scope: FhirToolScope, input: Record<string, unknown>): Promise<FhirToolResult> {
+  const match = typeof input.reference === 'string' ? REFERENCE_PATTERN.exec(input.reference) : null;
+  if (!match) {
+    return errorResult('reference must be ResourceType/id, e.g. Observation/123.');
+  }
+  const [, type, id] = match;
+  const notFound = errorResult(`${type}/${id} is not one of the patient's records that can be read.`);
+  if (type === 'Patient') {
+    return id === scope.patient.id ? { ...capped([scope.patient], scope.options.maxCharacters), access: { kind: 'read' } } : notFound;
+  }
+  if (!scope.types.includes(type as PatientContextType)) {
+    return errorResult(`Records of type ${type} are not shared; the types are Patient, ${scope.types.join(', ')}.`);
+  }
+  let resource: WithId<Resource>;
+  try {
+    resource = await scope.repo.readResource(type, id);
+  } catch (error) {
+    if (error instanceof OperationOutcomeError && [403, 404, 410].includes(getStatus(error.outcome))) {
+      return notFound;
+    }
+    throw error;
+  }
+  return belongsTo(resource, scope.patient.id) ? { ...capped([resource], scope.options.maxCharacters), access: { kind: 'read' } } : notFound;
+}
+
+/** The search parameters the model gave, checked: known to the type, not reserved, strings, `_count` bounded. */
+function readParameters(type: string, value: unknown, maxResults: number): Record<string, string> | string {
+  if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+    return 'params must be an object of search parameters and their values.';
+  }
+  const params: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(value ?? {})) {
+    const code = PARAMETER_PATTERN.exec(name)?.[1];
+    if (!code || RESERVED_PARAMETERS.has(code) || (!['_count', '_sort', '_id', '_lastUpdated'].includes(code) && !getSearchParameter(type, code))) {
+      return `'${name.slice(0, 64)}' is not a search parameter that can be used on ${type}.`;
+    }
+    if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
+      return `The value of '${name}' must be a string.`;
+    }
+    params[name] = String(raw);
+  }
+  const count = Number(params._count ?? maxResults);
+  params._count = String(Number.isInteger(count) && count > 0 ? Math.min(count, maxResults) : maxResults);
+  return params;
+}
+
+/** Whether a record names the patient as its subject or patient (defence in depth over the search's own filter). */
+function belongsTo(resource: Resource, patientId: string): boolean {
+  const fields = resource as Partial<Record<(typeof PATIENT_FIELDS)[number], Reference>>;
+  return PATIENT_FIELDS.some((field) => fields[field]?.reference === `Patient/${patientId}`);
+}
+
+/** The records as compact JSON within the cap; only the records that fit count as shared. */
+function capped(records: readonly WithId<Resource>[], maxCharacters: number): FhirToolResult {
+  const included: object[] = [];
+  const shared: Reference[] = [];
+  let length = 0;
+  let truncated = false;
+  for (const record of records) {
+    const compact = compactRecord(record);
+    const size = JSON.stringify(compact).length + 1;
+    if (length + size > maxCharacters) {
+      truncated = true;
+      break;
+    }
+    length += size;
+    included.push(compact);
+    shared.push({ reference: `${record.resourceType}/${record.id}` });
+  }
+  const text = JSON.stringify({ count: included.length, ...(truncated ? { truncated: true, note: 'More records matched; narrow the search.' } : {}), records: included });
+  return { text, shared };
+}
+
+/** A record without what a model does not need: server metadata and the generated narrative. */
+function compactRecord(record: WithId<Resource>): object {
+  const { meta: _meta, text: _text, ...rest } = record as WithId<Resource> & { text?: unknown };
+  return rest;
+}
+
+function parseArguments(text: string): Record<string, unknown> | string {
+  try {
+    const value: unknown = JSON.parse(text || '{}');
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : 'The arguments must be a JSON object.';
+  } catch {
+    return 'The arguments are not valid JSON.';
+  }
+}
+
+/** A search the store or the policy refused: the model is told why in general terms (a 5xx is the store failing: thrown). */
+function refusal(error: unknown): FhirToolResult {
+  if (error instanceof OperationOutcomeError) {
+    const status = getStatus(error.outcome);
+    if (status === 403) {
+      return errorResult('The requesting user is not permitted to search these records.');
+    }
+    if (status < 500) {
+      return errorResult(`The search was not accepted: ${normalizeErrorString(error.outcome).slice(0, 300)}`);
+    }
+  }
+  throw error;
+}
+
+function errorResult(message: string): FhirToolResult {
+  return { text: JSON.stringify({ error: message }), shared: [] };
+}
