@@ -27,7 +27,7 @@ export async function loadSigningKeys(store: FhirRepository): Promise<SigningKey
   if (stored.length === 0) {
     const { privateKey } = await generateKeyPair(ALGORITHM, { extractable: true });
     const jwk = await exportJWK(privateKey);
-    await store.createResource<JsonWebKey>({ resourceType: 'JsonWebKey', active: true, ...jwk } as JsonWebKey);
+    await store.createResource<JsonWebKey>({ resourceType: 'JsonWebKey', active: true, alg: ALGORITHM, ...jwk } as JsonWebKey);
     // Two instances starting on a fresh store may both create one; both then agree on the oldest.
     stored = await findActiveKeys(store);
   }

@@ -23,6 +23,7 @@ import {
   preconditionFailed,
   serverError,
   stringify,
+  validateResource,
   validateResourceType,
   type SearchRequest,
   type WithId,
@@ -124,6 +125,7 @@ export class SqliteRepository extends FhirRepository {
     if (!FHIR_ID.test(id)) {
       throw new OperationOutcomeError(badRequest('Invalid id', `${resource.resourceType}.id`));
     }
+    validateResource({ ...resource, id });
     // Serialised and indexed now, outside the write lock, and safe from changes the caller makes meanwhile.
     const version = this.#guardStorage(() => this.#newVersion({ ...resource, id }));
     return this.#write(() => {
@@ -196,6 +198,7 @@ export class SqliteRepository extends FhirRepository {
     if (!id) {
       throw new OperationOutcomeError(badRequest('Missing id'));
     }
+    validateResource({ ...resource, id });
     // A copy taken now: the write may run later, in its group, after the caller changed its object.
     const snapshot = this.#guardStorage(() => JSON.parse(stringify({ ...resource, id })) as WithId<T>);
     const ifMatch = options?.ifMatch;
