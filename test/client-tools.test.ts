@@ -10,9 +10,10 @@ import type { Communication } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
+import type { LlmEmulator } from './emulator/index.ts';
 import { chatClients } from './support/chat-clients.ts';
-import { startTestHost, type TestHost } from './support/test-host.ts';
+import { CHAT_MODEL, OTHER_PROVIDERS, startChatHost, type ChatHost } from './support/chat-host.ts';
+import type { TestHost } from './support/test-host.ts';
 
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
@@ -28,9 +29,10 @@ const WEATHER: OpenAI.ChatCompletionTool = {
 /** A user message that makes the emulated model call get_weather once, then answer. */
 const ASK_WEATHER = `Weather in Lyon? [emulator-behaviour ${JSON.stringify({ toolCalls: [[{ name: 'get_weather', arguments: { city: 'Lyon' } }]] })}]`;
 
-const MODELS = { openai: 'openai/gpt-4o-mini', anthropic: 'anthropic/claude-haiku-4-5', ollama: 'ollama/llama3.2' } as const;
+const MODELS = { openai: CHAT_MODEL, anthropic: OTHER_PROVIDERS.anthropic.model, ollama: OTHER_PROVIDERS.ollama.model } as const;
 
 describe('function calling through the gateway', () => {
+  let chatHost: ChatHost;
   let emulator: LlmEmulator;
   let host: TestHost;
   let project: SeededProject;
@@ -38,24 +40,10 @@ describe('function calling through the gateway', () => {
   let medplum: MedplumClient;
 
   beforeAll(async () => {
-    emulator = await startLlmEmulator();
-    host = await startTestHost({
-      plugin: {
-        llm: {
-          providers: {
-            openai: { kind: 'openai', apiKey: 'sk-test-openai', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] },
-            anthropic: { kind: 'anthropic', apiKey: 'sk-ant-test', baseUrl: emulator.url, models: ['claude-haiku-4-5'] },
-            ollama: { kind: 'ollama', baseUrl: emulator.url, models: ['llama3.2'] },
-          },
-          defaultModel: MODELS.openai,
-        },
-      },
-    });
+    chatHost = await startChatHost({ withProviders: ['anthropic', 'ollama'] });
+    ({ emulator, host } = chatHost);
   });
-  afterAll(async () => {
-    await host.close();
-    await emulator.close();
-  });
+  afterAll(() => chatHost.close());
   beforeEach(async () => {
     emulator.reset();
     ({ project, openai, medplum } = await chatClients(host));

@@ -10,10 +10,8 @@ import type { AuditEvent, Communication, Observation } from '@medplum/fhirtypes'
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { chatClients } from './support/chat-clients.ts';
-import { CHAT_MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
-import { startTestHost, type TestHost } from './support/test-host.ts';
+import { CHAT_MODEL, OTHER_PROVIDERS, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { seedChart, type SeededChart } from './support/seeded-chart.ts';
 
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
@@ -37,7 +35,7 @@ describe('FHIR tools', () => {
   let patientId: string;
 
   beforeAll(async () => {
-    chatHost = await startChatHost();
+    chatHost = await startChatHost({ withProviders: ['anthropic', 'ollama'] });
   });
   afterAll(() => chatHost.close());
   beforeEach(async () => {
@@ -160,36 +158,9 @@ describe('FHIR tools', () => {
     expect(chatHost.emulator.received[0].tools?.map((tool) => tool.name)).toEqual(['search_patient_records', 'read_record']);
     expect(chatHost.emulator.received[0].messages.filter((message) => message.role === 'system')).toHaveLength(0);
   });
-});
 
-describe('FHIR tools through each provider SDK', () => {
-  let emulator: LlmEmulator;
-  let host: TestHost;
-
-  beforeAll(async () => {
-    emulator = await startLlmEmulator();
-    host = await startTestHost({
-      plugin: {
-        llm: {
-          providers: {
-            anthropic: { kind: 'anthropic', apiKey: 'sk-ant-test', baseUrl: emulator.url, models: ['claude-haiku-4-5'] },
-            ollama: { kind: 'ollama', baseUrl: emulator.url, models: ['llama3.2'] },
-          },
-          defaultModel: 'anthropic/claude-haiku-4-5',
-        },
-      },
-    });
-  });
-  afterAll(async () => {
-    await host.close();
-    await emulator.close();
-  });
-
-  test.each([['anthropic/claude-haiku-4-5'], ['ollama/llama3.2']])('%s: the model calls the tools, gets the results and streams its answer', async (model) => {
-    emulator.reset();
-    const { project, openai, medplum } = await chatClients(host);
-    const chart = await seedChart(await host.standalone.host.getSystemRepo(project.projectId), project);
-    const body = { model, stream: true, messages: [{ role: 'user', content: askWithLookups(chart) }], patient_id: project.ids['patient-in-care-team-1'], patient_context: 'tools' };
+  test.each([[OTHER_PROVIDERS.anthropic.model], [OTHER_PROVIDERS.ollama.model]])('through %s: the model calls the tools, gets the results and streams its answer', async (model) => {
+    const body = { model, stream: true, messages: [{ role: 'user', content: askWithLookups(chart) }], patient_id: patientId, patient_context: 'tools' };
     const stream = (await openai.chat.completions.create(body as never)) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & { communication_id?: string }>;
     let text = '';
     let replyId = '';
@@ -198,8 +169,8 @@ describe('FHIR tools through each provider SDK', () => {
       replyId ||= chunk.communication_id ?? '';
     }
     expect(text).toMatch(/^Echo: How is the blood pressure treatment going\?/);
-    expect(emulator.received.map((request) => request.provider)).toEqual(Array(3).fill(model.split('/')[0]));
-    expect(emulator.received[0].tools?.map((tool) => tool.name)).toEqual(['search_patient_records', 'read_record']);
+    expect(chatHost.emulator.received.map((request) => request.provider)).toEqual(Array(3).fill(model.split('/')[0]));
+    expect(chatHost.emulator.received[0].tools?.map((tool) => tool.name)).toEqual(['search_patient_records', 'read_record']);
     const reply = await medplum.readResource('Communication', replyId, { cache: 'no-cache' });
     expect(reply.about?.map((reference) => reference.reference)).toEqual([`Observation/${chart.pulse.id}`, `Condition/${chart.condition.id}`]);
   });

@@ -14,13 +14,27 @@ export interface ChatHost {
   close(): Promise<void>;
 }
 
-/** Starts the emulator and a host on it; `provider` adds to the provider's settings (e.g. `retries`). */
+/** The other provider kinds, by their names in {@link startChatHost}'s `withProviders`. */
+export const OTHER_PROVIDERS = {
+  anthropic: { model: 'anthropic/claude-haiku-4-5', settings: (url: string) => ({ kind: 'anthropic' as const, apiKey: 'sk-ant-test', baseUrl: url, models: ['claude-haiku-4-5'] }) },
+  ollama: { model: 'ollama/llama3.2', settings: (url: string) => ({ kind: 'ollama' as const, baseUrl: url, models: ['llama3.2'] }) },
+} as const;
+
+/**
+ * Starts the emulator and a host on it; `provider` adds to the `openai` provider's settings (e.g. `retries`), and
+ * `withProviders` configures other provider kinds beside it, answered by the same emulator.
+ */
 export async function startChatHost(
-  options: { readonly provider?: Partial<ProviderConfigInput['providers'][string]>; readonly host?: Omit<TestHostOptions, 'plugin' | 'pluginFor'> } = {}
+  options: {
+    readonly provider?: Partial<ProviderConfigInput['providers'][string]>;
+    readonly withProviders?: readonly (keyof typeof OTHER_PROVIDERS)[];
+    readonly host?: Omit<TestHostOptions, 'plugin' | 'pluginFor'>;
+  } = {}
 ): Promise<ChatHost> {
   const emulator = await startLlmEmulator();
   const provider = { kind: 'openai' as const, apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], ...options.provider };
-  const host = await startTestHost({ ...options.host, plugin: { llm: { providers: { openai: provider }, defaultModel: CHAT_MODEL } } });
+  const others = Object.fromEntries((options.withProviders ?? []).map((name) => [name, OTHER_PROVIDERS[name].settings(emulator.url)]));
+  const host = await startTestHost({ ...options.host, plugin: { llm: { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL } } });
   return {
     emulator,
     host,
