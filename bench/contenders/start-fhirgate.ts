@@ -2,8 +2,10 @@
  * fhirgate in the standalone host with everything on: a Medplum-format RS256 token checked against its Login and
  * membership, the demo practitioner's AccessPolicy, the patient check, prompt and reply stored as Communications
  * in SQLite (WAL, synchronous=FULL: durable), and every measured request continuing a conversation, so it loads
- * the conversation's history. Scenario 4 runs a chat-only sibling of it (`startChatOnly`): the same data, the
- * GraphQL schema not built at start-up (FHIRGATE_GRAPHQL_WARMUP=off).
+ * the conversation's history. The chart is not shared with the model (`patient_context: none`): issue 6's
+ * "everything on" is the audit trail, not the patient summary, which adds a chart read and an AuditEvent per turn.
+ * Scenario 4 runs a chat-only sibling of it (`startChatOnly`): the same data, the GraphQL schema not built at
+ * start-up (FHIRGATE_GRAPHQL_WARMUP=off).
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -83,7 +85,7 @@ function toContender(options: FhirgateOptions, dataDir: string, host: RunningHos
     pid: host.child.pid,
     bodies: (stream) =>
       conversationIds.map((conversationId) =>
-        JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
+        JSON.stringify({ stream, patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
     startChatOnly: async () => {
       const sibling = await startHost(options, dataDir, { graphqlWarmUp: false });
@@ -147,7 +149,7 @@ async function prepareConversation(chatUrl: string, headers: Record<string, stri
     const response = await fetch(chatUrl, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }] }),
+      body: JSON.stringify({ patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }] }),
     });
     const answer = (await response.json()) as { conversation_id?: string };
     if (!response.ok || !answer.conversation_id) throw new Error(`fhirgate refused a preparing request: ${response.status} ${JSON.stringify(answer)}`);

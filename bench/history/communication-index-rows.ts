@@ -5,7 +5,7 @@
  * that a change to the index or the builders fails the seed instead of skewing it.
  */
 import type { Communication } from '@medplum/fhirtypes';
-import type { IndexRow, SearchIndexSpec } from '../../plugin/hosts/standalone/store/search-index.ts';
+import { NO_SORT_VALUE, sortedLookupParam, type IndexRow, type SearchIndexSpec } from '../../plugin/hosts/standalone/store/search-index.ts';
 
 /** The index rows of a Communication built by the chat route's builders (no identifier, one coding per category). */
 export function communicationIndexRows(resource: Communication): IndexRow[] {
@@ -42,6 +42,12 @@ export function communicationIndexRows(resource: Communication): IndexRow[] {
     reference('recipient', recipient.reference);
   }
   rows.push({ param: 'status', value: resource.status.toLowerCase(), extra: '' });
+  // The sorted lookup of a conversation's messages by sent.
+  for (const part of resource.partOf ?? []) {
+    if (part.reference) {
+      rows.push({ param: sortedLookupParam('part-of', 'sent'), value: part.reference, extra: resource.sent ?? NO_SORT_VALUE });
+    }
+  }
   return rows;
 }
 

@@ -37,7 +37,8 @@ async function chat(plan: LoadPlan, loadCase: LoadCase, conversationId: string, 
       'X-Project-ID': plan.projectId,
       'Content-Type': 'application/json',
     },
-    body: JSON.stringify({ conversation_id: conversationId, messages: [{ role: 'user', content: `Benchmark question ${turn}: anything new?` }] }),
+    // The chart is not shared (patient_context none): what is measured is the history, not the patient summary.
+    body: JSON.stringify({ conversation_id: conversationId, patient_context: 'none', messages: [{ role: 'user', content: `Benchmark question ${turn}: anything new?` }] }),
   });
   const body = await response.text();
   const elapsed = performance.now() - started;

@@ -4,7 +4,7 @@
  * in-process on the project's system repository), the device's own repository and AuditEvent writes.
  */
 import type { WithId } from '@medplum/core';
-import { parseSearchRequest } from '@medplum/core';
+import { OperationOutcomeError, isGone, isNotFound, parseSearchRequest } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { AccessPolicy, AuditEvent, Device } from '@medplum/fhirtypes';
 import { mapDevice, type DeviceLookupClient } from '../../bots/device-mapping.ts';
@@ -55,8 +55,14 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
       return device?.id ? (device as WithId<Device>) : undefined;
     },
     readDevice: async (deviceResourceId) => {
-      const found = await (await systemRepo()).searchResources<Device>(parseSearchRequest('Device', { _id: deviceResourceId }));
-      return found[0];
+      try {
+        return await (await systemRepo()).readResource<Device>('Device', deviceResourceId);
+      } catch (error) {
+        if (error instanceof OperationOutcomeError && (isNotFound(error.outcome) || isGone(error.outcome))) {
+          return undefined;
+        }
+        throw error;
+      }
     },
     deviceRepo: async (deviceResourceId) =>
       host.getDeviceRepo(config.projectId, buildDevicePolicy(deviceResourceId), { reference: `Device/${deviceResourceId}` }),

@@ -1,4 +1,4 @@
-import { describe, expect, test } from '@jest/globals';
+import { describe, expect, jest, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
 import type { JWTHeaderParameters } from 'jose';
@@ -147,6 +147,19 @@ describe('createDeviceTokenService: verifying', () => {
     expect(await service.verify(await craftToken({ secret: OTHER_SECRET }))).toBeUndefined();
     const { access } = await createDeviceTokenService([OTHER_SECRET], 5).issue(device);
     expect(await service.verify(access)).toBeUndefined();
+  });
+
+  test('a token verified before is still refused once it expires (its claims are kept until exp at most)', async () => {
+    jest.useFakeTimers({ now: Date.now(), doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const shortLived = await craftToken({ claims: { iat: nowInSeconds(), exp: nowInSeconds() + 2 } });
+      expect(await service.verify(shortLived)).toMatchObject({ deviceId: 'monitor-1' });
+      expect(await service.verify(shortLived)).toMatchObject({ deviceId: 'monitor-1' });
+      jest.setSystemTime(Date.now() + 2_000);
+      expect(await service.verify(shortLived)).toBeUndefined();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test('refuses an expired token', async () => {

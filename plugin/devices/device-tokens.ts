@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
+import { createTokenCache } from '../http/token-cache.ts';
 
 /** The `aud` claim of every device token. */
 export const DEVICE_TOKEN_AUDIENCE = 'urn:fhirgate:device';
@@ -31,10 +32,18 @@ export interface DeviceTokenService {
   verify(token: string): Promise<DeviceTokenClaims | undefined>;
 }
 
+/**
+ * How long a verified token's claims are remembered: a device sends the same token with every request until it
+ * expires, and the claims of a token never change, so its signature is checked once (what can end a token
+ * sooner, its Device, is read on every request by the routes).
+ */
+const VERIFIED_TTL_MS = 60_000;
+
 /** A service signing with the first secret and accepting any of them (so the secret can be rotated). */
 export function createDeviceTokenService(secrets: readonly string[], expiryMinutes: number): DeviceTokenService {
   const keys = secrets.map((secret) => new TextEncoder().encode(secret));
   const expiresIn = expiryMinutes * 60;
+  const verified = createTokenCache<DeviceTokenClaims>({ ttlMs: VERIFIED_TTL_MS });
   return {
     issue: async ({ deviceId, deviceResourceId }) => {
       const issuedAt = Math.floor(Date.now() / 1000);
@@ -50,25 +59,38 @@ export function createDeviceTokenService(secrets: readonly string[], expiryMinut
       return { access, expiresIn, tokenId };
     },
     verify: async (token) => {
-      for (const key of keys) {
-        try {
-          const { payload } = await jwtVerify(token, key, {
-            algorithms: ['HS256'],
-            audience: DEVICE_TOKEN_AUDIENCE,
-            typ: DEVICE_TOKEN_TYPE,
-            requiredClaims: ['sub', 'exp', 'iat', 'jti'],
-          });
-          if (payload.is_device !== true || typeof payload.entity_id !== 'string' || !payload.sub || !payload.jti || !payload.exp) {
-            return undefined;
-          }
-          return { deviceId: payload.sub, deviceResourceId: payload.entity_id, tokenId: payload.jti, expiresAt: payload.exp };
-        } catch {
-          // Try the next secret; a token no secret verifies is refused below.
-        }
+      const known = verified.get(token);
+      if (known) {
+        return known;
       }
-      return undefined;
+      const claims = await verifySignedToken(token, keys);
+      if (claims) {
+        verified.set(token, claims, claims.expiresAt);
+      }
+      return claims;
     },
   };
+}
+
+/** The claims of a token one of the keys signed, checked as the spec and RFC 8725 ask; undefined otherwise. */
+async function verifySignedToken(token: string, keys: readonly Uint8Array[]): Promise<DeviceTokenClaims | undefined> {
+  for (const key of keys) {
+    try {
+      const { payload } = await jwtVerify(token, key, {
+        algorithms: ['HS256'],
+        audience: DEVICE_TOKEN_AUDIENCE,
+        typ: DEVICE_TOKEN_TYPE,
+        requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+      });
+      if (payload.is_device !== true || typeof payload.entity_id !== 'string' || !payload.sub || !payload.jti || !payload.exp) {
+        return undefined;
+      }
+      return { deviceId: payload.sub, deviceResourceId: payload.entity_id, tokenId: payload.jti, expiresAt: payload.exp };
+    } catch {
+      // Try the next secret; a token no secret verifies is refused below.
+    }
+  }
+  return undefined;
 }
 
 /** True when a bearer token claims to be a device token (header `typ`); says nothing about its validity. */

@@ -43,7 +43,7 @@ export async function authenticateRequest(
   const onWrite = callers ? (resourceType: string): void => dropCallersOnSourceWrite(callers, resourceType) : undefined;
   const caller = await resolveCaller(store, claims, { onWrite });
   if (caller && callers) {
-    callers.set(token, { claims, context: caller });
+    callers.set(token, { claims, context: caller }, claims.exp);
   } else if (!caller) {
     callers?.delete(token);
   }

@@ -8,7 +8,8 @@
  * - Inexact plan and SQL order: candidates are read in order and checked one by one until the page is full
  *   (or all of them, when a total is asked for).
  * - An index lookup drives and the index answers the sort: candidates are ordered from index rows alone, then
- *   checked against the other conditions in that order until the page is full (see searchOrderedCandidates).
+ *   checked against the other conditions in that order until the page is full (see searchOrderedCandidates). One
+ *   reference value sorted by a date the index pairs with it (search-index.ts) is a single ordered range read.
  * - Order SQL cannot give (a sort on a parameter outside the index): all candidates are loaded, checked and sorted.
  */
 import {
@@ -39,11 +40,20 @@ interface PageWindow {
   readonly wantsTotal: boolean;
 }
 
-/** Runs `searchRequest` with `indexed` as the parameters the search index holds for its resource type. */
+/** The `param` of the index's sorted lookup of a reference parameter by a date parameter, if it keeps one. */
+export type SortedLookups = (filter: string, sort: string) => string | undefined;
+
+const NO_SORTED_LOOKUPS: SortedLookups = () => undefined;
+
+/**
+ * Runs `searchRequest` with `indexed` as the parameters the search index holds for its resource type, and
+ * `sortedLookups` as its sorted lookups.
+ */
 export function executeSearch<T extends Resource>(
   store: ResourceStore,
   indexed: ReadonlyMap<string, IndexedParameter>,
-  searchRequest: SearchRequest<T>
+  searchRequest: SearchRequest<T>,
+  sortedLookups: SortedLookups = NO_SORTED_LOOKUPS
 ): SearchPage<T> {
   if (searchRequest.types?.length) {
     throw new OperationOutcomeError(badRequest('Searching several resource types at once is not supported'));
@@ -60,9 +70,9 @@ export function executeSearch<T extends Resource>(
   if (plan.matchesNothing) {
     return { resources: [], total: window.wantsTotal ? 0 : undefined };
   }
-  const candidateOrder = plan.driver ? sqlOrderBy(rules, indexed, 'candidate.resource_pk') : undefined;
-  if (plan.driver && candidateOrder) {
-    return searchOrderedCandidates(store, plan, plan.driver, candidateOrder, searchRequest, window);
+  const orderedCandidates = plan.driver ? orderCandidates(searchRequest.resourceType, plan.driver, rules, indexed, sortedLookups) : undefined;
+  if (plan.driver && orderedCandidates) {
+    return searchOrderedCandidates(store, plan, plan.driver, orderedCandidates, searchRequest, window);
   }
   const orderBy = sqlOrderBy(rules, indexed);
   if (!orderBy) {
@@ -108,6 +118,36 @@ function searchCheckingInOrder<T extends Resource>(
 }
 
 /**
+ * The driver's candidate pks in the order of the sort rules, from index rows alone; undefined when the index does
+ * not answer the sort. The order is {@link sqlOrderBy}'s: a resource's largest value first descending (its smallest
+ * ascending), those without one first descending (last ascending), ties by pk.
+ */
+function orderCandidates(
+  resourceType: string,
+  driver: NonNullable<FilterPlan['driver']>,
+  rules: readonly ResolvedSortRule[],
+  indexed: ReadonlyMap<string, IndexedParameter>,
+  sortedLookups: SortedLookups
+): SqlFragment | undefined {
+  const pair = driver.reference && rules.length === 1 ? sortedLookups(driver.reference.code, rules[0].code) : undefined;
+  if (driver.reference && pair) {
+    const direction = rules[0].descending ? 'DESC' : 'ASC';
+    return {
+      sql: `SELECT resource_pk AS pk FROM search_index WHERE resource_type = ? AND param = ? AND value = ? ORDER BY extra ${direction}, resource_pk ${direction}`,
+      params: [resourceType, pair, driver.reference.value],
+    };
+  }
+  const order = sqlOrderBy(rules, indexed, 'candidate.resource_pk');
+  if (!order) {
+    return undefined;
+  }
+  return {
+    sql: `SELECT candidate.resource_pk AS pk FROM (${driver.candidates.sql}) candidate ORDER BY ${order.sql}`,
+    params: [...driver.candidates.params, ...order.params],
+  };
+}
+
+/**
  * Sorting in one query reads the `resources` row of every candidate (a conversation's every turn) before LIMIT
  * applies. Here the candidates are ordered from their index rows alone and each is checked against the rest of the
  * filters in that order, so `resources` rows are read for about one page: the newest 50 turns of a 1,000-turn
@@ -117,7 +157,7 @@ function searchOrderedCandidates<T extends Resource>(
   store: ResourceStore,
   plan: FilterPlan,
   driver: NonNullable<FilterPlan['driver']>,
-  order: SqlFragment,
+  orderedCandidates: SqlFragment,
   searchRequest: SearchRequest<T>,
   window: PageWindow
 ): SearchPage<T> {
@@ -127,13 +167,12 @@ function searchOrderedCandidates<T extends Resource>(
   }
   // With an exact plan SQL decides the matches, so a total is counted in SQL and the scan stops with the page.
   const scanAll = window.wantsTotal && !plan.exact;
-  const select = `SELECT candidate.resource_pk AS pk FROM (${driver.candidates.sql}) candidate ORDER BY ${order.sql}`;
   // The rest of the SQL conditions and the content in one lookup per candidate.
   const load = `SELECT r.content FROM resources r WHERE r.pk = ? AND ${driver.residual.sql}`;
   // A resource with several of the looked-up values has several index rows.
   const seen = new Set<number>();
   let matched = 0;
-  for (const row of store.queryIterate(select, [...driver.candidates.params, ...order.params])) {
+  for (const row of store.queryIterate(orderedCandidates.sql, orderedCandidates.params)) {
     const pk = toNumber(row.pk);
     if (seen.has(pk)) {
       continue;

@@ -39,6 +39,24 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
   Device: ['identifier', 'status'],
 };
 
+/**
+ * Searches the index answers in order in one range read: a reference parameter's value, sorted by a date
+ * parameter. For each pair the store keeps rows `<filter>><sort>` (value: the reference, extra: the date), so
+ * "a conversation's newest messages" (`Communication?part-of=...&_sort=-sent`) reads one page of index rows however
+ * long the conversation is, instead of looking up and sorting the date of every message.
+ */
+export const SORTED_LOOKUPS: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>> = {
+  Communication: [{ filter: 'part-of', sort: 'sent' }],
+};
+
+/** The `extra` of a pair row whose resource has no sort value: after every date ascending, before every one descending. */
+export const NO_SORT_VALUE = '~';
+
+/** The `param` of the rows of a sorted lookup. */
+export function sortedLookupParam(filter: string, sort: string): string {
+  return `${filter}>${sort}`;
+}
+
 /** Search parameter types the index can hold. */
 export type IndexedParameterType = 'reference' | 'token' | 'date';
 
@@ -65,15 +83,20 @@ const NO_PARAMETERS: ReadonlyMap<string, IndexedParameter> = new Map();
  */
 export class SearchIndexSpec {
   readonly #spec: Readonly<Record<string, readonly string[]>>;
+  readonly #sorted: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>>;
   readonly #byType = new Map<string, ReadonlyMap<string, IndexedParameter>>();
   readonly #fingerprint: string;
 
-  constructor(spec: Readonly<Record<string, readonly string[]>> = INDEXED_SEARCH_PARAMETERS) {
+  constructor(spec: Readonly<Record<string, readonly string[]>> = INDEXED_SEARCH_PARAMETERS, sorted = SORTED_LOOKUPS) {
     this.#spec = spec;
+    this.#sorted = sorted;
     const described: string[] = [`*:${(spec['*'] ?? []).join(',')}`];
     for (const resourceType of Object.keys(spec).filter((key) => key !== '*').sort()) {
       for (const parameter of this.parametersFor(resourceType).values()) {
         described.push(`${resourceType}:${parameter.code}:${parameter.type}:${parameter.expression}`);
+      }
+      for (const pair of this.#pairsOf(resourceType)) {
+        described.push(`${resourceType}:${sortedLookupParam(pair.filter.code, pair.sort.code)}`);
       }
     }
     this.#fingerprint = described.join('\n');
@@ -94,6 +117,11 @@ export class SearchIndexSpec {
     return parameters;
   }
 
+  /** The `param` of the sorted lookup of `filter` by `sort` on the type, when the index keeps one. */
+  sortedLookupFor(resourceType: string, filter: string, sort: string): string | undefined {
+    return this.#pairsOf(resourceType).some((pair) => pair.filter.code === filter && pair.sort.code === sort) ? sortedLookupParam(filter, sort) : undefined;
+  }
+
   /** The index rows of a resource, without duplicates. */
   rowsFor(resource: Resource): IndexRow[] {
     const parameters = this.parametersFor(resource.resourceType);
@@ -103,16 +131,40 @@ export class SearchIndexSpec {
     const typedResource = [toTypedValue(resource)];
     const rows: IndexRow[] = [];
     const seen = new Set<string>();
+    const add = (param: string, value: string, extra: string): void => {
+      const key = `${param}\0${value}\0${extra}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        rows.push({ param, value, extra });
+      }
+    };
+    const valuesOf = new Map<string, [string, string][]>();
     for (const parameter of parameters.values()) {
-      for (const [value, extra] of indexValues(parameter, typedResource)) {
-        const key = `${parameter.code}\0${value}\0${extra}`;
-        if (!seen.has(key)) {
-          seen.add(key);
-          rows.push({ param: parameter.code, value, extra });
+      const values = indexValues(parameter, typedResource);
+      valuesOf.set(parameter.code, values);
+      for (const [value, extra] of values) {
+        add(parameter.code, value, extra);
+      }
+    }
+    for (const pair of this.#pairsOf(resource.resourceType)) {
+      const sortValues = (valuesOf.get(pair.sort.code) ?? []).map(([start]) => start);
+      for (const [reference] of valuesOf.get(pair.filter.code) ?? []) {
+        for (const sortValue of sortValues.length > 0 ? sortValues : [NO_SORT_VALUE]) {
+          add(sortedLookupParam(pair.filter.code, pair.sort.code), reference, sortValue);
         }
       }
     }
     return rows;
+  }
+
+  /** The sorted lookups of a type whose two parameters are indexed: a reference, and a date. */
+  #pairsOf(resourceType: string): { readonly filter: IndexedParameter; readonly sort: IndexedParameter }[] {
+    const parameters = this.parametersFor(resourceType);
+    return (this.#sorted[resourceType] ?? []).flatMap(({ filter, sort }) => {
+      const filterParameter = parameters.get(filter);
+      const sortParameter = parameters.get(sort);
+      return filterParameter?.type === 'reference' && sortParameter?.type === 'date' ? [{ filter: filterParameter, sort: sortParameter }] : [];
+    });
   }
 
   #resolve(resourceType: string): ReadonlyMap<string, IndexedParameter> {

@@ -36,13 +36,25 @@ export interface FilterPlan {
    * When an index lookup drives: the query selecting its candidate pks (column `resource_pk`), and `residual`,
    * the rest of `where`, to check one candidate at a time with `r.pk = ?`.
    */
-  readonly driver?: { readonly candidates: SqlFragment; readonly residual: SqlFragment };
+  readonly driver?: {
+    readonly candidates: SqlFragment;
+    readonly residual: SqlFragment;
+    /** When the lookup is one reference parameter equal to one value: which (for a sorted lookup, search-index.ts). */
+    readonly reference?: SingleReference;
+  };
+}
+
+/** A reference parameter equal to one value. */
+export interface SingleReference {
+  readonly code: string;
+  readonly value: string;
 }
 
 interface IndexLookup {
   readonly sql: SqlFragment;
   /** Lower is expected to be more selective. */
   readonly rank: number;
+  readonly reference?: SingleReference;
 }
 
 interface FilterTranslation {
@@ -105,7 +117,7 @@ export function planFilters(
     matchesNothing: false,
     exact,
     where: { sql: `r.pk IN (${lookup.sql}) AND ${residual.sql}`, params: [...lookup.params, ...residual.params] },
-    driver: { candidates: lookup, residual },
+    driver: { candidates: lookup, residual, reference: driver.lookup.reference },
   };
 }
 
@@ -234,6 +246,7 @@ function translateReference(resourceType: string, parameter: IndexedParameter, f
         params: [resourceType, parameter.code, ...references],
       },
       rank: parameter.code === '_compartment' ? RANK_COMPARTMENT : RANK_REFERENCE,
+      reference: references.length === 1 ? { code: parameter.code, value: references[0] } : undefined,
     },
     condition: () => existsRow(parameter.code, anyOf, references),
   };

@@ -239,9 +239,12 @@ export class SqliteRepository extends FhirRepository {
     searchRequest: SearchRequest<T>,
     _options?: SearchOptions
   ): Promise<Bundle<WithId<T>>> {
-    const page = await this.#read(() =>
-      executeSearch(this.#store, this.#indexedFor(searchRequest.resourceType), searchRequest)
-    );
+    const { resourceType } = searchRequest;
+    const page = await this.#read(() => {
+      const current = this.#indexIsCurrent();
+      const indexed = current ? this.#index.parametersFor(resourceType) : NO_PARAMETERS;
+      return executeSearch(this.#store, indexed, searchRequest, (filter, sort) => (current ? this.#index.sortedLookupFor(resourceType, filter, sort) : undefined));
+    });
     const entries: BundleEntry[] = page.resources.map((resource) => ({
       ...this.#fullUrlOf(resource),
       search: { mode: 'match' },
@@ -362,10 +365,9 @@ export class SqliteRepository extends FhirRepository {
     return current;
   }
 
-  #indexedFor(resourceType: string): ReadonlyMap<string, IndexedParameter> {
-    // Another process may have re-indexed the file for another parameter list: then the index is not trusted.
-    const current = this.#store.indexFingerprint() === this.#index.fingerprint;
-    return current ? this.#index.parametersFor(resourceType) : NO_PARAMETERS;
+  /** False when another process re-indexed the file for another parameter list: then the index is not trusted. */
+  #indexIsCurrent(): boolean {
+    return this.#store.indexFingerprint() === this.#index.fingerprint;
   }
 
   #historyEntry<T extends Resource>(resourceType: string, id: string, row: VersionRow): BundleEntry<WithId<T>> {

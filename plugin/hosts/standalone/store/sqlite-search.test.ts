@@ -208,6 +208,27 @@ describe('SqliteRepository search results', () => {
     expect(await ids('Communication?category=chat turn,reply&_sort=-sent&_count=4')).toEqual(['turn-9', 'turn-8', 'turn-7', 'turn-6']);
   });
 
+  test("one conversation's messages by sent come from one ordered index read, in the sort's order, those without sent at the open end", async () => {
+    const sent = ['2024-03-02T00:00:00Z', undefined, '2024-03-01T00:00:00+02:00', '2024-03-02T00:00:00Z', '2024-02-28T23:59:59.999Z'];
+    for (const [index, value] of sent.entries()) {
+      await repository.createResource<Communication>({
+        resourceType: 'Communication',
+        id: `long-${index}`,
+        status: 'completed',
+        partOf: [{ reference: 'Communication/conv-long' }],
+        ...(value ? { sent: value } : {}),
+      }, { assignedId: true });
+    }
+    // Newest first; the one without sent first descending; the two sent together by insertion order, reversed.
+    expect(await ids('Communication?part-of=Communication/conv-long&_sort=-sent')).toEqual(['long-1', 'long-3', 'long-0', 'long-2', 'long-4']);
+    expect(await ids('Communication?part-of=Communication/conv-long&_sort=sent')).toEqual(['long-4', 'long-2', 'long-0', 'long-3', 'long-1']);
+    expect(await ids('Communication?part-of=Communication/conv-long&_sort=-sent&_count=2&_offset=1')).toEqual(['long-3', 'long-0']);
+    // A message that moves to another conversation leaves this one's order.
+    const moved = await repository.readResource<Communication>('Communication', 'long-3');
+    await repository.updateResource<Communication>({ ...moved, partOf: [{ reference: 'Communication/conv-other' }] });
+    expect(await ids('Communication?part-of=Communication/conv-long&_sort=-sent')).toEqual(['long-1', 'long-0', 'long-2', 'long-4']);
+  });
+
   test('_sort with an inexact filter pages after checking each candidate', async () => {
     expect(await ids('Communication?medium=written&_sort=-sent&_count=2')).toEqual(['turn-8', 'turn-6']);
     expect(await ids('Communication?medium=written&_sort=-sent&_count=2&_offset=2')).toEqual(['turn-4', 'turn-2']);
