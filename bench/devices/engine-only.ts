@@ -9,7 +9,7 @@ import { FhirRouter, MemoryRepository, makeSimpleRequest } from '@medplum/fhir-r
 import { guardDeviceWrites } from '../../plugin/graphql/device-write-guard.ts';
 import { executeGraphql, warmUpGraphqlSchema } from '../../plugin/graphql/execute-graphql.ts';
 import { FastGraphqlPath } from '../../plugin/graphql/fast-graphql-path.ts';
-import { translateDocument } from '../../plugin/graphql/translate-document.ts';
+import { DocumentTranslator } from '../../plugin/graphql/translate-document.ts';
 import { loadFhirDefinitions } from '../../plugin/hosts/standalone/fhir-definitions.ts';
 import { median } from '../lib/statistics.ts';
 import { DEMO_DEVICE_ID, DEMO_DEVICE_RESOURCE_ID, DEMO_IDENTIFIER_SYSTEM } from './device-host.ts';
@@ -30,12 +30,13 @@ const router = new FhirRouter();
 const repo = new MemoryRepository();
 await warmUpGraphqlSchema(router, repo);
 const fastPath = new FastGraphqlPath(router);
+const translator = new DocumentTranslator();
 const device = { deviceId: DEMO_DEVICE_ID, deviceResourceId: DEMO_DEVICE_RESOURCE_ID, identifierSystem: DEMO_IDENTIFIER_SYSTEM };
 const spec = JSON.parse(specBody()) as { query: string; variables: Record<string, unknown> };
 const medplum = JSON.parse(medplumBody()) as { query: string; variables: Record<string, unknown> };
 
 async function fhirgateOnce(): Promise<void> {
-  const response = await executeGraphql(router, repo, guardDeviceWrites(translateDocument(spec), device), fastPath);
+  const response = await executeGraphql(router, repo, guardDeviceWrites(translator.translate(spec), device), fastPath);
   if (response.errors) throw new Error(JSON.stringify(response.errors));
 }
 

@@ -3,7 +3,7 @@ import { parse, print } from 'graphql';
 import { AppError } from '../errors.ts';
 import { guardDeviceWrites, type DeviceCaller } from './device-write-guard.ts';
 import type { GraphqlRequest, MedplumGraphqlRequest } from './graphql-request.ts';
-import { translateDocument } from './translate-document.ts';
+import { DocumentTranslator, translateDocument } from './translate-document.ts';
 
 const SYSTEM = 'urn:example:devices';
 const device: DeviceCaller = { deviceId: 'device-001', deviceResourceId: 'dev-res-1', identifierSystem: SYSTEM };
@@ -153,5 +153,25 @@ describe('guardDeviceWrites: forbidden writes', () => {
   test('writes in fragment spreads are refused', () => {
     const query = `mutation { ...W } fragment W on MutationType { ObservationCreate(resource: { status: "final", code: { text: "x" }, device: { identifier: { system: "${SYSTEM}", value: "device-001" } } }) { id } }`;
     expect(forbiddenMessage({ query })).toMatch(/not in a fragment/);
+  });
+});
+
+describe('guardDeviceWrites: a document planned once', () => {
+  test('each request of the same document is checked with its own values and linked to its own device', () => {
+    const translator = new DocumentTranslator();
+    const other: DeviceCaller = { deviceId: 'device-002', deviceResourceId: 'dev-res-2', identifierSystem: SYSTEM };
+    const first = guardDeviceWrites(translator.translate({ query: SPEC_MUTATION, variables: { input: observation() } }), device);
+    const forged = translator.translate({ query: SPEC_MUTATION, variables: { input: observation({ system: SYSTEM, value: 'device-001' }) } });
+    expect(() => guardDeviceWrites(forged, other)).toThrow(/device id of the access token/);
+    const second = guardDeviceWrites(
+      translator.translate({ query: SPEC_MUTATION, variables: { input: { ...observation({ system: SYSTEM, value: 'device-002' }), status: 'amended' } } }),
+      other,
+    );
+    expect(second.document).toBe(first.document);
+    expect(second.variables).toEqual({
+      fhirgate_res_0: { resourceType: 'Observation', ...observation({ system: SYSTEM, value: 'device-002' }), status: 'amended', device: { identifier: { system: SYSTEM, value: 'device-002' }, reference: 'Device/dev-res-2' } },
+    });
+    expect(first.variables).toMatchObject({ fhirgate_res_0: { status: 'final', device: { reference: 'Device/dev-res-1' } } });
+    expect(() => guardDeviceWrites(translator.translate({ query: SPEC_MUTATION, variables: { input: observation(null) } }), device)).toThrow(/must name this device/);
   });
 });

@@ -28,14 +28,62 @@ const HOISTED_PREFIX = 'fhirgate_res_';
 
 /** Refuses writes a device may not make and returns the request with each Observation checked and linked. */
 export function guardDeviceWrites(request: MedplumGraphqlRequest, device: DeviceCaller): MedplumGraphqlRequest {
-  const fragments = fragmentsOf(request.document);
-  const takenNames = variableNamesIn(request.document);
+  const plan = planFor(request.document);
+  if (plan.hoists.length === 0) {
+    return request;
+  }
+  let variables = request.variables;
+  for (const { operation, argument, fieldName, name } of plan.hoists) {
+    variables = withVariable(variables, name, checkObservation(resolveValue(argument.value, operation, variables), device, fieldName));
+  }
+  const kept = Object.fromEntries(Object.entries(variables).filter(([name]) => plan.definedVariables.has(name) || !plan.replacedVariables.has(name)));
+  return { ...request, query: plan.query, variables: kept, document: plan.document };
+}
+
+/** One write a device makes: its `res` argument, hoisted into the variable `name`. */
+interface HoistedWrite {
+  readonly operation: OperationDefinitionNode;
+  readonly argument: ArgumentNode;
+  readonly fieldName: string;
+  readonly name: string;
+}
+
+/**
+ * What the guard does to a document, whatever the values and whichever the device: the writes to check, and the
+ * document with each one's value hoisted into a variable. A document's plan is kept as long as the document
+ * (`translate-document.ts` hands out the same document for the same text), so each request only checks values.
+ */
+interface DeviceWritePlan {
+  readonly hoists: readonly HoistedWrite[];
+  readonly document: DocumentNode;
+  readonly query: string;
+  /** The variables the hoisted values came from. */
+  readonly replacedVariables: ReadonlySet<string>;
+  /** The variables the guarded document still defines. */
+  readonly definedVariables: ReadonlySet<string>;
+}
+
+const plans = new WeakMap<DocumentNode, DeviceWritePlan>();
+
+function planFor(document: DocumentNode): DeviceWritePlan {
+  let plan = plans.get(document);
+  if (!plan) {
+    // A document with a write a device may not make throws here, every time: only allowed shapes are kept.
+    plan = planDeviceWrites(document);
+    plans.set(document, plan);
+  }
+  return plan;
+}
+
+function planDeviceWrites(source: DocumentNode): DeviceWritePlan {
+  const fragments = fragmentsOf(source);
+  const takenNames = variableNamesIn(source);
+  const hoists: HoistedWrite[] = [];
   const hoisted = new Map<ArgumentNode, string>();
   const addedDefinitions = new Map<OperationDefinitionNode, VariableDefinitionNode[]>();
   const replacedVariables = new Set<string>();
-  let variables = request.variables;
 
-  for (const operation of mutationOperations(request.document)) {
+  for (const operation of mutationOperations(source)) {
     for (const { field, throughFragmentSpread } of collectRootFields(operation, fragments)) {
       const fieldName = field.name.value;
       if (fieldName === '__typename') {
@@ -52,19 +100,18 @@ export function guardDeviceWrites(request: MedplumGraphqlRequest, device: Device
       if (!argument) {
         throw forbidden(`${fieldName}: the Observation must name this device in device.identifier.`);
       }
-      const checked = checkObservation(resolveValue(argument.value, operation, variables), device, fieldName);
       const name = freshName(takenNames);
-      variables = withVariable(variables, name, checked);
+      hoists.push({ operation, argument, fieldName, name });
       hoisted.set(argument, name);
       addedDefinitions.set(operation, [...(addedDefinitions.get(operation) ?? []), hoistedDefinition(name, `${write.resourceType}Create`)]);
       variableNamesIn(argument.value).forEach((name) => replacedVariables.add(name));
     }
   }
-  if (hoisted.size === 0) {
-    return request;
+  if (hoists.length === 0) {
+    return { hoists, document: source, query: '', replacedVariables, definedVariables: new Set() };
   }
 
-  const edited = visit(request.document, {
+  const edited = visit(source, {
     OperationDefinition(node) {
       const added = addedDefinitions.get(node);
       return added ? { ...node, variableDefinitions: [...(node.variableDefinitions ?? []), ...added] } : undefined;
@@ -75,7 +122,7 @@ export function guardDeviceWrites(request: MedplumGraphqlRequest, device: Device
     },
   });
   const document = dropUnusedDefinitions(edited, replacedVariables);
-  return { ...request, query: print(document), variables: withoutUndefined(variables, replacedVariables, document), document };
+  return { hoists, document, query: print(document), replacedVariables, definedVariables: definedVariablesOf(document) };
 }
 
 /** The value of a `res` argument as the engine would see it, as a plain deep copy. */
@@ -157,15 +204,15 @@ function dropUnusedDefinitions(document: DocumentNode, candidates: ReadonlySet<s
   };
 }
 
-/** Drops the values of replaced variables no operation defines any more: only checked values go to Medplum. */
-function withoutUndefined(variables: Readonly<Record<string, unknown>>, candidates: ReadonlySet<string>, document: DocumentNode): Record<string, unknown> {
+/** The variables a document's operations define: only their values, and those of untouched variables, go to Medplum. */
+function definedVariablesOf(document: DocumentNode): Set<string> {
   const defined = new Set<string>();
   for (const definition of document.definitions) {
     if (definition.kind === Kind.OPERATION_DEFINITION) {
       definition.variableDefinitions?.forEach((variable) => defined.add(variable.variable.name.value));
     }
   }
-  return Object.fromEntries(Object.entries(variables).filter(([name]) => defined.has(name) || !candidates.has(name)));
+  return defined;
 }
 
 function variablesUsedBy(operation: OperationDefinitionNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>): Set<string> {

@@ -3,8 +3,9 @@
  *   1. read the body (one request; batching is off)            → 400
  *   2. authenticate: a device token, or a user's Medplum token  → 401 / 403
  *      (a device is also rate limited → 429, and must still be an active Device)
- *   3. translate the document to Medplum's dialect, within fhirgate's limits
+ *   3. translate the document to Medplum's dialect, within fhirgate's limits (planned once per document text)
  *   4. for a device: only Observation writes that name the device itself, linked to its Device → else FORBIDDEN
+ *      (what the document allows is planned once per document; each request's values are checked)
  *   5. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors;
  *      a document Medplum's handler already validated runs on a schema pruned to it, unvalidated (the fast path)
  * Errors are GraphQL errors with `extensions.code`; transport failures keep their HTTP status.
@@ -25,7 +26,7 @@ import { executeGraphql } from './execute-graphql.ts';
 import { FastGraphqlPath } from './fast-graphql-path.ts';
 import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-request.ts';
 import { renderGraphqlError, sendGraphqlError } from './graphql-response.ts';
-import { translateDocument } from './translate-document.ts';
+import { DocumentTranslator } from './translate-document.ts';
 import { requestIdOf } from '../telemetry/request-telemetry.ts';
 
 /** What the route is built from. */
@@ -46,12 +47,13 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
     // Once per distinct document, and only at debug: the document is still answered, by Medplum's handler.
     onUnsupportedDocument: (reason) => options.host.logger?.debug('GraphQL document left to Medplum\'s handler', { reason }),
   });
+  const translator = new DocumentTranslator(options.limits);
   router.post('/graphql', express.json({ limit: options.maxBodyBytes }), async (request, response) => {
     const body = parseGraphqlRequestBody(request.body);
     const { repo, prepare } = await authenticate(options, request);
     let translated: MedplumGraphqlRequest;
     try {
-      translated = prepare(translateDocument(body, options.limits));
+      translated = prepare(translator.translate(body));
     } catch (error) {
       // An error in the document itself (syntax, limits, a write the device may not make): 200 with errors, as
       // GraphQL over HTTP asks for a well-formed request; nothing was executed.

@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { parse, print } from 'graphql';
 import { appErrorOf } from '../../test/support/app-error.ts';
-import { translateDocument } from './translate-document.ts';
+import { DocumentTranslator, translateDocument } from './translate-document.ts';
 
 /** The spec's document, exactly as the spec writes it. */
 const SPEC_MUTATION =
@@ -158,5 +158,43 @@ describe('translateDocument: refusals', () => {
       expect(translateDocument({ query }, { allowIntrospection: true }).query).toBe(query);
     }
     expect(translateDocument({ query: '{ ObservationList { __typename id } }' }).query).toContain('__typename');
+  });
+});
+
+describe('DocumentTranslator: each document planned once, each request its own variables', () => {
+  const withDefault =
+    'mutation Create($input: ObservationInput = { status: "final", code: { text: "pulse" } }) { ObservationCreate(resource: $input) { id } }';
+
+  test('requests with the same document get the same translated document and their own variables', () => {
+    const translator = new DocumentTranslator();
+    const first = translator.translate({ query: SPEC_MUTATION, variables: { input: specInput } });
+    const second = translator.translate({ query: SPEC_MUTATION, variables: { input: { ...specInput, status: 'amended' } } });
+    expect(second.document).toBe(first.document);
+    expect(first).toEqual(translateDocument({ query: SPEC_MUTATION, variables: { input: specInput } }));
+    expect(second.variables).toEqual({ input: { resourceType: 'Observation', ...specInput, status: 'amended' } });
+    expect(first.variables).toEqual({ input: { resourceType: 'Observation', ...specInput } });
+  });
+
+  test("a left-out resource variable's default gets its resourceType, without changing the document of requests that send one", () => {
+    const translator = new DocumentTranslator();
+    const sent = translator.translate({ query: withDefault, variables: { input: specInput } });
+    const leftOut = translator.translate({ query: withDefault });
+    const sentAgain = translator.translate({ query: withDefault, variables: { input: specInput } });
+    expect(leftOut).toEqual(translateDocument({ query: withDefault }));
+    expect(leftOut.query).toContain('resourceType: "Observation"');
+    expect(sent).toEqual(translateDocument({ query: withDefault, variables: { input: specInput } }));
+    expect(sent.query).not.toContain('resourceType');
+    expect(sentAgain.document).toBe(sent.document);
+  });
+
+  test('the operation name is part of what is planned, and a refused document is refused every time', () => {
+    const translator = new DocumentTranslator({ maxDepth: 5 });
+    const query = 'query A { ObservationList { id } } query B { PatientList { id } }';
+    expect(translator.translate({ query, operationName: 'A' }).operationName).toBe('A');
+    expect(appErrorOf(() => translator.translate({ query, operationName: 'C' })).code).toBe('invalid_request');
+    expect(appErrorOf(() => translator.translate({ query })).message).toMatch(/several operations/);
+    const deep = `{ Patient(id: "p") ${'{ link { other '.repeat(3)}{ id }${' } }'.repeat(3)} }`; // depth 7
+    expect(appErrorOf(() => translator.translate({ query: deep })).code).toBe('invalid_request');
+    expect(appErrorOf(() => translator.translate({ query: deep })).code).toBe('invalid_request');
   });
 });

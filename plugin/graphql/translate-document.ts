@@ -8,11 +8,12 @@
  * `ObservationUpdate` input type; `ObservationUpdate(id, res)` takes an `ObservationCreate!`.
  */
 import { Kind, print, visit } from 'graphql';
-import type { ArgumentNode, DocumentNode, NamedTypeNode, ObjectFieldNode, ObjectValueNode, OperationDefinitionNode, FragmentDefinitionNode } from 'graphql';
+import type { ArgumentNode, DocumentNode, NamedTypeNode, ObjectFieldNode, ObjectValueNode, OperationDefinitionNode, FragmentDefinitionNode, VariableDefinitionNode } from 'graphql';
 import { AppError } from '../errors.ts';
 import { checkDocumentLimits, DEFAULT_DOCUMENT_LIMITS, parseDocument, selectOperation, type DocumentLimits } from './document-limits.ts';
 import { isJsonObject, variableValue, withVariable, type GraphqlRequest, type MedplumGraphqlRequest } from './graphql-request.ts';
 import { collectRootFields, fragmentsOf, mutationOperations, namedTypeOf, parseResourceWrite } from './mutation-fields.ts';
+import { DEFAULT_MAX_VALIDATED_DOCUMENTS, ValidatedDocuments } from './validated-documents.ts';
 
 const SPEC_INPUT_SUFFIX = 'Input';
 
@@ -25,26 +26,98 @@ interface DocumentEdits {
 
 /** Checks the request against fhirgate's limits and returns it in Medplum's dialect. */
 export function translateDocument(request: GraphqlRequest, limits: DocumentLimits = {}): MedplumGraphqlRequest {
-  const document = parseDocument(request.query, limits.maxTokens ?? DEFAULT_DOCUMENT_LIMITS.maxTokens);
-  selectOperation(document, request.operationName);
+  return applyTranslation(planTranslation(request.query, request.operationName, limits), request);
+}
+
+/**
+ * {@link translateDocument} with each document's plan kept, by its text and operation name (least recently used
+ * first out): what depends on the text alone (parsing, the limits, the edits) is done once per document, and each
+ * request only completes its own variables. Devices send the same few documents, so this is the common case.
+ */
+export class DocumentTranslator {
+  readonly #limits: DocumentLimits;
+  readonly #plans: ValidatedDocuments<TranslationPlan>;
+
+  constructor(limits: DocumentLimits = {}, maxDocuments: number = DEFAULT_MAX_VALIDATED_DOCUMENTS) {
+    this.#limits = limits;
+    this.#plans = new ValidatedDocuments(maxDocuments);
+  }
+
+  translate(request: GraphqlRequest): MedplumGraphqlRequest {
+    // Length-prefixed, so no operation name and text can stand for another pair.
+    const key = request.operationName === undefined ? `-${request.query}` : `${request.operationName.length}:${request.operationName}${request.query}`;
+    let plan = this.#plans.get(key);
+    if (!plan) {
+      // Only documents within the limits are kept: a refused one is checked again (and refused) each time.
+      plan = planTranslation(request.query, request.operationName, this.#limits);
+      this.#plans.remember(key, plan);
+    }
+    return applyTranslation(plan, request);
+  }
+}
+
+/** A variable that holds the resource of a write: its value gets the `resourceType` the write needs. */
+interface ResourceVariable {
+  readonly definition: VariableDefinitionNode;
+  readonly resourceType: string;
+}
+
+/** What a document's text decides: the parsed document, its edits, and the document with them applied. */
+interface TranslationPlan {
+  readonly document: DocumentNode;
+  readonly edits: DocumentEdits;
+  readonly resourceVariables: readonly ResourceVariable[];
+  readonly translated: { readonly document: DocumentNode; readonly query: string };
+}
+
+function planTranslation(query: string, operationName: string | undefined, limits: DocumentLimits): TranslationPlan {
+  const document = parseDocument(query, limits.maxTokens ?? DEFAULT_DOCUMENT_LIMITS.maxTokens);
+  selectOperation(document, operationName);
   checkDocumentLimits(document, limits);
 
   const edits: DocumentEdits = { resourceArguments: new Set(), resourceTypeFor: new Map(), typeRenames: new Map() };
-  let variables: Readonly<Record<string, unknown>> = request.variables ?? {};
+  const resourceVariables: ResourceVariable[] = [];
   const fragments = fragmentsOf(document);
   for (const operation of mutationOperations(document)) {
     const variableUses = findResourceValues(operation, fragments, edits);
-    variables = translateVariables(operation, variableUses, variables, edits);
+    resourceVariables.push(...planVariables(operation, variableUses, edits));
   }
+  return { document, edits, resourceVariables, translated: withEdits(document, query, edits) };
+}
 
-  const changed = edits.resourceArguments.size + edits.resourceTypeFor.size + edits.typeRenames.size > 0;
-  const translated = changed ? applyEdits(document, edits) : document;
+/** The request in Medplum's dialect: the plan's document, and the request's own variables completed. */
+function applyTranslation(plan: TranslationPlan, request: GraphqlRequest): MedplumGraphqlRequest {
+  let variables: Readonly<Record<string, unknown>> = request.variables ?? {};
+  // A resource variable the request leaves out takes its default value, which then needs the resourceType too.
+  let defaultEdits: Map<ObjectValueNode, string> | undefined;
+  for (const { definition, resourceType } of plan.resourceVariables) {
+    const name = definition.variable.name.value;
+    const value = variableValue(variables, name);
+    if (isJsonObject(value) && !('resourceType' in value)) {
+      variables = withVariable(variables, name, { resourceType, ...value });
+    } else if (value === undefined && definition.defaultValue?.kind === Kind.OBJECT && !hasResourceTypeField(definition.defaultValue)) {
+      defaultEdits ??= new Map();
+      defaultEdits.set(definition.defaultValue, resourceType);
+    }
+  }
+  const translated = defaultEdits
+    ? withEdits(plan.document, request.query, { ...plan.edits, resourceTypeFor: new Map([...plan.edits.resourceTypeFor, ...defaultEdits]) })
+    : plan.translated;
   return {
-    query: changed ? print(translated) : request.query,
+    query: translated.query,
     ...(request.operationName !== undefined ? { operationName: request.operationName } : {}),
     variables,
-    document: translated,
+    document: translated.document,
   };
+}
+
+function withEdits(document: DocumentNode, query: string, edits: DocumentEdits): { readonly document: DocumentNode; readonly query: string } {
+  const changed = edits.resourceArguments.size + edits.resourceTypeFor.size + edits.typeRenames.size > 0;
+  if (!changed) {
+    return { document, query };
+  }
+  const translated = applyEdits(document, edits);
+  return { document: translated, query: print(translated) };
 }
 
 /**
@@ -80,14 +153,9 @@ function findResourceValues(
   return variableUses;
 }
 
-/** Renames `XInput` variable types to `XCreate` and adds `resourceType` to the variables' values. */
-function translateVariables(
-  operation: OperationDefinitionNode,
-  variableUses: ReadonlyMap<string, ReadonlySet<string>>,
-  variables: Readonly<Record<string, unknown>>,
-  edits: DocumentEdits,
-): Readonly<Record<string, unknown>> {
-  let translated = variables;
+/** Renames `XInput` variable types to `XCreate`; returns the variables whose values get a `resourceType`. */
+function planVariables(operation: OperationDefinitionNode, variableUses: ReadonlyMap<string, ReadonlySet<string>>, edits: DocumentEdits): ResourceVariable[] {
+  const planned: ResourceVariable[] = [];
   for (const definition of operation.variableDefinitions ?? []) {
     const name = definition.variable.name.value;
     const resourceTypes = variableUses.get(name);
@@ -110,14 +178,9 @@ function translateVariables(
       continue; // one value cannot be two resource types; Medplum reports it
     }
     const [resourceType] = resourceTypes;
-    const value = variableValue(translated, name);
-    if (isJsonObject(value) && !('resourceType' in value)) {
-      translated = withVariable(translated, name, { resourceType, ...value });
-    } else if (value === undefined && definition.defaultValue?.kind === Kind.OBJECT && !hasResourceTypeField(definition.defaultValue)) {
-      edits.resourceTypeFor.set(definition.defaultValue, resourceType);
-    }
+    planned.push({ definition, resourceType });
   }
-  return translated;
+  return planned;
 }
 
 function applyEdits(document: DocumentNode, edits: DocumentEdits): DocumentNode {
