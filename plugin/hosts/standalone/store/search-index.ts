@@ -57,6 +57,12 @@ export function sortedLookupParam(filter: string, sort: string): string {
   return `${filter}>${sort}`;
 }
 
+/** A sorted lookup whose two parameters the index holds. */
+interface SortedPair {
+  readonly filter: IndexedParameter;
+  readonly sort: IndexedParameter;
+}
+
 /** Search parameter types the index can hold. */
 export type IndexedParameterType = 'reference' | 'token' | 'date';
 
@@ -85,6 +91,7 @@ export class SearchIndexSpec {
   readonly #spec: Readonly<Record<string, readonly string[]>>;
   readonly #sorted: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>>;
   readonly #byType = new Map<string, ReadonlyMap<string, IndexedParameter>>();
+  readonly #pairsByType = new Map<string, readonly SortedPair[]>();
   readonly #fingerprint: string;
 
   constructor(spec: Readonly<Record<string, readonly string[]>> = INDEXED_SEARCH_PARAMETERS, sorted = SORTED_LOOKUPS) {
@@ -157,14 +164,19 @@ export class SearchIndexSpec {
     return rows;
   }
 
-  /** The sorted lookups of a type whose two parameters are indexed: a reference, and a date. */
-  #pairsOf(resourceType: string): { readonly filter: IndexedParameter; readonly sort: IndexedParameter }[] {
-    const parameters = this.parametersFor(resourceType);
-    return (this.#sorted[resourceType] ?? []).flatMap(({ filter, sort }) => {
-      const filterParameter = parameters.get(filter);
-      const sortParameter = parameters.get(sort);
-      return filterParameter?.type === 'reference' && sortParameter?.type === 'date' ? [{ filter: filterParameter, sort: sortParameter }] : [];
-    });
+  /** The sorted lookups of a type whose two parameters are indexed: a reference, and a date (resolved once per type). */
+  #pairsOf(resourceType: string): readonly SortedPair[] {
+    let pairs = this.#pairsByType.get(resourceType);
+    if (!pairs) {
+      const parameters = this.parametersFor(resourceType);
+      pairs = (this.#sorted[resourceType] ?? []).flatMap(({ filter, sort }) => {
+        const filterParameter = parameters.get(filter);
+        const sortParameter = parameters.get(sort);
+        return filterParameter?.type === 'reference' && sortParameter?.type === 'date' ? [{ filter: filterParameter, sort: sortParameter }] : [];
+      });
+      this.#pairsByType.set(resourceType, pairs);
+    }
+    return pairs;
   }
 
   #resolve(resourceType: string): ReadonlyMap<string, IndexedParameter> {
