@@ -190,8 +190,9 @@ describe('createDeviceRateLimiter when Redis is unreachable', () => {
     expect(refusal.status).toBe(429);
     expect(refusal.details).toEqual({ firstRefusal: true });
     expect(await refusalOf(limiter, deviceId)).toMatchObject({ code: 'rate_limited', details: { firstRefusal: false } });
-    // The fallback must not wait on Redis timeouts: a device would see every request hang.
-    expect(performance.now() - started).toBeLessThan(1000);
+    // The fallback must not wait on Redis timeouts (ioredis waits 10 s for a connection): a device would see every
+    // request hang. Half that wait leaves room for a busy machine.
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   test('a second device is still counted on its own during the outage', async () => {
