@@ -20,7 +20,7 @@ import { startFhirgate } from './contenders/start-fhirgate.ts';
 import { directContender, startPortkey, startSdkRelay, startUndiciProxy } from './contenders/start-proxies.ts';
 import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
 import { runExternalScenario } from './lib/external-scenario.ts';
-import { planCoreLayout } from './lib/processes.ts';
+import { planCoreLayout, standaloneHostArgs } from './lib/processes.ts';
 import type { ScenarioSection } from './lib/section.ts';
 import { readMachineFacts } from './report/machine-facts.ts';
 import { renderReport } from './report/render-report.ts';
@@ -134,6 +134,7 @@ const report = renderReport({
   smoke,
   machine: readMachineFacts(),
   layout: planCoreLayout().description,
+  fhirgateNodeFlags: standaloneHostArgs(values['fhirgate-node-flag'] ?? []).slice(0, -1),
   sections,
   missing,
   chartFile,

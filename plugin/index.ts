@@ -19,6 +19,7 @@ import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
 import { ReplyJournal } from './chat/reply-journal.ts';
 import { ReplyRecords } from './chat/reply-records.ts';
+import { TurnAdmission } from './chat/turn-admission.ts';
 import { StreamSlots } from './chat/stream-slots.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
@@ -102,6 +103,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       limits: options.chatLimits,
       patientContext: options.patientContext,
       streamSlots: new StreamSlots(options.chatLimits.maxConcurrentStreams),
+      admission: new TurnAdmission(options.chatLimits.maxPreparingTurns),
     };
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {

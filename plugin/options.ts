@@ -42,6 +42,11 @@ export const fhirgateOptionsSchema = z
         maxTokens: z.number().int().positive().default(32_768),
         /** Streams one caller (project and profile) may have open on this instance at once (429 beyond). */
         maxConcurrentStreams: z.number().int().positive().default(8),
+        /**
+         * Turns this instance prepares at once (authentication to the provider call: chat/turn-admission.ts); more
+         * wait their turn, first come first served.
+         */
+        maxPreparingTurns: z.number().int().positive().default(32),
       })
       .strict()
       .prefault({}),

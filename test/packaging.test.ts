@@ -199,6 +199,13 @@ describe('the packed and installed package', () => {
     children.push(host);
     const [, url] = await waitForOutput(host, /"msg":"fhirgate standalone host started","url":"([^"]+)"/, 'stderr');
 
+    // The command starts Node with the flags `npm start` gives it (main.ts's first line), the young generation's bound.
+    const startScript = (JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
+    const startFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
+    expect(startFlags).toContain('--max-semi-space-size=16');
+    const commandLine = (await readFile(`/proc/${host.pid}/cmdline`, 'utf8')).split('\0');
+    expect(commandLine).toEqual(expect.arrayContaining(startFlags));
+
     const health = await fetch(`${url}healthcheck`);
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ ok: true });

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { keepTail, MODEL, PROMPT, type Contender } from './contender.ts';
 import { findFreePort, waitUntilAnswering } from '../lib/free-port.ts';
-import { startNodeProcess, stopProcess } from '../lib/processes.ts';
+import { standaloneHostArgs, startNodeProcess, stopProcess } from '../lib/processes.ts';
 
 const run = promisify(execFile);
 const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
@@ -117,7 +117,7 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     // Scenario 4 opens 1,000 streams as one caller; the per-caller limit would refuse all but 8.
     FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
   };
-  const child = startNodeProcess([...(options.nodeFlags ?? []), 'plugin/hosts/standalone/main.ts'], { core: options.core, env });
+  const child = startNodeProcess(standaloneHostArgs(options.nodeFlags), { core: options.core, env });
   const stderrTail = keepTail(child.stderr);
   child.stdout?.resume();
   const baseUrl = `http://127.0.0.1:${port}`;

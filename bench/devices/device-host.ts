@@ -10,7 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startNodeProcess, stopProcess, waitForOutput } from '../lib/processes.ts';
+import { standaloneHostArgs, startNodeProcess, stopProcess, waitForOutput } from '../lib/processes.ts';
 
 const run = promisify(execFile);
 
@@ -65,7 +65,7 @@ export async function startDeviceHost(core: number | undefined, extraNodeArgs: r
     LOG_LEVEL: 'info',
     AI_PROVIDER: '',
   };
-  const child = startNodeProcess([...extraNodeArgs, 'plugin/hosts/standalone/main.ts'], { core, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = startNodeProcess(standaloneHostArgs(extraNodeArgs), { core, env, stdio: ['ignore', 'ignore', 'pipe'] });
   const close = async (): Promise<void> => {
     await stopProcess(child, 20_000);
     await rm(dataDir, { recursive: true, force: true });

@@ -4,7 +4,7 @@
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import { planCoreLayout, startNodeProcess, waitForOutput } from '../lib/processes.ts';
+import { planCoreLayout, standaloneHostArgs, startNodeProcess, waitForOutput } from '../lib/processes.ts';
 
 const run = promisify(execFile);
 /** The host signs tokens for this issuer; the token command must use the same one. */
@@ -30,7 +30,7 @@ export interface HostOptions {
 /** Starts the standalone host; resolves with its URL once it is listening. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const profile = options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : [];
-  const child = startNodeProcess([...profile, 'plugin/hosts/standalone/main.ts'], { core: layout.contenderCore, env: hostEnvironment(options) });
+  const child = startNodeProcess(standaloneHostArgs(profile), { core: layout.contenderCore, env: hostEnvironment(options) });
   // Both pipes are drained for the child's whole life: a full pipe would block it.
   child.stderr?.resume();
   try {

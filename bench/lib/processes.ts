@@ -44,6 +44,19 @@ export function startNodeProcess(args: readonly string[], options: StartOptions 
   return spawn(command, commandArgs, { env: options.env ?? process.env, stdio: options.stdio ?? ['ignore', 'pipe', 'pipe'] });
 }
 
+/** The standalone host's entry point. */
+const HOST_ENTRY = 'plugin/hosts/standalone/main.ts';
+
+/**
+ * `node` arguments that start the standalone host as its users start it: the Node flags of its `#!` line (which the
+ * `fhirgate` command and `npm start` both use), then `extraFlags` (a profiler, say), then the entry point.
+ */
+export function standaloneHostArgs(extraFlags: readonly string[] = []): string[] {
+  const firstLine = readFileSync(HOST_ENTRY, 'utf8').split('\n', 1)[0] ?? '';
+  const hostFlags = firstLine.startsWith('#!') ? firstLine.split(/\s+/).filter((word) => word.startsWith('--')) : [];
+  return [...hostFlags, ...extraFlags, HOST_ENTRY];
+}
+
 /** Resolves with the first match of `pattern` in the stream's accumulated output; rejects on exit or timeout. */
 export function waitForOutput(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
   return new Promise((resolve, reject) => {

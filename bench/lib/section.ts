@@ -12,6 +12,11 @@ export interface TargetResult {
   /** The target, formatted, e.g. "≤ 0.5 ×". */
   readonly target: string;
   readonly met: boolean;
+  /**
+   * The SDK relay held to the same goal: a call through the official SDK with nothing checked or stored, the least
+   * a gateway bound to the SDK (as fhirgate is) can cost. A goal it misses too is below that floor on this machine.
+   */
+  readonly floor?: { readonly measured: string; readonly met: boolean };
 }
 
 /** One bar of a chart: a label, a value and its unit. */

@@ -8,6 +8,8 @@ export interface ReportInput {
   readonly smoke: boolean;
   readonly machine: MachineFacts;
   readonly layout: string;
+  /** The Node flags the fhirgate hosts ran with: their own commands' (main.ts's `#!` line), then any extra. */
+  readonly fhirgateNodeFlags: readonly string[];
   readonly sections: readonly ScenarioSection[];
   /** Scenarios that did not produce a section, with the reason. */
   readonly missing: readonly { readonly title: string; readonly reason: string }[];
@@ -26,9 +28,14 @@ function renderSection(section: ScenarioSection): string[] {
   for (const row of section.table.rows) lines.push(`| ${row.map(cell).join(' | ')} |`);
   lines.push('');
   if (section.targets.length > 0) {
-    lines.push('| target | measured | goal | result |', '|---|---|---|---|');
+    const withFloor = section.targets.some((target) => target.floor);
+    lines.push(
+      `| target | measured | goal | result |${withFloor ? ' SDK relay, same goal (floor) |' : ''}`,
+      `|---|---|---|---|${withFloor ? '---|' : ''}`,
+    );
     for (const target of section.targets) {
-      lines.push(`| ${cell(target.description)} | ${cell(target.measured)} | ${cell(target.target)} | ${target.met ? 'met' : '**missed**'} |`);
+      const floor = target.floor ? ` ${cell(target.floor.measured)}: ${target.floor.met ? 'met' : 'missed'} |` : ' — |';
+      lines.push(`| ${cell(target.description)} | ${cell(target.measured)} | ${cell(target.target)} | ${target.met ? 'met' : '**missed**'} |${withFloor ? floor : ''}`);
     }
     lines.push('');
   }
@@ -54,6 +61,7 @@ export function renderReport(input: ReportInput): string {
     `| Node | ${machine.nodeVersion} |`,
     `| Portkey gateway | ${machine.portkeyVersion} |`,
     `| process layout | ${cell(input.layout)} |`,
+    `| fhirgate's Node flags | ${cell(input.fhirgateNodeFlags.length > 0 ? input.fhirgateNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`,
     '',
     `Targets met: ${targets.filter((target) => target.met).length} of ${targets.length}.`,
     '',

@@ -1,5 +1,6 @@
 /**
  * `POST /v1/chat/completions`, step by step in the spec's processing order:
+ *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
  *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
  *   2. record the prompt (and the root of a new conversation)
@@ -23,6 +24,7 @@ import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest, type ChatRequestLimits } from './chat-request.ts';
 import type { StreamSlots } from './stream-slots.ts';
+import type { TurnAdmission } from './turn-admission.ts';
 import {
   buildPatientContext,
   patientContextOptionsFor,
@@ -65,21 +67,29 @@ export interface ChatServices {
   readonly limits: ChatRequestLimits;
   /** Open streams per caller. */
   readonly streamSlots: StreamSlots;
+  /** Turns prepared at once on this instance. */
+  readonly admission: TurnAdmission;
   /** What a turn about a patient shares with the model, and how. */
   readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly mode: PatientContextMode; readonly tools: FhirToolsOptions };
 }
 
 /** Handles one chat completion request. */
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
-  const caller = await authenticateCaller(services.host, request);
-  const chat = parseChatRequest(request.body, services.limits);
-  const idempotencyKey = idempotencyKeyOf(request);
-  // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
-  const releaseSlot = chat.stream ? services.streamSlots.take(`${caller.project.id} ${caller.profile.reference}`) : undefined;
+  // Given back when the provider call starts, or when the request ends before it.
+  const leavePreparation = await services.admission.enter();
   try {
-    await runTurn(services, response, caller, chat, idempotencyKey);
+    const caller = await authenticateCaller(services.host, request);
+    const chat = parseChatRequest(request.body, services.limits);
+    const idempotencyKey = idempotencyKeyOf(request);
+    // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
+    const releaseSlot = chat.stream ? services.streamSlots.take(`${caller.project.id} ${caller.profile.reference}`) : undefined;
+    try {
+      await runTurn(services, response, caller, chat, idempotencyKey, leavePreparation);
+    } finally {
+      releaseSlot?.();
+    }
   } finally {
-    releaseSlot?.();
+    leavePreparation();
   }
 }
 
@@ -89,7 +99,8 @@ async function runTurn(
   response: Response,
   caller: CallerContext,
   chat: ChatRequest,
-  idempotencyKey: string | undefined
+  idempotencyKey: string | undefined,
+  leavePreparation: () => void
 ): Promise<void> {
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
@@ -198,6 +209,7 @@ async function runTurn(
       await recordReply({ ...draft, patientContext: undefined }, { status: 'not-done', text: '', reason: toAppError(error).message });
       throw error;
     }
+    leavePreparation();
     await deliver(services, turn, response);
   } finally {
     if (!accepted) {

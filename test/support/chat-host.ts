@@ -3,6 +3,7 @@
  * end-to-end chat tests share.
  */
 import type { ProviderConfigInput } from '../../plugin/llm/provider-config.ts';
+import type { FhirgateOptionsInput } from '../../plugin/options.ts';
 import { startLlmEmulator, type LlmEmulator } from '../emulator/index.ts';
 import { startTestHost, type TestHost, type TestHostOptions } from './test-host.ts';
 
@@ -21,20 +22,23 @@ export const OTHER_PROVIDERS = {
 } as const;
 
 /**
- * Starts the emulator and a host on it; `provider` adds to the `openai` provider's settings (e.g. `retries`), and
- * `withProviders` configures other provider kinds beside it, answered by the same emulator.
+ * Starts the emulator and a host on it; `provider` adds to the `openai` provider's settings (e.g. `retries`),
+ * `withProviders` configures other provider kinds beside it, answered by the same emulator, and `plugin` sets the
+ * plugin's other options.
  */
 export async function startChatHost(
   options: {
     readonly provider?: Partial<ProviderConfigInput['providers'][string]>;
     readonly withProviders?: readonly (keyof typeof OTHER_PROVIDERS)[];
     readonly host?: Omit<TestHostOptions, 'plugin' | 'pluginFor'>;
+    /** Other plugin options (`llm` is the emulator's). */
+    readonly plugin?: Omit<FhirgateOptionsInput, 'llm'>;
   } = {}
 ): Promise<ChatHost> {
   const emulator = await startLlmEmulator();
   const provider = { kind: 'openai' as const, apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], ...options.provider };
   const others = Object.fromEntries((options.withProviders ?? []).map((name) => [name, OTHER_PROVIDERS[name].settings(emulator.url)]));
-  const host = await startTestHost({ ...options.host, plugin: { llm: { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL } } });
+  const host = await startTestHost({ ...options.host, plugin: { ...options.plugin, llm: { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL } } });
   return {
     emulator,
     host,

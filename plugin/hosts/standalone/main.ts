@@ -1,7 +1,12 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16
 /**
  * `npm start`: the standalone host with fhirgate mounted, on a SQLite file under the data folder, with the demo
  * project loaded. Binds to loopback by default.
+ *
+ * Node runs it with `--max-semi-space-size=16` (the line above; `npm start` passes the same): V8's young generation
+ * stays at most 16 MB a half instead of growing to its default ceiling under many concurrent requests, which took
+ * ~100 MB off a chat instance's peak with 1,000 open streams, no slower (bench/findings.md, "Memory under 1,000
+ * streams").
  */
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
@@ -26,7 +31,7 @@ const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
 mkdirSync(config.dataDir, { recursive: true });
-const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs });
+const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs, cacheSizeMiB: config.storeCacheMiB });
 const configuredLlm = readProviderConfigFromEnvironment(process.env);
 const demoProvider = configuredLlm ? undefined : await startDemoProvider();
 if (demoProvider) {
@@ -52,7 +57,7 @@ const standalone = await createStandaloneHost({
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
     replyJournalDir: join(config.dataDir, 'journal'),
-    chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams },
+    chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxPreparingTurns: config.maxPreparingTurns },
   },
 });
 // Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { StoreDatabaseOptions } from './store/schema.ts';
 import { SqliteRepository } from './store/sqlite-repository.ts';
 
 /** The store of a standalone host: a FhirRepository on a SQLite file, closed when the host stops. */
@@ -7,7 +8,10 @@ export type StandaloneStore = SqliteRepository;
 /** The SQLite file inside a data folder. */
 export const STORE_FILE_NAME = 'fhirgate.sqlite';
 
-/** Opens (creating if needed) the store of a data folder; `busyTimeoutMs`: how long a write waits for another process's lock. */
-export function openStandaloneStore(dataDir: string, options: { readonly busyTimeoutMs?: number } = {}): StandaloneStore {
+/**
+ * Opens (creating if needed) the store of a data folder. `busyTimeoutMs`: how long a write waits for another
+ * process's lock; `cacheSizeMiB`: SQLite's page cache.
+ */
+export function openStandaloneStore(dataDir: string, options: Pick<StoreDatabaseOptions, 'busyTimeoutMs' | 'cacheSizeMiB'> = {}): StandaloneStore {
   return SqliteRepository.open(join(dataDir, STORE_FILE_NAME), options);
 }

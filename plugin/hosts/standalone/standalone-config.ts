@@ -4,6 +4,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { parseLogLevel, type LogLevel } from './logger.ts';
+import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -28,8 +29,12 @@ export interface StandaloneConfig {
   readonly graphqlWarmUp: boolean;
   /** How long a write waits for another process's lock on the SQLite file before it fails (milliseconds). */
   readonly storeBusyTimeoutMs: number;
+  /** SQLite's page cache in the process (MiB). */
+  readonly storeCacheMiB: number;
   /** Streams one caller may hold open at once (the plugin's `chatLimits.maxConcurrentStreams`). */
   readonly maxConcurrentStreams: number;
+  /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`). */
+  readonly maxPreparingTurns: number;
 }
 
 const environmentSchema = z.object({
@@ -45,7 +50,9 @@ const environmentSchema = z.object({
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  FHIRGATE_STORE_CACHE_MB: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_CACHE_SIZE_MIB),
   FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).default(8),
+  FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).default(32),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -70,6 +77,8 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
     graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
     storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,
+    storeCacheMiB: values.FHIRGATE_STORE_CACHE_MB,
     maxConcurrentStreams: values.FHIRGATE_MAX_CONCURRENT_STREAMS,
+    maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
   };
 }

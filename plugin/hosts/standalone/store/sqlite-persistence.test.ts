@@ -61,6 +61,19 @@ describe('SqliteRepository on a file', () => {
     }
   });
 
+  test('keeps an 8 MiB page cache unless told another size', () => {
+    const database = openStoreDatabase(path);
+    const larger = openStoreDatabase(path, { cacheSizeMiB: 64 });
+    try {
+      // Negative: KiB.
+      expect(database.prepare('PRAGMA cache_size').get()?.cache_size).toBe(-8 * 1024);
+      expect(larger.prepare('PRAGMA cache_size').get()?.cache_size).toBe(-64 * 1024);
+    } finally {
+      database.close();
+      larger.close();
+    }
+  });
+
   test('data, history and the search index survive close and reopen', async () => {
     const first = open();
     const created = await first.createResource(turn('c1'));
