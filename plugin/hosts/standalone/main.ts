@@ -1,12 +1,15 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=16 --heap-growing-percent=50
 /**
  * `npm start`: the standalone host with fhirgate mounted, on a SQLite file under the data folder, with the demo
  * project loaded. Binds to loopback by default.
  *
- * Node runs it with `--max-semi-space-size=16` (the line above; `npm start` passes the same): V8's young generation
- * stays at most 16 MB a half instead of growing to its default ceiling under many concurrent requests, which took
- * ~100 MB off a chat instance's peak with 1,000 open streams, no slower (bench/findings.md, "Memory under 1,000
- * streams").
+ * Node runs it with two heap flags (the line above; `npm start` passes the same), each measured with 1,000 open
+ * streams on a chat instance and found no slower (bench/findings.md, "Memory under 1,000 streams" and "The old
+ * generation's growth"):
+ *   --max-semi-space-size=16    the young generation stays at most 16 MB a half instead of growing to its default
+ *                               ceiling under many concurrent requests: ~100 MB off the peak;
+ *   --heap-growing-percent=50   after a full collection the old generation may grow by half of what is live before
+ *                               the next one, instead of V8's own factor (about 2× here): ~70 MB off the peak.
  */
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
