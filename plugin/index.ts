@@ -103,7 +103,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       limits: options.chatLimits,
       patientContext: options.patientContext,
       streamSlots: new StreamSlots(options.chatLimits.maxConcurrentStreams),
-      admission: new TurnAdmission(options.chatLimits.maxPreparingTurns),
+      admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
     };
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {

@@ -123,6 +123,7 @@ describe('observability of the standalone host', () => {
     expect(sample(after, 'fhirgate_llm_request_duration_count', model)).toBeGreaterThanOrEqual(2);
     expect(sample(after, 'fhirgate_llm_time_to_first_token_count', model)).toBeGreaterThanOrEqual(1);
     expect(sample(after, 'fhirgate_chat_active_streams')).toBe(0);
+    expect(sample(after, 'fhirgate_chat_waiting_turns')).toBe(0);
   });
 
   test('an upstream failure is counted by kind, and the request by its 502', async () => {

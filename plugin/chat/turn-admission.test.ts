@@ -52,4 +52,22 @@ describe('TurnAdmission', () => {
     await settle();
     expect(thirdIn).toBe(true);
   });
+
+  it('counts the turns waiting for a place, and no others', async () => {
+    let waiting = 0;
+    const admission = new TurnAdmission(1, { add: (delta) => (waiting += delta) });
+    const leaveFirst = await admission.enter();
+    expect(waiting).toBe(0);
+
+    const second = admission.enter();
+    const third = admission.enter();
+    expect(waiting).toBe(2);
+
+    leaveFirst();
+    const leaveSecond = await second;
+    expect(waiting).toBe(1);
+    leaveSecond();
+    (await third)();
+    expect(waiting).toBe(0);
+  });
 });

@@ -7,16 +7,29 @@
  */
 import { Semaphore } from 'async-mutex';
 
+/** Where the number of waiting turns goes (the `fhirgate.chat.waiting_turns` up-down counter). */
+export interface WaitingTurnsCounter {
+  add(delta: number): void;
+}
+
 export class TurnAdmission {
   readonly #places: Semaphore;
+  readonly #waiting: WaitingTurnsCounter | undefined;
 
-  constructor(maxPreparing: number) {
+  constructor(maxPreparing: number, waiting?: WaitingTurnsCounter) {
     this.#places = new Semaphore(maxPreparing);
+    this.#waiting = waiting;
+    // Shown as 0 from the start, not only once a burst has had to wait.
+    waiting?.add(0);
   }
 
   /** Waits for a place; resolves to the function that gives it back (calling it again does nothing). */
   async enter(): Promise<() => void> {
-    const [, release] = await this.#places.acquire();
+    const waits = this.#places.isLocked();
+    if (waits) this.#waiting?.add(1);
+    const [, release] = await this.#places.acquire().finally(() => {
+      if (waits) this.#waiting?.add(-1);
+    });
     let left = false;
     return () => {
       if (!left) {

@@ -30,6 +30,8 @@ export interface Telemetry {
   readonly upstreamErrors: Counter;
   /** SSE streams open right now. */
   readonly activeStreams: UpDownCounter;
+  /** Chat turns waiting for a place among those being prepared (`chatLimits.maxPreparingTurns`). */
+  readonly waitingTurns: UpDownCounter;
   /** Device token exchanges: `fhirgate.outcome` (`issued`, `refused`), `fhirgate.reason` for refusals. */
   readonly deviceTokenExchanges: Counter;
   /** Requests refused by a rate limit: `fhirgate.limit` (e.g. `device`). */
@@ -63,6 +65,9 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
     tokens: meter.createCounter('fhirgate.llm.tokens', { unit: '{token}', description: 'Tokens in and out, as the providers reported them.' }),
     upstreamErrors: meter.createCounter('fhirgate.llm.upstream_errors', { description: 'Failed LLM provider calls, by kind.' }),
     activeStreams: meter.createUpDownCounter('fhirgate.chat.active_streams', { description: 'Chat completion streams open now.' }),
+    waitingTurns: meter.createUpDownCounter('fhirgate.chat.waiting_turns', {
+      description: 'Chat turns waiting for a place among those being prepared (chatLimits.maxPreparingTurns).',
+    }),
     deviceTokenExchanges: meter.createCounter('fhirgate.device.token_exchanges', {
       description: 'Device token exchanges, issued or refused (with the reason).',
     }),
