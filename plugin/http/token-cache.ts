@@ -58,12 +58,11 @@ export function createTokenCache<T>(options: TokenCacheOptions): TokenCache<T> {
       // jose treats a token as expired once the current second reaches `exp`; the entry ends then too.
       const expiresAt = Math.min(now() + ttlMs, typeof expiresAtSeconds === 'number' ? expiresAtSeconds * 1000 : 0);
       const key = keyOf(token);
+      entries.delete(key);
       if (expiresAt <= now()) {
         // Already over (or no expiry to bound it): kept, it would only push out a live entry.
-        entries.delete(key);
         return;
       }
-      entries.delete(key);
       entries.set(key, { value, expiresAt });
       while (entries.size > maxEntries) {
         const oldest = entries.keys().next().value;

@@ -31,10 +31,10 @@ export interface StandaloneConfig {
   readonly storeBusyTimeoutMs: number;
   /** SQLite's page cache in the process (MiB). */
   readonly storeCacheMiB: number;
-  /** Streams one caller may hold open at once (the plugin's `chatLimits.maxConcurrentStreams`). */
-  readonly maxConcurrentStreams: number;
-  /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`). */
-  readonly maxPreparingTurns: number;
+  /** Streams one caller may hold open at once (the plugin's `chatLimits.maxConcurrentStreams`; unset: its default). */
+  readonly maxConcurrentStreams: number | undefined;
+  /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`; unset: its default). */
+  readonly maxPreparingTurns: number | undefined;
 }
 
 const environmentSchema = z.object({
@@ -51,8 +51,9 @@ const environmentSchema = z.object({
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
   FHIRGATE_STORE_CACHE_MB: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_CACHE_SIZE_MIB),
-  FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).default(8),
-  FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).default(32),
+  // Unset: the plugin's own defaults (options.ts) apply.
+  FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
