@@ -5,7 +5,7 @@ export default {
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2023' }, module: { type: 'es6' } }],
   },
-  testMatch: ['<rootDir>/{plugin,bots,test}/**/*.test.ts'],
+  testMatch: ['<rootDir>/{plugin,bots,test,bench}/**/*.test.ts'],
   // dist/ is the build output (`npm run build`): its compiled copies must neither run as tests nor shadow modules.
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/'],
   modulePathIgnorePatterns: ['<rootDir>/dist/'],

@@ -5,7 +5,8 @@
  *
  *   node bench/run.ts [--smoke] [--only 1,2,...] [--out-dir DIR] [--profile] [--data-root DIR] [--fhirgate-node-flag F] [--repetitions N]
  *
- * --smoke: tiny counts and one repetition, every contender and scenario, about a minute (CI keeps it working).
+ * --smoke: tiny counts and one repetition, every contender and scenario; exits 1 when a scenario failed or any
+ *   contender answered with an error (CI runs it after the tests to keep the bench working; it judges no timing).
  * --profile: fhirgate runs with --cpu-prof; the .cpuprofile lands in <out-dir>/raw/profiles/.
  * --data-root DIR: where fhirgate's fresh data directory is made (an experiment: /dev/shm makes fsync free).
  * --fhirgate-node-flag F: an extra node flag for fhirgate (repeatable), e.g. --max-old-space-size=384.
@@ -22,6 +23,7 @@ import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
 import { runExternalScenario } from './lib/external-scenario.ts';
 import { planCoreLayout, standaloneHostArgs } from './lib/processes.ts';
 import type { ScenarioSection } from './lib/section.ts';
+import { findSmokeProblems, type MissingScenario } from './lib/smoke-check.ts';
 import { readMachineFacts } from './report/machine-facts.ts';
 import { renderReport } from './report/render-report.ts';
 import { renderChart } from './report/svg-chart.ts';
@@ -69,7 +71,7 @@ function log(line: string): void {
   process.stderr.write(`[bench ${elapsed}s] ${line}\n`);
 }
 
-async function runOwnScenarios(sections: ScenarioSection[], missing: { title: string; reason: string }[]): Promise<void> {
+async function runOwnScenarios(sections: ScenarioSection[], missing: MissingScenario[]): Promise<void> {
   const scenarios = OWN_SCENARIOS.filter((scenario) => only.has(scenario.id));
   if (scenarios.length === 0) return;
   const layout = planCoreLayout();
@@ -97,7 +99,7 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: { title: st
         sections.push(await scenario.measure(context));
       } catch (error) {
         log(`scenario ${scenario.id} failed: ${String(error)}`);
-        missing.push({ title: `Scenario ${scenario.id}`, reason: `failed: ${error instanceof Error ? error.message : String(error)}` });
+        missing.push({ id: scenario.id, title: `Scenario ${scenario.id}`, reason: `failed: ${error instanceof Error ? error.message : String(error)}` });
       }
     }
   } finally {
@@ -107,21 +109,21 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: { title: st
   }
 }
 
-async function runExternalScenarios(sections: ScenarioSection[], missing: { title: string; reason: string }[]): Promise<void> {
+async function runExternalScenarios(sections: ScenarioSection[], missing: MissingScenario[]): Promise<void> {
   for (const scenario of EXTERNAL_SCENARIOS.filter((external) => only.has(external.id))) {
     log(`scenario ${scenario.id} (${scenario.script})`);
     const outcome = await runExternalScenario(scenario.script, join(rawDirectory, `scenario-${scenario.id}.json`), smoke, smoke ? 180_000 : 600_000);
     if ('section' in outcome) sections.push(outcome.section);
     else {
       log(`scenario ${scenario.id}: ${outcome.reason}`);
-      missing.push({ title: scenario.title, reason: outcome.reason });
+      missing.push({ id: scenario.id, title: scenario.title, reason: outcome.reason });
     }
   }
 }
 
 await mkdir(rawDirectory, { recursive: true });
 const sections: ScenarioSection[] = [];
-const missing: { title: string; reason: string }[] = [];
+const missing: MissingScenario[] = [];
 await runOwnScenarios(sections, missing);
 await runExternalScenarios(sections, missing);
 
@@ -143,3 +145,11 @@ const report = renderReport({
 await writeFile(join(outDirectory, 'report.md'), report);
 await writeFile(join(rawDirectory, 'sections.json'), `${JSON.stringify(sections, null, 2)}\n`);
 log(`report written to ${join(outDirectory, 'report.md')}`);
+
+if (smoke) {
+  const requested = [...OWN_SCENARIOS, ...EXTERNAL_SCENARIOS].map((scenario) => scenario.id).filter((id) => only.has(id));
+  const problems = findSmokeProblems(requested, sections, missing);
+  for (const problem of problems) log(`smoke run failed: ${problem}`);
+  if (problems.length > 0) process.exitCode = 1;
+  else log(`smoke run passed: scenarios ${requested.join(', ')} answered without an error`);
+}
