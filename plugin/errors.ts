@@ -3,7 +3,9 @@
  * (`/v1`, the device token route, `/graphql`, `/fhir`) renders it in its own standard shape, using the one
  * status table below.
  */
-import { OperationOutcomeError, getStatus } from '@medplum/core';
+import { getStatus } from '@medplum/core';
+import type { OperationOutcome } from '@medplum/fhirtypes';
+import { outcomeOf, quotaRetryAfterSeconds } from './medplum-errors.ts';
 
 /** What went wrong, independent of the surface that reports it. */
 export type AppErrorCode =
@@ -13,7 +15,10 @@ export type AppErrorCode =
   | 'not_found'
   | 'conversation_not_found'
   | 'conflict'
+  | 'gone'
+  | 'precondition_failed'
   | 'payload_too_large'
+  | 'unprocessable'
   | 'rate_limited'
   | 'upstream_error'
   | 'upstream_timeout'
@@ -29,7 +34,10 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   not_found: 404,
   conversation_not_found: 404,
   conflict: 409,
+  gone: 410,
+  precondition_failed: 412,
   payload_too_large: 413,
+  unprocessable: 422,
   rate_limited: 429,
   upstream_error: 502,
   upstream_timeout: 504,
@@ -83,16 +91,41 @@ export function toAppError(error: unknown): AppError {
   if (AppError.isInstance(error)) {
     return error;
   }
-  // The host's repository refuses with Medplum's OperationOutcomes: a policy denial stays a 403, a hidden or
-  // missing resource a 404. Other outcomes (a resource fhirgate built that the store rejects) are server faults.
-  if (error instanceof OperationOutcomeError) {
-    const status = getStatus(error.outcome);
-    if (status === 403) {
-      return new AppError('forbidden', 'Forbidden: the AccessPolicy of the caller does not allow this.', { cause: error });
-    }
-    if (status === 404) {
-      return new AppError('not_found', 'Not found.', { cause: error });
-    }
-  }
-  return new AppError('internal_error', 'The server could not complete the request.', { cause: error });
+  const outcome = outcomeOf(error);
+  return (outcome && fromMedplumOutcome(outcome, error)) ?? new AppError('internal_error', 'The server could not complete the request.', { cause: error });
 }
+
+/**
+ * The host's repository (and Medplum's FHIR quota) refuse with OperationOutcomes: each 4xx keeps its status, in
+ * words that name the FHIR server's refusal without repeating its diagnostics (they may quote the resource). A
+ * 5xx is the server's fault: undefined, so it becomes `internal_error`.
+ */
+function fromMedplumOutcome(outcome: OperationOutcome, cause: unknown): AppError | undefined {
+  const status = getStatus(outcome);
+  const factory = OUTCOME_ERRORS[status];
+  if (factory) {
+    return factory(outcome, cause);
+  }
+  return status >= 400 && status < 500 ? new AppError('invalid_request', `The FHIR server refused the request (${status}).`, { cause }) : undefined;
+}
+
+const OUTCOME_ERRORS: Readonly<Record<number, (outcome: OperationOutcome, cause: unknown) => AppError>> = {
+  400: (_outcome, cause) => new AppError('invalid_request', 'The FHIR server refused the request as invalid.', { cause }),
+  401: (_outcome, cause) => new AppError('unauthenticated', 'The FHIR server did not accept the credentials.', { cause }),
+  403: (_outcome, cause) => new AppError('forbidden', 'Forbidden: the AccessPolicy of the caller does not allow this.', { cause }),
+  404: (_outcome, cause) => new AppError('not_found', 'Not found.', { cause }),
+  409: (_outcome, cause) => new AppError('conflict', 'The FHIR server refused the write: it conflicts with what is stored.', { cause }),
+  410: (_outcome, cause) => new AppError('gone', 'The record was deleted.', { cause }),
+  412: (_outcome, cause) => new AppError('precondition_failed', 'The FHIR server refused the write: a precondition failed.', { cause }),
+  413: (_outcome, cause) => new AppError('payload_too_large', 'The FHIR server refused the write: it is too large.', { cause }),
+  422: (_outcome, cause) => new AppError('unprocessable', 'The FHIR server could not process the request.', { cause }),
+  429: (outcome, cause) => {
+    const retryAfterSeconds = quotaRetryAfterSeconds(outcome);
+    return new AppError('rate_limited', `The FHIR server's request quota for this user or project is used up; retry in ${retryAfterSeconds} s.`, {
+      cause,
+      isRetryable: true,
+      retryAfterSeconds,
+      details: { limit: 'fhir_quota' },
+    });
+  },
+};

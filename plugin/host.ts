@@ -4,10 +4,9 @@
  * `hosts/medplum-server.ts`) and in the standalone host (`hosts/standalone/`).
  */
 import type { ProfileResource, WithId } from '@medplum/core';
-import type { FhirRepository } from '@medplum/fhir-router';
+import type { FhirRepository, FhirRouter } from '@medplum/fhir-router';
 import type { AccessPolicy, Device, Login, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
 import type { Request } from 'express';
-import type { Redis } from 'ioredis';
 
 /** The authenticated caller of one request: what Medplum's `getAuthenticatedContext()` gives its own routes. */
 export interface CallerContext {
@@ -28,6 +27,28 @@ export interface HostLogger {
   error(message: string, data?: Record<string, unknown>): void;
 }
 
+/**
+ * The host's Redis client, typed by what fhirgate asks of it (rate-limiter-flexible's calls on an ioredis
+ * client), so the client of whichever ioredis major the server runs fits: Medplum 5 hands over ioredis 5's.
+ */
+export interface HostRedis {
+  /** ioredis's connection state; `ready` when commands go through. */
+  readonly status: string;
+  defineCommand(name: string, definition: { readonly lua: string; readonly numberOfKeys?: number }): void;
+  multi(): unknown;
+}
+
+/**
+ * Medplum's FHIR engine as the host runs it: its own copy of `@medplum/fhir-router`, on the StructureDefinitions
+ * the host loaded into its own copy of `@medplum/core`. `/graphql` runs on it, so its schema is the server's.
+ */
+export interface HostFhirEngine {
+  /** A new router of the host's `@medplum/fhir-router` (Medplum's `new FhirRouter(options)`). */
+  createRouter(options: { readonly introspectionEnabled: boolean }): FhirRouter;
+  /** Whether the host's definitions index knows a resource type (Medplum's `isResourceType`); checked at mount. */
+  isResourceType(resourceType: string): boolean;
+}
+
 /** What the plugin receives from the server that mounts it. */
 export interface FhirgateHost {
   /**
@@ -43,8 +64,11 @@ export interface FhirgateHost {
   /** A repository for a device acting in a project under the given AccessPolicy, authored as that device. */
   getDeviceRepo(projectId: string, accessPolicy: AccessPolicy, device: Reference<Device>): Promise<FhirRepository>;
 
+  /** Medplum's FHIR engine, with the definitions the host loaded: `/graphql` runs on it. */
+  readonly fhir: HostFhirEngine;
+
   /** The server's Redis client, shared by all instances (Medplum always has one); absent in a single-process host. */
-  readonly redis?: Redis;
+  readonly redis?: HostRedis;
 
   readonly logger?: HostLogger;
 

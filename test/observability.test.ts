@@ -6,7 +6,7 @@
  */
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { InMemorySpanExporter, SimpleSpanProcessor, BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { Device } from '@medplum/fhirtypes';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
@@ -25,7 +25,7 @@ const PROMPT = 'Summarise the discharge letter for Mrs Example';
 const spans = new InMemorySpanExporter();
 // As a Medplum server's OpenTelemetry set-up does: a context manager and a tracer provider for the process.
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-trace.setGlobalTracerProvider(new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: spans })] }));
+trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
 
 /** The value of the Prometheus sample `name{labels}` whose labels include all of `labels`; undefined if none. */
 function sample(metricsText: string, name: string, labels: Record<string, string> = {}): number | undefined {

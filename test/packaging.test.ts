@@ -11,6 +11,7 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { packFhirgate, runNpm } from './support/packed-package.ts';
 import { waitFor } from './support/wait-for.ts';
 
 const run = promisify(execFile);
@@ -30,16 +31,6 @@ function commandEnvironment(dataDir: string): NodeJS.ProcessEnv {
     LOG_LEVEL: 'info',
     AI_PROVIDER: '',
   };
-}
-
-/** Runs npm; a failure carries its whole output (tsc reports a failed build on stdout). */
-async function runNpm(args: string[], cwd: string): Promise<void> {
-  try {
-    await run('npm', args, { cwd, maxBuffer: 16 * 1024 * 1024 });
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`npm ${args.join(' ')} failed:\n${stdout ?? ''}\n${stderr ?? ''}`);
-  }
 }
 
 /** Every file under a folder, relative to it. */
@@ -82,17 +73,13 @@ describe('the packed and installed package', () => {
   beforeAll(async () => {
     workDir = await mkdtemp(join(tmpdir(), 'fhirgate-package-'));
     consumerDir = join(workDir, 'consumer');
-    await runNpm(['pack', '--pack-destination', workDir], process.cwd());
-    const tarball = (await readdir(workDir)).find((name) => name.endsWith('.tgz'));
-    if (!tarball) {
-      throw new Error('npm pack wrote no tarball');
-    }
-    const { stdout } = await run('tar', ['-tzf', join(workDir, tarball)], { maxBuffer: 16 * 1024 * 1024 });
+    const tarball = await packFhirgate(workDir);
+    const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 16 * 1024 * 1024 });
     tarballEntries = stdout.split('\n').filter(Boolean).map((entry) => entry.replace(/^package\//, ''));
 
     await mkdir(consumerDir);
     await writeFile(join(consumerDir, 'package.json'), JSON.stringify({ name: 'fhirgate-consumer', private: true, type: 'module' }));
-    await runNpm(['install', '--omit=dev', '--no-audit', '--no-fund', join(workDir, tarball)], consumerDir);
+    await runNpm(['install', '--omit=dev', '--no-audit', '--no-fund', tarball], consumerDir);
   }, 150_000);
 
   afterAll(async () => {
@@ -126,7 +113,11 @@ describe('the packed and installed package', () => {
 
   test('the installed JavaScript imports only Node built-ins and the declared dependencies', async () => {
     const packageDir = join(consumerDir, 'node_modules', 'fhirgate');
-    const manifest = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const manifest = JSON.parse(await readFile(join(packageDir, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      peerDependencies: Record<string, string>;
+    };
+    const declared = { ...manifest.dependencies, ...manifest.peerDependencies };
     const files = (await listFiles(join(packageDir, 'dist'))).filter((file) => file.endsWith('.js'));
     const undeclared = new Set<string>();
     for (const file of files) {
@@ -136,7 +127,7 @@ describe('the packed and installed package', () => {
           continue;
         }
         const name = specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
-        if (!(name in manifest.dependencies)) {
+        if (!(name in declared)) {
           undeclared.add(`${name} (${file})`);
         }
       }
@@ -155,8 +146,8 @@ describe('the packed and installed package', () => {
         "const required = createRequire(import.meta.url)('fhirgate');",
         'const kinds = (module, names) => Object.fromEntries(names.map((name) => [name, typeof module[name]]));',
         'console.log(JSON.stringify({',
-        "  plugin: kinds(plugin, ['createFhirgatePlugin', 'mountFhirgate', 'readProviderConfigFromEnvironment', 'AppError']),",
-        "  medplumServer: kinds(medplumServer, ['createMedplumServerHost', 'mountFhirgate']),",
+        "  plugin: kinds(plugin, ['createFhirgatePlugin', 'readProviderConfigFromEnvironment', 'AppError']),",
+        "  medplumServer: kinds(medplumServer, ['createMedplumServerHost', 'mountFhirgate', 'readProviderConfigFromEnvironment']),",
         "  standalone: kinds(standalone, ['createStandaloneHost', 'openStandaloneStore', 'seedProject', 'readProjectFixture', 'createJsonLogger']),",
         "  required: kinds(required, ['createFhirgatePlugin']),",
         "  version: createRequire(import.meta.url)('fhirgate/package.json').version,",
@@ -175,12 +166,12 @@ describe('the packed and installed package', () => {
     await writeFile(
       join(consumerDir, 'use-types.ts'),
       [
-        "import { mountFhirgate, type FhirgateOptionsInput } from 'fhirgate';",
-        "import { createMedplumServerHost } from 'fhirgate/hosts/medplum-server';",
+        "import { createFhirgatePlugin, type FhirgateOptionsInput } from 'fhirgate';",
+        "import { createMedplumServerHost, mountFhirgate } from 'fhirgate/hosts/medplum-server';",
         "import { createStandaloneHost, type StandaloneHostOptions } from 'fhirgate/hosts/standalone';",
         'const options: FhirgateOptionsInput = {};',
         "const baseUrl: StandaloneHostOptions['baseUrl'] = 'http://localhost:8103/';",
-        'export const used = [mountFhirgate, createMedplumServerHost, createStandaloneHost, options, baseUrl];',
+        'export const used = [createFhirgatePlugin, mountFhirgate, createMedplumServerHost, createStandaloneHost, options, baseUrl];',
       ].join('\n')
     );
     await writeFile(

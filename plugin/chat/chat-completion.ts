@@ -8,7 +8,7 @@
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
-import { OperationOutcomeError, isNotFound, type WithId } from '@medplum/core';
+import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
@@ -48,6 +48,8 @@ import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
+import { isOutcomeStatus } from '../medplum-errors.ts';
+import { callerParty } from './caller-reference.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -121,7 +123,7 @@ async function runTurn(
   }
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
-    caller: caller.profile as CommunicationParty,
+    caller: callerParty(caller.profile) as CommunicationParty,
     agent: await requireStored(() => services.agents.referenceFor(caller.project.id)),
     subject: subject?.reference,
   };
@@ -158,7 +160,7 @@ async function runTurn(
     // Each disclosure of the patient's records is on record before the model is given them.
     const disclose = async (shared: Disclosure['shared'], access: DisclosureAccess): Promise<void> => {
       const system = await services.host.getSystemRepo(caller.project.id);
-      const event = buildDisclosureEvent({ caller: caller.profile as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access });
+      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access });
       await requireStored(() => system.createResource(event));
     };
     const toolbox =
@@ -272,7 +274,7 @@ async function resolveSubject(
     const patient: WithId<Patient> = await repo.readResource('Patient', patientId);
     return { reference: { reference: `Patient/${patient.id}` }, patient };
   } catch (error) {
-    if (!(error instanceof OperationOutcomeError) || !isNotFound(error.outcome)) {
+    if (!isOutcomeStatus(error, 404)) {
       throw error;
     }
   }
@@ -288,7 +290,7 @@ async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
     await repo.readResource('Patient', id);
     return true;
   } catch (error) {
-    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
+    if (isOutcomeStatus(error, 404)) {
       return false;
     }
     throw error;

@@ -2,13 +2,14 @@
  * Conversations: a root Communication (category `ai-conversation`) whose id is the `conversation_id`, and the
  * prompts and replies that are `partOf` it.
  */
-import { OperationOutcomeError, isNotFound, type WithId } from '@medplum/core';
+import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
 import { messagesOf, toolCallsOf } from './recorded-messages.ts';
+import { isOutcomeStatus } from '../medplum-errors.ts';
 
 /** Reads the root of an existing conversation; one that does not exist, or that the caller may not read, is 404. */
 export async function readConversationRoot(repo: FhirRepository, conversationId: string): Promise<WithId<Communication>> {
@@ -25,7 +26,7 @@ export async function findCommunication(repo: FhirRepository, id: string): Promi
   try {
     return await repo.readResource<Communication>('Communication', id);
   } catch (error) {
-    if (error instanceof OperationOutcomeError && isNotFound(error.outcome)) {
+    if (isOutcomeStatus(error, 404)) {
       return undefined;
     }
     throw error;

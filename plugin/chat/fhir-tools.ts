@@ -10,7 +10,6 @@
  * act on; nothing of the chart is in it.
  */
 import {
-  OperationOutcomeError,
   getSearchParameter,
   getStatus,
   normalizeErrorString,
@@ -21,6 +20,7 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { Patient, Reference, Resource } from '@medplum/fhirtypes';
 import type { ChatTool, ChatToolCall } from '../llm/chat-model.ts';
 import type { PatientContextType } from './patient-context.ts';
+import { isOutcomeStatus, outcomeOf } from '../medplum-errors.ts';
 
 export const SEARCH_TOOL = 'search_patient_records';
 export const READ_TOOL = 'read_record';
@@ -148,7 +148,7 @@ async function readRecord(scope: FhirToolScope, input: Record<string, unknown>):
   try {
     resource = await scope.repo.readResource(type, id);
   } catch (error) {
-    if (error instanceof OperationOutcomeError && [403, 404, 410].includes(getStatus(error.outcome))) {
+    if (isOutcomeStatus(error, 403, 404, 410)) {
       return notFound;
     }
     throw error;
@@ -221,13 +221,14 @@ function parseArguments(text: string): Record<string, unknown> | string {
 
 /** A search the store or the policy refused: the model is told why in general terms (a 5xx is the store failing: thrown). */
 function refusal(error: unknown): FhirToolResult {
-  if (error instanceof OperationOutcomeError) {
-    const status = getStatus(error.outcome);
+  const outcome = outcomeOf(error);
+  if (outcome) {
+    const status = getStatus(outcome);
     if (status === 403) {
       return errorResult('The requesting user is not permitted to search these records.');
     }
     if (status < 500) {
-      return errorResult(`The search was not accepted: ${normalizeErrorString(error.outcome).slice(0, 300)}`);
+      return errorResult(`The search was not accepted: ${normalizeErrorString(outcome).slice(0, 300)}`);
     }
   }
   throw error;

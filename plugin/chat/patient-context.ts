@@ -7,7 +7,7 @@
  * A type the caller's policy does not allow is left out, never an error. What was shared is returned as
  * references, so the reply's record and the audit trail can name exactly what reached the model.
  */
-import { OperationOutcomeError, formatHumanName, getStatus, parseSearchRequest, type WithId } from '@medplum/core';
+import { formatHumanName, parseSearchRequest, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type {
   AllergyIntolerance,
@@ -22,6 +22,7 @@ import type {
   Resource,
 } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
+import { isOutcomeStatus } from '../medplum-errors.ts';
 
 /**
  * How a turn about a patient shares the chart with the model: a summary sent with the prompt, FHIR tools the model
@@ -156,7 +157,7 @@ export async function readChartPatient(
   try {
     return await repo.readReference(subject.reference);
   } catch (error) {
-    if (error instanceof OperationOutcomeError && [403, 404].includes(getStatus(error.outcome))) {
+    if (isOutcomeStatus(error, 403, 404)) {
       return undefined;
     }
     throw error;
@@ -219,7 +220,7 @@ async function searchIfAllowed(repo: FhirRepository, type: string, query: Record
   try {
     return await repo.searchResources(parseSearchRequest(type, query));
   } catch (error) {
-    if (error instanceof OperationOutcomeError && getStatus(error.outcome) === 403) {
+    if (isOutcomeStatus(error, 403)) {
       return [];
     }
     throw error;

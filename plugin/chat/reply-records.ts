@@ -10,10 +10,10 @@
  * Every write names the reply's id (assigned before the provider is called), and the drain reads before it writes,
  * so a retry never makes a second record.
  */
-import { OperationOutcomeError, getStatus } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
+import { outcomeStatusOf } from '../medplum-errors.ts';
 import type { HostLogger } from '../host.ts';
 import { buildReply, type FhirToolRecord } from './communication-builders.ts';
 import { findCommunication } from './conversation.ts';
@@ -121,7 +121,7 @@ export class ReplyRecords {
       this.#outbox.set(resource.id, { projectId, resource });
       this.#options.logger?.warn('fhirgate kept a reply in the outbox: the store did not take it', {
         replyId: resource.id,
-        status: statusOf(error),
+        status: outcomeStatusOf(error),
       });
       this.#schedule();
       return 'outbox';
@@ -174,7 +174,7 @@ export class ReplyRecords {
         this.#outbox.delete(id);
         this.#options.journal.closed(id);
       } catch (error) {
-        this.#options.logger?.warn('fhirgate could not write a reply from the outbox yet', { replyId: id, status: statusOf(error) });
+        this.#options.logger?.warn('fhirgate could not write a reply from the outbox yet', { replyId: id, status: outcomeStatusOf(error) });
         if (this.#outbox.size > 0) {
           this.#schedule();
         }
@@ -219,13 +219,12 @@ export async function requireStored<T>(write: () => Promise<T>): Promise<T> {
 
 /** A store failure that may pass: anything but a FHIR outcome in the 4xx range (those are refusals). */
 export function isPassingFailure(error: unknown): boolean {
-  const status = statusOf(error);
+  const status = outcomeStatusOf(error);
+  // A 429 (Medplum's FHIR quota) is a refusal here: quick retries would only spend more of the quota. The prompt's
+  // caller gets it with Retry-After; a reply goes to the outbox, which the system repository drains.
   return status === undefined || status >= 500;
 }
 
-function statusOf(error: unknown): number | undefined {
-  return error instanceof OperationOutcomeError ? getStatus(error.outcome) : undefined;
-}
 
 /** Whether the repository holds (and shows the caller) the Communication `id`. */
 export async function communicationExists(repo: FhirRepository, id: string): Promise<boolean> {

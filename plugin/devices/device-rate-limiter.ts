@@ -4,9 +4,9 @@
  * server instances, in memory otherwise. If Redis fails, an in-memory limiter takes over for that instance
  * rather than letting every request through or refusing them all.
  */
-import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
+import type { HostRedis } from '../host.ts';
 
 /** Counts a device's requests. */
 export interface DeviceRateLimiter {
@@ -18,7 +18,7 @@ export interface DeviceRateLimiter {
 }
 
 /** A limiter of `perSecond` requests per device and second, on `redis` when given; `onRefused` sees each refusal. */
-export function createDeviceRateLimiter(perSecond: number, redis: Redis | undefined, onRefused: () => void = () => undefined): DeviceRateLimiter {
+export function createDeviceRateLimiter(perSecond: number, redis: HostRedis | undefined, onRefused: () => void = () => undefined): DeviceRateLimiter {
   const keyPrefix = 'fhirgate:device-rate';
   const memory = new RateLimiterMemory({ keyPrefix, points: perSecond, duration: 1 });
   const limiter: RateLimiterAbstract = redis

@@ -4,7 +4,7 @@
  * in-process on the project's system repository), the device's own repository and AuditEvent writes.
  */
 import type { WithId } from '@medplum/core';
-import { OperationOutcomeError, isGone, isNotFound, parseSearchRequest } from '@medplum/core';
+import { parseSearchRequest } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { AccessPolicy, AuditEvent, Device } from '@medplum/fhirtypes';
 import { mapDevice, type DeviceLookupClient } from '../../bots/device-mapping.ts';
@@ -14,6 +14,7 @@ import { createDeviceKeyCheck, type DeviceKeyCheck } from './device-keys.ts';
 import { createDeviceRateLimiter, type DeviceRateLimiter } from './device-rate-limiter.ts';
 import { createDeviceTokenService, type DeviceTokenService } from './device-tokens.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
+import { isOutcomeStatus } from '../medplum-errors.ts';
 
 /** The device routes' shared parts. */
 export interface DeviceServices {
@@ -58,7 +59,7 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
       try {
         return await (await systemRepo()).readResource<Device>('Device', deviceResourceId);
       } catch (error) {
-        if (error instanceof OperationOutcomeError && (isNotFound(error.outcome) || isGone(error.outcome))) {
+        if (isOutcomeStatus(error, 404, 410)) {
           return undefined;
         }
         throw error;

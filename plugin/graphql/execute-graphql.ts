@@ -6,12 +6,13 @@
  * back as GraphQL errors with `extensions.code`: a refused write is FORBIDDEN, never a thrown 500, and server
  * faults never repeat their internal text.
  */
-import { OperationOutcomeError, getStatus, isOk, isOperationOutcome } from '@medplum/core';
+import { getStatus, isOk } from '@medplum/core';
 import { makeSimpleRequest, type FhirRepository, type FhirRouter } from '@medplum/fhir-router';
 import type { OperationOutcome } from '@medplum/fhirtypes';
 import { FastGraphqlPath, type GraphqlEngineResponse } from './fast-graphql-path.ts';
 import { isJsonObject } from './graphql-request.ts';
 import { renderGraphqlError, type GraphqlErrorCode, type GraphqlResponse, type GraphqlResponseError } from './graphql-response.ts';
+import { outcomeOf } from '../medplum-errors.ts';
 
 /** What the engine needs: a document in Medplum's dialect, the operation to run and the variables. */
 export interface GraphqlExecutionRequest {
@@ -75,7 +76,7 @@ function executionError(error: unknown, executed: boolean): GraphqlResponseError
     ...(Array.isArray(fields.path) ? { path: fields.path.filter(isPathSegment) } : {}),
   };
   const cause = error instanceof Error ? (error as Error & { originalError?: unknown }).originalError : undefined;
-  const outcome = cause instanceof OperationOutcomeError ? cause.outcome : isJsonObject(cause) && isOperationOutcome(cause.outcome) ? cause.outcome : undefined;
+  const outcome = outcomeOf(cause);
   if (outcome) {
     return { message: messageFor(outcome), ...position, extensions: { code: codeForStatus(getStatus(outcome)) } };
   }

@@ -4,7 +4,8 @@
  * first and the hundredth time.
  */
 import { beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { MemoryRepository } from '@medplum/fhir-router';
+import { isResourceType } from '@medplum/core';
+import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
 import type { Login, Project, ProjectMembership } from '@medplum/fhirtypes';
 import express from 'express';
 import request from 'supertest';
@@ -23,7 +24,10 @@ describe('POST /graphql with the fast path', () => {
     profile: { reference: 'Practitioner/p1' },
     login: { resourceType: 'Login', id: 'l1' } as Login & { id: string },
   } as unknown as CallerContext;
-  const host = { authenticate: async () => caller } as unknown as FhirgateHost;
+  const host = {
+    authenticate: async () => caller,
+    fhir: { createRouter: (options: { introspectionEnabled: boolean }) => new FhirRouter(options), isResourceType },
+  } as unknown as FhirgateHost;
   const app = express().use(createGraphqlRoute({ host, limits: { maxDepth: 3 }, maxBodyBytes: 100_000 }));
 
   beforeAll(() => loadFhirDefinitions());

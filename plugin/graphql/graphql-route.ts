@@ -11,7 +11,6 @@
  * Errors are GraphQL errors with `extensions.code`; transport failures keep their HTTP status.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
-import { FhirRouter } from '@medplum/fhir-router';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { authenticateCaller } from '../chat/authenticate-caller.ts';
 import type { DeviceServices } from '../devices/device-services.ts';
@@ -41,7 +40,8 @@ export interface GraphqlRouteOptions {
 /** The route, mounted at the plugin's root. */
 export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
   const router = express.Router();
-  const engine = new FhirRouter({ introspectionEnabled: options.limits.allowIntrospection === true });
+  // The host's own engine: its schema is built from the definitions the server loaded, not from a copy of ours.
+  const engine = options.host.fhir.createRouter({ introspectionEnabled: options.limits.allowIntrospection === true });
   const fastPath = new FastGraphqlPath(engine, {
     onUnavailable: (reason) => options.host.logger?.warn('GraphQL fast path unavailable: every request is validated by Medplum', { reason }),
     // Once per distinct document, and only at debug: the document is still answered, by Medplum's handler.

@@ -14,8 +14,9 @@
  *   included), and the token is verified once per request, not twice. Medplum's `authenticateRequest`
  *   middleware is not used: it turns a missing context into a 401 `OperationOutcome` through Medplum's error
  *   handler, where the plugin must answer in its own error body.
- * - Device tokens: HS256 with `typ: device+jwt` and `is_device`. Medplum's `verifyJwt` (oauth/keys.ts) accepts
- *   RS256 only and `getLoginForAccessToken` turns the failure into "no login", so Medplum leaves such a request
+ * - Device tokens: HS256 with `typ: device+jwt` and `is_device`. Medplum (5.1 and later) signs its own access
+ *   tokens ES384 and its `verifyJwt` (oauth/keys.ts) accepts ES256, ES384 and RS256 from its own keys only;
+ *   `getLoginForAccessToken` turns the failure into "no login", so Medplum leaves a device's request
  *   unauthenticated; the adapter also refuses them itself before looking at the context.
  * - System repository: Medplum's `getProjectSystemRepo` (fhir/repo.ts) is, in Medplum 5, the global
  *   super-admin repository. It sets `meta.project` only from what the caller writes, so an AuditEvent or Device
@@ -25,25 +26,33 @@
  * - Device repository: a `Repository` for the project, authored as the device, under the given AccessPolicy,
  *   with the project's `strictMode`, `checkReferencesOnWrite` and terminology settings, as `getRepoForLogin`
  *   sets them for a login.
- * - Redis and logs: Medplum's Redis client (`getRedis`, or `getRateLimitRedis` where the server keeps one per
- *   purpose, redis.ts); the request context's logger (it carries requestId, traceId, projectId) inside a
- *   request, the given logger (`globalLogger`, logger.ts) outside one.
+ * - GraphQL: the server's own `FhirRouter` class and `isResourceType` (fhir/routes.ts builds its router the same
+ *   way; fhir/structure.ts loads the definitions in `initAppServices`, before `initApp` mounts fhirgate), so
+ *   `/graphql` runs on the server's definitions whichever copy of `@medplum/*` npm gave fhirgate.
+ * - Redis and logs: Medplum's rate-limit Redis client (`getRateLimitRedis`, redis.ts; `getRedis` before 5.1); the
+ *   request context's logger (it carries requestId, traceId, projectId) inside a request, the given logger
+ *   (`globalLogger`, logger.ts) outside one.
+ * - Errors: the server's repository throws its own copy's `OperationOutcomeError`; the plugin reads them by shape
+ *   (medplum-errors.ts).
  *
  * Mounting (`mountFhirgate`): in `initApp` (app.ts) right after `app.use(rateLimitHandler(config))` (and so
  * after `attachRequestContext`) and before Medplum's `urlencoded` / `text` / `json` body parsers, so fhirgate's
- * own JSON parser, size limit and error bodies apply to its routes. See docs/mounting.md.
+ * own JSON parser, size limit and error bodies apply to its routes; `close()` from `preShutdown` (index.ts). See
+ * docs/mounting.md.
  */
 import type { WithId } from '@medplum/core';
-import type { FhirRepository } from '@medplum/fhir-router';
+import type { FhirRepository, FhirRouter } from '@medplum/fhir-router';
 import type { AccessPolicy, Project, Reference } from '@medplum/fhirtypes';
 import type { Request, RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
 import { looksLikeDeviceToken } from '../devices/device-tokens.ts';
-import type { CallerContext, FhirgateHost, HostLogger } from '../host.ts';
+import type { CallerContext, FhirgateHost, HostLogger, HostRedis } from '../host.ts';
 import { readBearerToken } from '../http/bearer-token.ts';
-import { createFhirgatePlugin, type FhirgatePlugin } from '../index.ts';
+import { createFhirgatePlugin, type FhirgatePlugin } from '../create-plugin.ts';
 import type { FhirgateOptionsInput } from '../options.ts';
 import { readAuthenticatedContext, readRequestId, readRequestLogger } from './medplum-server/request-context.ts';
+
+export { readProviderConfigFromEnvironment } from '../llm/provider-config.ts';
+export type { FhirgatePlugin } from '../create-plugin.ts';
 
 /**
  * The fields of Medplum's `RepositoryContext` (fhir/repo.ts) that fhirgate sets. `projects` stays a mutable
@@ -74,10 +83,17 @@ export interface MedplumServerFunctions {
   /** `(context) => new Repository(context)`, Medplum's server repository (fhir/repo.ts). */
   createRepository(context: MedplumRepositoryContext): FhirRepository;
   /**
-   * Medplum's Redis client: `getRedis`, or `getRateLimitRedis` where the server has one per purpose (redis.ts).
+   * `FhirRouter` of the server's own `@medplum/fhir-router` (the class, as the server imports it): `/graphql` runs on
+   * it, so its schema comes from the definitions the server loaded.
+   */
+  readonly FhirRouter: new (options: { introspectionEnabled?: boolean }) => FhirRouter;
+  /** `isResourceType` of the server's own `@medplum/core`: fhirgate checks at mount that the server loaded its definitions. */
+  isResourceType(resourceType: string): boolean;
+  /**
+   * Medplum's Redis client for rate limits: `getRateLimitRedis` (redis.ts, Medplum 5.1 and later; `getRedis` before).
    * Called once, at mount time (after Medplum's `initRedis`). Absent: fhirgate's rate limits are per process.
    */
-  getRedis?(): Redis;
+  getRedis?(): HostRedis;
   /** Medplum's `globalLogger` (logger.ts), for logs outside a request. */
   readonly logger: HostLogger;
 }
@@ -117,6 +133,10 @@ export function createMedplumServerHost(server: MedplumServerFunctions): Fhirgat
         superAdmin: false,
         projectAdmin: false,
       });
+    },
+    fhir: {
+      createRouter: (options) => new server.FhirRouter(options),
+      isResourceType: (resourceType) => server.isResourceType(resourceType),
     },
     redis: server.getRedis?.(),
     logger: createRequestAwareLogger(server),

@@ -14,7 +14,10 @@ const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   403: 'permission_error',
   404: 'invalid_request_error',
   409: 'invalid_request_error',
+  410: 'invalid_request_error',
+  412: 'invalid_request_error',
   413: 'invalid_request_error',
+  422: 'invalid_request_error',
   429: 'rate_limit_error',
 };
 

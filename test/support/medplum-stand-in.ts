@@ -1,14 +1,24 @@
 /**
  * Test support: a stand-in for the parts of a Medplum 5 server the adapter touches, following their contracts
- * (packages/server/src): RS256 access tokens verified with the issuer and algorithm pinned (oauth/keys.ts),
+ * (packages/server/src): ES384 access tokens (Medplum 5.1 and later) verified with the issuer pinned and ES256,
+ * ES384 or RS256 accepted (oauth/keys.ts),
  * token → Login → membership → project (oauth/utils.ts `getLoginForAccessToken`), a repository bound to the
  * membership and its AccessPolicy (fhir/accesspolicy.ts `getRepoForLogin`; here the standalone host's
  * ProjectRepository), the AsyncLocalStorage request context with Medplum's getters (context.ts), the
  * `authenticateRequest` middleware and the error handler that answers `OperationOutcome` (app.ts).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { OperationOutcomeError, badRequest, createReference, getStatus, normalizeOperationOutcome, unauthorized, type WithId } from '@medplum/core';
-import { MemoryRepository, type FhirRepository } from '@medplum/fhir-router';
+import {
+  OperationOutcomeError,
+  badRequest,
+  createReference,
+  getStatus,
+  isResourceType,
+  normalizeOperationOutcome,
+  unauthorized,
+  type WithId,
+} from '@medplum/core';
+import { FhirRouter, MemoryRepository, type FhirRepository } from '@medplum/fhir-router';
 import type { Login, Practitioner, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
 import type { NextFunction, Request, Response } from 'express';
 import { SignJWT, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
@@ -109,7 +119,7 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
   loadFhirDefinitions();
   const store = new MemoryRepository();
   const requestContextStore = new AsyncLocalStorage<StandInRequestContext>();
-  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  const { privateKey, publicKey } = await generateKeyPair('ES384');
   const repositoryContexts: MedplumRepositoryContext[] = [];
   const logged: LoggedLine[] = [];
   let requestCount = 0;
@@ -143,6 +153,8 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
   const functions: MedplumServerFunctions = {
     tryGetRequestContext: () => requestContextStore.getStore(),
     getProjectSystemRepo: async () => store,
+    FhirRouter,
+    isResourceType,
     createRepository: (context) => {
       repositoryContexts.push(context);
       // Medplum's Repository constructor appends its synthetic R4 project to `projects`.
@@ -184,7 +196,7 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
     },
     issueAccessToken: (login, membership) =>
       new SignJWT({ login_id: login.id, profile: membership.profile.reference, scope: 'openid', username: login.id })
-        .setProtectedHeader({ alg: 'RS256', kid: KEY_ID, typ: 'JWT' })
+        .setProtectedHeader({ alg: 'ES384', kid: KEY_ID, typ: 'JWT' })
         .setIssuer(ISSUER)
         .setSubject(login.id)
         .setIssuedAt()
@@ -225,10 +237,11 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
   };
 }
 
-// As Medplum's keys.ts: the issuer and RS256 are required; anything else (an HS256 device token) is refused.
+// As Medplum's keys.ts: the issuer is required and ES256, ES384 or RS256 accepted; anything else (an HS256 device
+// token) is refused.
 async function verifyJwt(token: string, publicKey: CryptoKey): Promise<{ login_id: string } | undefined> {
   try {
-    const { payload } = await jwtVerify(token, publicKey, { issuer: ISSUER, algorithms: ['RS256'] });
+    const { payload } = await jwtVerify(token, publicKey, { issuer: ISSUER, algorithms: ['ES256', 'ES384', 'RS256'] });
     return typeof payload.login_id === 'string' ? { login_id: payload.login_id } : undefined;
   } catch {
     return undefined;

@@ -4,7 +4,7 @@
  */
 import type { Attributes } from '@opentelemetry/api';
 import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import { InMemorySpanExporter, SimpleSpanProcessor, BasicTracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createTelemetry, type Telemetry } from '../../plugin/telemetry/telemetry.ts';
 
 class OnDemandReader extends MetricReader {
@@ -22,7 +22,7 @@ export interface RecordedPoint {
 export interface TestTelemetry {
   readonly telemetry: Telemetry;
   readonly meterProvider: MeterProvider;
-  readonly tracerProvider: TracerProvider;
+  readonly tracerProvider: BasicTracerProvider;
   /** The points of one metric, by its name. */
   points(metricName: string): Promise<RecordedPoint[]>;
   /** Finished spans, oldest first. */
@@ -34,7 +34,7 @@ export function createTestTelemetry(): TestTelemetry {
   const reader = new OnDemandReader();
   const meterProvider = new MeterProvider({ readers: [reader] });
   const exporter = new InMemorySpanExporter();
-  const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   return {
     telemetry: createTelemetry('test', { meterProvider, tracerProvider }),
     meterProvider,

@@ -5,10 +5,11 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FhirRepository } from '@medplum/fhir-router';
+import { isResourceType } from '@medplum/core';
+import { FhirRouter, type FhirRepository } from '@medplum/fhir-router';
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
-import { createFhirgatePlugin, type FhirgatePlugin } from '../../index.ts';
+import { createFhirgatePlugin, type FhirgatePlugin } from '../../create-plugin.ts';
 import type { FhirgateHost, HostLogger } from '../../host.ts';
 import type { FhirgateOptionsInput } from '../../options.ts';
 import { createAccessTokenService, type AccessTokenService } from './auth/access-tokens.ts';
@@ -70,6 +71,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     authenticate: (request) => authenticateRequest(request.headers, store, tokens, callers),
     getSystemRepo: async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
     getDeviceRepo: async (projectId, accessPolicy, device) => new ProjectRepository(store, { projectId, author: device, accessPolicy }),
+    fhir: { createRouter: (routerOptions) => new FhirRouter(routerOptions), isResourceType },
     redis: options.redis,
     logger,
   };

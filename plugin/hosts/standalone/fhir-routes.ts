@@ -7,6 +7,7 @@ import { FhirRouter, type FhirRepository, type FhirRequest, type HttpMethod } fr
 import type { OperationOutcome, Resource } from '@medplum/fhirtypes';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { CallerContext } from '../../host.ts';
+import { outcomeOf } from '../../medplum-errors.ts';
 
 const FHIR_JSON = 'application/fhir+json';
 
@@ -28,7 +29,7 @@ export function createFhirRoutes(authenticate: (request: Request) => Promise<Cal
       next(error);
       return;
     }
-    sendOutcome(response, normalizeOperationOutcome(error instanceof OperationOutcomeError ? error : toBadBody(error)));
+    sendOutcome(response, outcomeOf(error) ?? normalizeOperationOutcome(toBadBody(error)));
   });
   return router;
 }

@@ -40,6 +40,7 @@ import {
   type UpdateResourceOptions,
 } from '@medplum/fhir-router';
 import type { Bundle, BundleEntry, OperationOutcome, Reference, Resource } from '@medplum/fhirtypes';
+import { outcomeOf } from '../../../medplum-errors.ts';
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { applyResourcePatch, type PatchOperations } from './apply-patch.ts';
 import { AsyncMutex } from './async-mutex.ts';
@@ -154,7 +155,7 @@ export class SqliteRepository extends FhirRepository {
     return Promise.all(
       references.map((reference) =>
         this.readReference(reference).catch((error: unknown) =>
-          error instanceof OperationOutcomeError ? error : new OperationOutcomeError(normalizeOperationOutcome(error))
+          outcomeOf(error) ? (error as Error) : new OperationOutcomeError(normalizeOperationOutcome(error))
         )
       )
     );
@@ -431,9 +432,9 @@ export class SqliteRepository extends FhirRepository {
 }
 
 /** FHIR outcomes as they are; anything else (SQLite's errors) a 500 whose text does not leak SQLite's. */
-function toStoreError(error: unknown): OperationOutcomeError {
-  if (error instanceof OperationOutcomeError) {
-    return error;
+function toStoreError(error: unknown): Error {
+  if (outcomeOf(error)) {
+    return error as Error;
   }
   return new OperationOutcomeError(serverError(new Error('The FHIR store could not complete the operation')), {
     cause: error,

@@ -1,0 +1,152 @@
+/**
+ * `createFhirgatePlugin(host, options)`: the plugin's Express router, built once per server from the host port
+ * and the parsed options. The chat, device-token and `/graphql` routes are wired here; everything they need from
+ * the server comes through `host`.
+ */
+import express, { type Response, type Router } from 'express';
+import { AgentDevices } from './chat/agent-device.ts';
+import type { ChatServices } from './chat/chat-completion.ts';
+import { createChatRoutes } from './chat/chat-routes.ts';
+import { AppError } from './errors.ts';
+import { createDeviceServices } from './devices/device-services.ts';
+import { createDeviceTokenRoute } from './devices/device-token-route.ts';
+import { createGraphqlRoute } from './graphql/graphql-route.ts';
+import { createModelRegistry } from './llm/model-registry.ts';
+import type { FhirgateHost } from './host.ts';
+import { createOpenAiErrorHandler, sendOpenAiError } from './http/openai-error-response.ts';
+import { sendGraphqlError } from './graphql/graphql-response.ts';
+import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
+import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
+import { ReplyJournal } from './chat/reply-journal.ts';
+import { ReplyRecords } from './chat/reply-records.ts';
+import { TurnAdmission } from './chat/turn-admission.ts';
+import { StreamSlots } from './chat/stream-slots.ts';
+import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
+import { createTelemetry } from './telemetry/telemetry.ts';
+import { FHIRGATE_VERSION } from './version.ts';
+
+// A device token request is two short strings.
+const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
+
+/** The mounted plugin: an Express router, plus a hook the server calls when it shuts down. */
+export type FhirgatePlugin = Router & {
+  /**
+   * Call when the server begins to shut down, before it drains and cuts connections (in a Medplum server: from
+   * `preShutdown`; see docs/mounting.md). From then on fhirgate's routes answer 503; chat turns in flight get `graceMs` (default: the `shutdownGraceMs` option) to finish, then the
+   * rest are stopped: each reply is recorded as `stopped` with the text delivered so far and its client is told.
+   * Resolves once every reply is on record. Calling it again returns the first call's promise.
+   */
+  close(options?: { readonly graceMs?: number }): Promise<void>;
+  /**
+   * Settles once the replies an earlier process left unfinished (found in the reply journal) were written, or the
+   * first try failed (the rest are retried in the background).
+   */
+  readonly recovered: Promise<{ readonly recovered: number; readonly pending: number }>;
+};
+
+/** A request that arrives while the plugin closes: 503 in its surface's error shape, and the connection closes. */
+function refuseWhileClosing(route: string, response: Response): void {
+  const error = shuttingDownError();
+  response.setHeader('Connection', 'close');
+  if (route === '/graphql') {
+    sendGraphqlError(response, error);
+  } else {
+    sendOpenAiError(response, error);
+  }
+}
+
+// The types fhirgate writes and `/graphql` serves: a host whose @medplum/core has not indexed them would answer
+// every request with a schema error, so the mount fails instead.
+const REQUIRED_RESOURCE_TYPES = ['Communication', 'Observation', 'Device', 'AuditEvent', 'Patient'];
+
+function requireHostDefinitions(host: FhirgateHost): void {
+  const missing = REQUIRED_RESOURCE_TYPES.filter((type) => !host.fhir.isResourceType(type));
+  if (missing.length > 0) {
+    throw new Error(
+      `fhirgate cannot mount: the host's FHIR definitions do not define ${missing.join(', ')}. ` +
+        "Load Medplum's StructureDefinitions first (a Medplum server does in initAppServices, before initApp mounts fhirgate), " +
+        "and pass the server's own FhirRouter and isResourceType, from the @medplum packages the server itself uses (docs/mounting.md)."
+    );
+  }
+}
+
+/** Creates the plugin router for a server; options are validated here, once. */
+export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateOptionsInput = {}): FhirgatePlugin {
+  const options = parseFhirgateOptions(optionsInput);
+  requireHostDefinitions(host);
+  const telemetry = createTelemetry(FHIRGATE_VERSION);
+  const inFlight = new InFlightTurns();
+  const journal = ReplyJournal.open(options.replyJournalDir);
+  if (!options.replyJournalDir) {
+    host.logger?.warn('fhirgate runs without a reply journal: replies of turns running when the process dies are not recovered', {});
+  }
+  const records = new ReplyRecords({ journal, systemRepo: (projectId) => host.getSystemRepo(projectId), logger: host.logger });
+  const recovered = records.recover().catch((error: unknown) => {
+    host.logger?.error('fhirgate could not recover unfinished replies; they stay in the journal', { error: String(error) });
+    return { recovered: 0, pending: records.pending };
+  });
+  let closing = false;
+  const router = express.Router();
+  router.use(createRequestTelemetry(telemetry, host.logger, (request) => host.requestIdOf?.(request)));
+  router.use((request, response, next) => {
+    const route = closing ? routeOf(request.path) : undefined;
+    if (route) {
+      refuseWhileClosing(route, response);
+      return;
+    }
+    next();
+  });
+  const v1 = express.Router();
+  v1.use(express.json({ limit: options.maxBodyBytes }));
+  if (options.llm) {
+    const chat: ChatServices = {
+      host,
+      models: createModelRegistry(options.llm),
+      agents: new AgentDevices((projectId) => host.getSystemRepo(projectId), options.agentDeviceName),
+      categorySystem: options.categorySystem,
+      history: options.history,
+      defaultMaxTokens: options.llm.maxTokens,
+      telemetry,
+      inFlight,
+      records,
+      limits: options.chatLimits,
+      patientContext: options.patientContext,
+      streamSlots: new StreamSlots(options.chatLimits.maxConcurrentStreams),
+      admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
+    };
+    v1.use(createChatRoutes(chat, options.operatorName));
+  } else {
+    v1.use(['/chat/completions', '/models'], (_request, _response, next) =>
+      next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
+    );
+  }
+  v1.use((request, _response, next) => next(new AppError('not_found', `No route for ${request.method} /v1${request.path}.`)));
+  v1.use(createOpenAiErrorHandler(host.logger));
+  router.use('/v1', v1);
+
+  const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry) : undefined;
+  const deviceToken = express.Router();
+  deviceToken.use(express.json({ limit: DEVICE_TOKEN_BODY_LIMIT }));
+  if (devices) {
+    deviceToken.use(createDeviceTokenRoute(devices, telemetry, host.logger));
+  } else {
+    deviceToken.post('/', (_request, _response, next) => next(new AppError('not_configured', 'Device authentication is not configured on this server.')));
+  }
+  deviceToken.use(createOpenAiErrorHandler(host.logger));
+  router.use('/account/api/token/device', deviceToken);
+  router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, maxBodyBytes: options.maxBodyBytes }));
+  let closed: Promise<void> | undefined;
+  const close = async (graceMs: number): Promise<void> => {
+    closing = true;
+    const { stopped } = await inFlight.drain(graceMs);
+    await recovered;
+    await records.close();
+    journal.close();
+    host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
+  };
+  return Object.assign(router, {
+    recovered,
+    // Once: a server may call it from more than one shutdown hook (Medplum: preShutdown, and shutdownApp).
+    close: ({ graceMs = options.shutdownGraceMs }: { readonly graceMs?: number } = {}): Promise<void> => (closed ??= close(graceMs)),
+  });
+}

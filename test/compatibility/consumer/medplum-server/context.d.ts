@@ -1,0 +1,10 @@
+// Medplum 5.1's packages/server/src/context.ts, as far as the mount uses it.
+import type { Logger } from '@medplum/core';
+
+export interface IRequestContext {
+  readonly requestId: string;
+  readonly traceId: string;
+  readonly logger: Logger;
+}
+
+export declare function tryGetRequestContext(): IRequestContext | undefined;
