@@ -55,7 +55,7 @@ async function mountSnippet(): Promise<Record<'imports' | 'initApp' | 'export' |
     return block;
   };
   return {
-    imports: find('// app.ts, beside its other imports'),
+    imports: find('// app.ts, after its other imports'),
     initApp: find('// app.ts, in initApp()'),
     export: find('// app.ts, a new export'),
     index: find('// index.ts'),
@@ -132,6 +132,9 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
     const snippet = await mountSnippet();
     const app = [
       "import type { Express } from 'express';",
+      // What Medplum's app.ts imports already, which the mount uses.
+      "import { tryGetRequestContext } from './context';",
+      "import { globalLogger } from './logger';",
       snippet.imports,
       'export async function initApp(app: Express): Promise<void> {',
       snippet.initApp,
@@ -217,13 +220,15 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
     expect(issues.filter((entry) => entry.resourceType === 'Communication')).toEqual([]);
   });
 
-  test("fhirgate's spans reach the server's tracer provider through its OpenTelemetry API, the provider call inside the request", async () => {
+  test("fhirgate's spans reach the server's tracer provider through its OpenTelemetry API, the provider call inside the request and on the wire", async () => {
     await openaiFor('alice').chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'traced' }] });
     const spans = (await (await fetch(`${consumer.url}_test/spans`)).json()) as RecordedSpan[];
     const request = spans.findLast((span) => span.name === 'POST /v1/chat/completions');
     const call = spans.findLast((span) => span.name === 'chat echo');
     expect(request?.scope).toBe('fhirgate');
     expect(call).toMatchObject({ scope: 'fhirgate', traceId: request?.traceId, parentSpanId: request?.spanId });
+    // The provider's side joins the trace: the call went out with the W3C trace context of its span.
+    expect(emulator.received.at(-1)?.headers.traceparent).toBe(`00-${call?.traceId}-${call?.spanId}-01`);
   });
 
   test("a device's ObservationCreate through /graphql runs on the server's definitions and is stored", async () => {

@@ -7,40 +7,15 @@ import { Client, fetchExchange, gql, type CombinedError } from '@urql/core';
 import { MedplumClient } from '@medplum/core';
 import type { Device, Observation } from '@medplum/fhirtypes';
 import { SignJWT } from 'jose';
+import { CREATE_OBSERVATION, observationInput as deviceObservation } from './support/observation-mutation.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 
 const SYSTEM = 'urn:example:devices';
 const JWT_SECRET = 'graphql-test-device-signing-secret-0123456789';
 
-// The spec's mutation, as a device sends it.
-const CREATE_OBSERVATION = gql`
-  mutation CreateObservation($input: ObservationInput!) {
-    ObservationCreate(resource: $input) {
-      id
-      status
-      code {
-        coding {
-          system
-          code
-        }
-      }
-      device {
-        identifier {
-          system
-          value
-        }
-      }
-    }
-  }
-`;
-
 function observationInput(deviceId: string, system = SYSTEM): Record<string, unknown> {
-  return {
-    status: 'final',
-    code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] },
-    device: { identifier: { system, value: deviceId } },
-  };
+  return deviceObservation(deviceId, system);
 }
 
 describe('POST /graphql with device tokens', () => {

@@ -213,6 +213,16 @@ describe('the packed and installed package', () => {
     expect(await stop(host)).toBe(0);
   }, 90_000);
 
+  test('`fhirgate provision --help` prints its usage, and its ready-made policies are in the package', async () => {
+    const environment = commandEnvironment(join(workDir, 'unused'));
+    const { stdout } = await run(join(consumerDir, 'node_modules', '.bin', 'fhirgate'), ['provision', '--help'], { cwd: consumerDir, env: environment });
+    expect(stdout).toMatch(/^Usage: fhirgate provision --base-url/);
+    const { readReadyMadePolicies } = (await import(join(consumerDir, 'node_modules', 'fhirgate', 'dist', 'plugin', 'provision', 'ready-made-policies.js'))) as {
+      readReadyMadePolicies: () => Promise<Record<string, { resourceType: string }>>;
+    };
+    expect(Object.values(await readReadyMadePolicies()).map((policy) => policy.resourceType)).toEqual(['AccessPolicy', 'AccessPolicy', 'AccessPolicy']);
+  });
+
   test('`fhirgate-emulator` prints its URL and exits 0 on SIGTERM', async () => {
     const emulator = spawn(join(consumerDir, 'node_modules', '.bin', 'fhirgate-emulator'), ['--port', '0'], {
       cwd: consumerDir,

@@ -57,7 +57,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
       try {
-        const message = await client.messages.create({ ...buildParameters(request), stream: false }, { signal: call.signal });
+        const message = await client.messages.create({ ...buildParameters(request), stream: false }, { signal: call.signal, headers: request.traceHeaders });
         let text = '';
         for (const block of message.content) {
           if (block.type === 'text') {
@@ -81,7 +81,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
     async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
       const call = startUpstreamCall(provider, request.signal, timeouts, true);
       try {
-        const stream = await client.messages.create({ ...buildParameters(request), stream: true }, { signal: call.signal });
+        const stream = await client.messages.create({ ...buildParameters(request), stream: true }, { signal: call.signal, headers: request.traceHeaders });
         let finishReason: ChatFinishReason | undefined;
         let promptTokens: number | undefined;
         let completionTokens: number | undefined;

@@ -64,6 +64,12 @@ export interface ChatModelRequest {
   readonly extra: Readonly<Record<string, unknown>>;
   /** Aborting it cancels the upstream HTTP request. */
   readonly signal: AbortSignal;
+  /**
+   * The trace context of the provider call's span (W3C `traceparent`, `tracestate`, as the host's propagator writes
+   * them), sent as request headers so the provider's side of the call joins the trace; empty when the host traces
+   * nothing.
+   */
+  readonly traceHeaders?: Readonly<Record<string, string>>;
 }
 
 /**

@@ -58,7 +58,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
-      const scope: OllamaRequestScope = { signal: call.signal, stream: false };
+      const scope: OllamaRequestScope = { signal: call.signal, stream: false, headers: request.traceHeaders };
       try {
         const response = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: false }));
         const toolCalls = readToolCalls(response.message?.tool_calls);
@@ -77,7 +77,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
 
     async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
       const call = startUpstreamCall(provider, request.signal, timeouts, true);
-      const scope: OllamaRequestScope = { signal: call.signal, stream: true };
+      const scope: OllamaRequestScope = { signal: call.signal, stream: true, headers: request.traceHeaders };
       try {
         const parts = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: true }));
         let calls = 0;

@@ -13,6 +13,8 @@ export interface OllamaRequestScope {
   readonly signal: AbortSignal;
   /** True for a streamed call: its NDJSON body is checked line by line. */
   readonly stream: boolean;
+  /** Headers added to the call's request (the trace context). */
+  readonly headers?: Readonly<Record<string, string>>;
   /** The response's status and headers, once they arrived. */
   response?: { readonly status: number; readonly headers: Headers };
 }
@@ -40,7 +42,8 @@ export function createOllamaFetch(baseFetch: typeof fetch = fetch): typeof fetch
       return baseFetch(input, init);
     }
     const signal = init?.signal ? AbortSignal.any([init.signal, scope.signal]) : scope.signal;
-    const response = await baseFetch(input, { ...init, signal });
+    const headers = scope.headers ? withHeaders(init?.headers, scope.headers) : init?.headers;
+    const response = await baseFetch(input, { ...init, signal, headers });
     scope.response = { status: response.status, headers: response.headers };
     if (!scope.stream || !response.ok || response.body === null) {
       return response;
@@ -51,6 +54,14 @@ export function createOllamaFetch(baseFetch: typeof fetch = fetch): typeof fetch
       headers: response.headers,
     });
   };
+}
+
+function withHeaders(base: ConstructorParameters<typeof Headers>[0], added: Readonly<Record<string, string>>): Headers {
+  const headers = new Headers(base);
+  for (const [name, value] of Object.entries(added)) {
+    headers.set(name, value);
+  }
+  return headers;
 }
 
 /** Passes complete lines on; a line that is not a JSON object, or carries `error`, is replaced and ends the body. */

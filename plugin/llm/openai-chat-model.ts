@@ -72,7 +72,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       try {
         const completion = await client.chat.completions.create(
           { ...buildParameters(request, maxTokensParameter), stream: false },
-          { signal: call.signal },
+          { signal: call.signal, headers: request.traceHeaders },
         );
         const choice = completion.choices?.[0];
         if (choice === undefined) {
@@ -98,7 +98,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       try {
         const stream = await client.chat.completions.create(
           { ...buildParameters(request, maxTokensParameter), stream: true, stream_options: { include_usage: true } },
-          { signal: call.signal },
+          { signal: call.signal, headers: request.traceHeaders },
         );
         let finishReason: ChatFinishReason | undefined;
         let usage: ChatUsage | undefined;

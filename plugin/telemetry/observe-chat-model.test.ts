@@ -1,4 +1,5 @@
-import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, propagation } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { createTestTelemetry, type TestTelemetry } from '../../test/support/telemetry.ts';
 import { AppError } from '../errors.ts';
@@ -9,17 +10,19 @@ const LABELS = { projectId: 'project-1', modelName: 'gpt-test' };
 const REQUEST: Omit<ChatModelRequest, 'signal'> = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, extra: {} };
 const MODEL_ATTRIBUTES = { 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-test', 'fhirgate.project.id': 'project-1' };
 
-/** An in-memory model: streams the given events, or fails with the given error after them. */
-function fakeModel(events: ChatStreamEvent[], failure?: unknown): ChatModel {
+/** An in-memory model: streams the given events, or fails with the given error after them; `seen` gets each request. */
+function fakeModel(events: ChatStreamEvent[], failure?: unknown, seen: ChatModelRequest[] = []): ChatModel {
   return {
     provider: 'openai',
-    complete: async () => {
+    complete: async (request) => {
+      seen.push(request);
       if (failure) {
         throw failure;
       }
       return { text: 'Hello there', finishReason: 'stop', usage: { promptTokens: 7, completionTokens: 2 } };
     },
-    stream: async function* () {
+    stream: async function* (request) {
+      seen.push(request);
       yield* events;
       if (failure) {
         throw failure;
@@ -141,5 +144,21 @@ describe('observeChatModel', () => {
     const [duration] = await recorded.points('fhirgate.llm.request.duration');
     expect(duration.attributes).toEqual({ ...MODEL_ATTRIBUTES, 'error.type': 'cancelled' });
     expect(recorded.spans()).toHaveLength(1);
+  });
+
+  test("the provider call carries its span's trace context, as the host's propagator writes it", async () => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    try {
+      const seen: ChatModelRequest[] = [];
+      const model = observeChatModel(fakeModel([{ type: 'text', text: 'a' }, { type: 'finish', finishReason: 'stop', usage: undefined }], undefined, seen), recorded.telemetry, LABELS);
+      await model.complete({ ...REQUEST, signal: new AbortController().signal });
+      await drain(model.stream({ ...REQUEST, signal: new AbortController().signal }));
+      const spans = recorded.spans();
+      expect(seen.map((request) => request.traceHeaders?.traceparent)).toEqual(
+        spans.map((span) => `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`)
+      );
+    } finally {
+      propagation.disable();
+    }
   });
 });

@@ -3,7 +3,7 @@
  * feeds the provider metrics: duration, time to first token, tokens in and out, upstream errors by kind. The
  * chat pipeline calls the wrapped model as it would the bare one.
  */
-import { SpanKind, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span } from '@opentelemetry/api';
 import { AppError } from '../errors.ts';
 import type { ChatCompletion, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
@@ -29,7 +29,7 @@ export function observeChatModel(model: ChatModel, telemetry: Telemetry, labels:
     complete: async (request: ChatModelRequest): Promise<ChatCompletion> => {
       const call = startCall(false);
       try {
-        const completion = await model.complete(request);
+        const completion = await model.complete({ ...request, traceHeaders: call.traceHeaders() });
         call.succeeded(completion.usage, completion.finishReason);
         return completion;
       } catch (error) {
@@ -37,16 +37,16 @@ export function observeChatModel(model: ChatModel, telemetry: Telemetry, labels:
         throw error;
       }
     },
-    stream: (request: ChatModelRequest): AsyncIterable<ChatStreamEvent> => observeStream(model.stream(request), startCall),
+    stream: (request: ChatModelRequest): AsyncIterable<ChatStreamEvent> => observeStream(request, model, startCall),
   };
 }
 
-async function* observeStream(events: AsyncIterable<ChatStreamEvent>, startCall: (stream: boolean) => ProviderCall): AsyncGenerator<ChatStreamEvent> {
+async function* observeStream(request: ChatModelRequest, model: ChatModel, startCall: (stream: boolean) => ProviderCall): AsyncGenerator<ChatStreamEvent> {
   // The upstream request starts on the first next(), so the call's clock does too.
   const call = startCall(true);
   let ended = false;
   try {
-    for await (const event of events) {
+    for await (const event of model.stream({ ...request, traceHeaders: call.traceHeaders() })) {
       if (event.type === 'finish') {
         call.succeeded(event.usage, event.finishReason);
         ended = true;
@@ -84,6 +84,13 @@ class ProviderCall {
       kind: SpanKind.CLIENT,
       attributes: { ...attributes, 'gen_ai.operation.name': 'chat', 'fhirgate.stream': stream },
     });
+  }
+
+  /** The span's trace context as the registered propagator writes it (W3C trace context in a Medplum server). */
+  traceHeaders(): Record<string, string> {
+    const headers: Record<string, string> = {};
+    propagation.inject(trace.setSpan(context.active(), this.#span), headers);
+    return headers;
   }
 
   firstToken(): void {

@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=16 --heap-growing-percent=50
 /**
- * `npm start`: the standalone host with fhirgate mounted, on a SQLite file under the data folder, with the demo
- * project loaded. Binds to loopback by default.
+ * `fhirgate` (`npm start`): the standalone host with fhirgate mounted (serve.ts). `fhirgate provision ...` instead
+ * sets up a project on a Medplum server with fhirgate mounted (plugin/provision/provision-command.ts).
  *
  * Node runs it with two heap flags (the line above; `npm start` passes the same), each measured with 1,000 open
  * streams on a chat instance and found no slower (bench/findings.md, "Memory under 1,000 streams" and "The old
@@ -11,111 +11,12 @@
  *   --heap-growing-percent=50   after a full collection the old generation may grow by half of what is live before
  *                               the next one, instead of V8's own factor (about 2× here): ~70 MB off the peak.
  */
-import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { readStandaloneConfig } from './standalone-config.ts';
-import { createJsonLogger } from './logger.ts';
-import { openStandaloneStore } from './open-store.ts';
-import { createStandaloneHost } from './create-standalone-host.ts';
-import { readProjectFixture, seedProject } from './seed.ts';
-import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
-import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
-import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
-import { Redis } from 'ioredis';
-import { FhirRouter } from '@medplum/fhir-router';
-import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
-import { compactHeap } from './compact-heap.ts';
 
-// From the sources (`npm start`) the token command is an npm script; from the package or the image, a command.
-const FROM_SOURCES = import.meta.url.endsWith('.ts');
-const TOKEN_COMMAND = FROM_SOURCES ? 'npm run -s token' : 'fhirgate-token';
-const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
-
-const config = readStandaloneConfig();
-const logger = createJsonLogger(config.logLevel);
-mkdirSync(config.dataDir, { recursive: true });
-const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs, cacheSizeMiB: config.storeCacheMiB });
-const configuredLlm = readProviderConfigFromEnvironment(process.env);
-const demoProvider = configuredLlm ? undefined : await startDemoProvider();
-if (demoProvider) {
-  logger.warn('No LLM provider configured (AI_PROVIDER unset): answering with the offline DEMO provider, which echoes prompts', {
-    model: DEMO_MODEL_ID,
-  });
-}
-const demoFixture = config.seedDemo ? await readProjectFixture() : undefined;
-const deviceAuth = readStandaloneDeviceAuth({
-  configFile: config.deviceAuthFile,
-  dataDir: config.dataDir,
-  demoProjectId: demoFixture?.entry?.find((entry) => entry.resource?.resourceType === 'Project')?.resource?.id,
-});
-const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1 }) : undefined;
-const standalone = await createStandaloneHost({
-  store,
-  baseUrl: config.baseUrl,
-  logger,
-  redis,
-  metrics: config.metrics,
-  plugin: {
-    llm: configuredLlm ?? demoProvider?.llm,
-    device_auth: deviceAuth,
-    shutdownGraceMs: config.shutdownGraceMs,
-    replyJournalDir: join(config.dataDir, 'journal'),
-    chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxPreparingTurns: config.maxPreparingTurns },
-  },
-});
-// Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first
-// device waits for it, unless this instance serves no GraphQL (FHIRGATE_GRAPHQL_WARMUP=off).
-if (config.graphqlWarmUp) {
-  await warmUpGraphqlSchema(new FhirRouter(), store);
-}
-const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: false }) : undefined;
-// Start-up's garbage (the parsed definition bundles, the schema build) would otherwise stay committed for good.
-const heap = compactHeap();
-logger.debug('start-up heap compacted', { committedBeforeBytes: heap.committedBeforeBytes, committedAfterBytes: heap.committedAfterBytes });
-const { url } = await standalone.listen(config.port, config.hostname);
-
-logger.info('fhirgate standalone host started', { url, dataDir: config.dataDir, demoProject: demo?.projectId });
-if (demo) {
-  process.stdout.write(
-    [
-      '',
-      `fhirgate is listening on ${url}`,
-      `  FHIR API:        ${url}fhir/R4/`,
-      `  Chat API:        ${url}v1/chat/completions   (model ${configuredLlm?.defaultModel ?? `${DEMO_MODEL_ID}: the offline DEMO provider, set AI_PROVIDER for a real one`})`,
-      `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
-      `  Access token for Dr. Alice Carter:  ${TOKEN_COMMAND}`,
-      `  Client credentials of the demo integration:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--client`,
-      ...(deviceAuth && !config.deviceAuthFile ? [`  Demo device ${DEMO_DEVICE.id}, its API key:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--device`] : []),
-      '',
-    ].join('\n')
-  );
+if (process.argv[2] === 'provision') {
+  const { runProvisionCommand } = await import('../../provision/provision-command.ts');
+  process.exitCode = await runProvisionCommand(process.argv.slice(3));
+} else {
+  await import('./serve.ts');
 }
 
-// SIGTERM or SIGINT: stop accepting, let chat turns finish within the grace period, stop the rest (their replies
-// recorded as `stopped`), close the store and exit 0. A second signal, or a stop that hangs, exits at once.
-const HARD_STOP_AFTER_GRACE_MS = 15_000;
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) {
-      logger.warn('fhirgate standalone host stopped without draining', { signal });
-      process.exit(1);
-    }
-    stopping = true;
-    logger.info('fhirgate standalone host stopping', { signal, graceMs: config.shutdownGraceMs });
-    setTimeout(() => {
-      logger.error('fhirgate standalone host did not stop in time');
-      process.exit(1);
-    }, config.shutdownGraceMs + HARD_STOP_AFTER_GRACE_MS).unref();
-    standalone
-      .close()
-      .then(() => demoProvider?.emulator.close())
-      .then(() => redis?.quit())
-      .then(() => store.close())
-      .then(() => process.exit(0))
-      .catch((error: unknown) => {
-        logger.error('Shutdown failed', { error: String(error) });
-        process.exit(1);
-      });
-  });
-}
+export {};

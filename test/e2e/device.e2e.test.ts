@@ -1,0 +1,74 @@
+/**
+ * End to end, from the outside, on any server with fhirgate mounted (e2e-target.ts): a provisioned device
+ * exchanges its key for a token, posts an Observation through `/graphql` with a GraphQL client (urql), is refused
+ * an Observation that names another device, and the project administrator finds the Observation and the
+ * exchange's AuditEvent with MedplumClient. Skipped, with a notice, when the target has no device configured.
+ */
+import { Client, cacheExchange, fetchExchange } from '@urql/core';
+import type { AuditEvent, Observation } from '@medplum/fhirtypes';
+import { CREATE_OBSERVATION, observationInput } from '../support/observation-mutation.ts';
+import { E2E_DEVICE_SYSTEM, connectE2eTarget, type E2eTarget } from './e2e-target.ts';
+
+describe('fhirgate end to end: devices', () => {
+  let target: E2eTarget;
+
+  beforeAll(async () => {
+    target = await connectE2eTarget();
+    if (!target.device) {
+      process.stderr.write('fhirgate e2e: no device_auth file given (--device-auth-file): the device checks are skipped\n');
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    await target?.close();
+  });
+
+  async function exchange(deviceId: string, apiKey: string): Promise<Response> {
+    return fetch(`${target.baseUrl}account/api/token/device/`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ device_id: deviceId, api_key: apiKey }),
+    });
+  }
+
+  test('a device: its key for a token, an Observation through /graphql, another device refused, all on record', async () => {
+    if (!target.device) {
+      return;
+    }
+    const { device } = target;
+    const wrong = await exchange(device.id, `${device.key}-wrong`);
+    if (wrong.status === 503) {
+      throw new Error(`The server has no device_auth configured: restart it with FHIRGATE_DEVICE_AUTH=${process.env.E2E_DEVICE_AUTH_FILE ?? 'the provisioned file'}`);
+    }
+    expect(wrong.status).toBe(403);
+
+    const issued = await exchange(device.id, device.key);
+    expect(issued.status).toBe(200);
+    const { access, expires_in: expiresIn } = (await issued.json()) as { access: string; expires_in: number };
+    expect(expiresIn).toBeGreaterThan(0);
+
+    const graphql = new Client({
+      url: `${target.baseUrl}graphql`,
+      exchanges: [cacheExchange, fetchExchange],
+      fetchOptions: { headers: { Authorization: `Bearer ${access}` } },
+      preferGetMethod: false,
+    });
+    const posted = await graphql.mutation(CREATE_OBSERVATION, { input: observationInput(device.id, E2E_DEVICE_SYSTEM, 64) }).toPromise();
+    expect(posted.error).toBeUndefined();
+    const created = posted.data.ObservationCreate as { id: string; device: { identifier: { value: string } } };
+    expect(created.device.identifier.value).toBe(device.id);
+
+    const stored = await target.admin.readResource('Observation', created.id, { cache: 'no-cache' });
+    expect(stored.valueQuantity?.value).toBe(64);
+    expect(stored.meta?.author?.reference).toBe(`Device/${device.resourceId}`);
+
+    const forged = await graphql.mutation(CREATE_OBSERVATION, { input: observationInput(`${device.id}-someone-else`, E2E_DEVICE_SYSTEM, 65) }).toPromise();
+    expect(forged.data?.ObservationCreate ?? null).toBeNull();
+    expect(forged.error?.graphQLErrors[0]?.extensions?.code).toBe('FORBIDDEN');
+    const byDevice = await target.admin.searchResources('Observation', { device: `Device/${device.resourceId}`, _count: '100' }, { cache: 'no-cache' });
+    expect(byDevice.filter((observation: Observation) => observation.valueQuantity?.value === 65)).toEqual([]);
+
+    const audits = (await target.admin.searchResources('AuditEvent', { entity: `Device/${device.resourceId}`, _count: '100' }, { cache: 'no-cache' })) as AuditEvent[];
+    expect(audits.some((event) => event.outcome === '0' && event.outcomeDesc === 'Device token issued')).toBe(true);
+  }, 60_000);
+});

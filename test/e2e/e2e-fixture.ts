@@ -1,0 +1,107 @@
+/**
+ * The people and charts one run of the end-to-end suite needs, made by the project administrator through the
+ * server's public API (FHIR and Medplum's invite), with names unique to the run so runs never meet: two patients,
+ * a chart for the first, and two practitioners who sign in with email and password as a chat client's user does
+ * (MedplumClient's `startLogin` and `processCode`):
+ * - the clinician: the ready-made care-team policy for the first patient, and her own conversations;
+ * - the colleague: the same policies, for the second patient.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { MedplumClient, type WithId } from '@medplum/core';
+import type { Condition, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
+import OpenAI from 'openai';
+import type { E2eTarget } from './e2e-target.ts';
+
+/** A practitioner of the run, signed in. */
+export interface E2ePractitioner {
+  readonly membership: WithId<ProjectMembership>;
+  readonly profileReference: string;
+  /** The access token the chat client holds. */
+  readonly accessToken: string;
+  /** The openai SDK as a chat client configures it: this server's /v1, the Medplum token, the project header. */
+  readonly openai: OpenAI;
+}
+
+/** What one run made. */
+export interface E2eFixture {
+  readonly run: string;
+  readonly patient: WithId<Patient>;
+  readonly otherPatient: WithId<Patient>;
+  readonly condition: WithId<Condition>;
+  readonly observation: WithId<Observation>;
+  readonly clinician: E2ePractitioner;
+  readonly colleague: E2ePractitioner;
+}
+
+/** Makes the run's fixture on `target`. */
+export async function createE2eFixture(target: E2eTarget): Promise<E2eFixture> {
+  const run = randomUUID().slice(0, 8);
+  const { admin } = target;
+  const patient = await admin.createResource<Patient>({ resourceType: 'Patient', name: [{ given: ['Erin'], family: `E2e-${run}` }], birthDate: '1958-07-14', gender: 'female' });
+  const otherPatient = await admin.createResource<Patient>({ resourceType: 'Patient', name: [{ given: ['Omar'], family: `E2e-${run}` }] });
+  const condition = await admin.createResource<Condition>({
+    resourceType: 'Condition',
+    subject: { reference: `Patient/${patient.id}` },
+    clinicalStatus: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' }] },
+    code: { text: `Chronic kidney disease stage 3 (e2e ${run})` },
+    onsetDateTime: '2022-02-02',
+  });
+  const observation = await admin.createResource<Observation>({
+    resourceType: 'Observation',
+    status: 'final',
+    subject: { reference: `Patient/${patient.id}` },
+    code: { text: 'Systolic blood pressure' },
+    effectiveDateTime: new Date().toISOString(),
+    valueQuantity: { value: 142, unit: 'mm[Hg]' },
+  });
+  const policies = target.provisioned.policies;
+  const practitioner = async (name: string, carePatient: WithId<Patient>): Promise<E2ePractitioner> => {
+    const email = `fhirgate-e2e-${run}-${name}@example.com`;
+    const password = randomBytes(18).toString('base64url');
+    const membership = (await admin.invite(target.projectId, {
+      resourceType: 'Practitioner',
+      firstName: name,
+      lastName: `E2e-${run}`,
+      email,
+      password,
+      sendEmail: false,
+      membership: {
+        access: [
+          { policy: { reference: `AccessPolicy/${policies['policy-care-team-patient'].id}` }, parameter: [{ name: 'patient', valueReference: { reference: `Patient/${carePatient.id}` } }] },
+          { policy: { reference: `AccessPolicy/${policies['policy-own-conversations'].id}` } },
+        ],
+      },
+    })) as WithId<ProjectMembership>;
+    const accessToken = await signIn(target.baseUrl, email, password, target.projectId);
+    return {
+      membership,
+      profileReference: membership.profile.reference ?? '',
+      accessToken,
+      openai: new OpenAI({ baseURL: `${target.baseUrl}v1`, apiKey: accessToken, defaultHeaders: { 'X-Project-ID': target.projectId }, maxRetries: 0 }),
+    };
+  };
+  return {
+    run,
+    patient,
+    otherPatient,
+    condition,
+    observation,
+    clinician: await practitioner('Clinician', patient),
+    colleague: await practitioner('Colleague', otherPatient),
+  };
+}
+
+/** Email and password sign-in, as the Medplum app and MedplumClient do it; resolves the access token. */
+async function signIn(baseUrl: string, email: string, password: string, projectId: string): Promise<string> {
+  const client = new MedplumClient({ baseUrl, fetch });
+  const login = await client.startLogin({ email, password, projectId });
+  if (!login.code) {
+    throw new Error(`The sign-in of ${email} did not end with a code (memberships to choose, or MFA)`);
+  }
+  await client.processCode(login.code);
+  const token = client.getAccessToken();
+  if (!token) {
+    throw new Error(`The sign-in of ${email} gave no access token`);
+  }
+  return token;
+}

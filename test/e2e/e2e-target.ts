@@ -1,0 +1,149 @@
+/**
+ * The server the end-to-end suite talks to, from the outside only (HTTP, MedplumClient, the openai SDK):
+ * - given `E2E_BASE_URL`, a Medplum server with fhirgate mounted (or any standalone host), with a project
+ *   administrator's client credentials in `E2E_CLIENT_ID` and `E2E_CLIENT_SECRET`; for the device checks also
+ *   `E2E_DEVICE_AUTH_FILE` (the `device_auth` file the server reads) and `E2E_DEVICE_ID` (`npm run e2e` sets these
+ *   from its flags);
+ * - otherwise a standalone host of this checkout, started here on the LLM emulator, as a user would run it.
+ * Either way the project is set up by `fhirgate provision` first, as docs/mounting.md tells operators to.
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { MedplumClient } from '@medplum/core';
+import type { ProvisionReport } from '../../plugin/provision/provision-project.ts';
+import { startLlmEmulator, type LlmEmulator } from '../emulator/index.ts';
+import { startHostProcess, type HostProcess } from '../support/host-process.ts';
+
+const run = promisify(execFile);
+
+/** The identifier system of the suite's devices. */
+export const E2E_DEVICE_SYSTEM = 'urn:fhirgate:e2e:device';
+
+/** A server ready for the suite. */
+export interface E2eTarget {
+  /** Base URL with a trailing slash. */
+  readonly baseUrl: string;
+  /** The project administrator, signed in. */
+  readonly admin: MedplumClient;
+  readonly projectId: string;
+  readonly provisioned: ProvisionReport;
+  /** The device the suite may exchange a token for, with its key; undefined when the target has none configured. */
+  readonly device?: { readonly id: string; readonly resourceId: string; readonly key: string };
+  /** True when the suite started the server itself (on the LLM emulator). */
+  readonly local: boolean;
+  close(): Promise<void>;
+}
+
+/** Connects to (or starts) the target and provisions its project. */
+export async function connectE2eTarget(): Promise<E2eTarget> {
+  return process.env.E2E_BASE_URL ? connectRemote(process.env.E2E_BASE_URL) : startLocal();
+}
+
+async function connectRemote(baseUrl: string): Promise<E2eTarget> {
+  const clientId = requireVariable('E2E_CLIENT_ID');
+  const clientSecret = requireVariable('E2E_CLIENT_SECRET');
+  const authFile = process.env.E2E_DEVICE_AUTH_FILE;
+  const deviceId = process.env.E2E_DEVICE_ID ?? 'fhirgate-e2e-sensor';
+  const url = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+  const provisioned = await provision(url, { clientId, clientSecret }, authFile ? { id: deviceId, authFile } : undefined);
+  const admin = await signInAdmin(url, clientId, clientSecret);
+  const device = authFile && provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, key: await readKey(authFile, deviceId) } : undefined;
+  return { baseUrl: url, admin, projectId: provisioned.projectId, provisioned, device, local: false, close: async () => undefined };
+}
+
+/**
+ * A standalone host as `npm start` runs it, on the emulator: started, provisioned with a device (which writes the
+ * device_auth file), then restarted on that file, as an operator would after provisioning a device.
+ */
+async function startLocal(): Promise<E2eTarget> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-e2e-'));
+  const emulator = await startLlmEmulator();
+  const authFile = join(dataDir, 'device-auth.json');
+  const environment = { FHIRGATE_DATA_DIR: dataDir, AI_PROVIDER: 'openai', AI_API_KEY: 'sk-e2e', AI_API_BASE: `${emulator.url}/v1`, AI_MODEL: 'gpt-4o-mini', REDIS_URL: '' };
+  let host: HostProcess | undefined = await startHostProcess(environment);
+  try {
+    const credentials = await adminClientOf(dataDir, host.url);
+    const deviceId = 'e2e-sensor-1';
+    const provisioned = await provision(host.url, credentials, { id: deviceId, authFile });
+    await stop(host);
+    host = await startHostProcess({ ...environment, FHIRGATE_DEVICE_AUTH: authFile });
+    const admin = await signInAdmin(host.url, credentials.clientId, credentials.clientSecret);
+    const running = host;
+    return {
+      baseUrl: host.url,
+      admin,
+      projectId: provisioned.projectId,
+      provisioned,
+      device: provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, key: await readKey(authFile, deviceId) } : undefined,
+      local: true,
+      close: async () => {
+        await stop(running);
+        await closeQuietly(emulator);
+        await rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    if (host) {
+      await stop(host);
+    }
+    await closeQuietly(emulator);
+    throw error;
+  }
+}
+
+/** The standalone host's project administrator client, as `npm run -s token -- --admin-client` prints it. */
+async function adminClientOf(dataDir: string, baseUrl: string): Promise<{ clientId: string; clientSecret: string }> {
+  const { stdout } = await run(process.execPath, ['plugin/hosts/standalone/print-token.ts', '--admin-client'], {
+    env: { ...process.env, FHIRGATE_DATA_DIR: dataDir, FHIRGATE_BASE_URL: baseUrl },
+  });
+  const printed = JSON.parse(stdout) as Record<string, string>;
+  return { clientId: printed.clientId ?? printed.client_id, clientSecret: printed.clientSecret ?? printed.client_secret };
+}
+
+/** `fhirgate provision`, the command an operator runs, with the credentials in its environment; resolves its report. */
+async function provision(
+  baseUrl: string,
+  credentials: { readonly clientId: string; readonly clientSecret: string },
+  device?: { readonly id: string; readonly authFile: string }
+): Promise<ProvisionReport> {
+  const deviceFlags = device ? ['--device-id', device.id, '--identifier-system', E2E_DEVICE_SYSTEM, '--device-auth-file', device.authFile] : [];
+  const { stdout } = await run(process.execPath, ['plugin/hosts/standalone/main.ts', 'provision', '--base-url', baseUrl, ...deviceFlags], {
+    env: { ...process.env, MEDPLUM_CLIENT_ID: credentials.clientId, MEDPLUM_CLIENT_SECRET: credentials.clientSecret },
+  }).catch((error: { stderr?: string }) => Promise.reject(new Error(`fhirgate provision failed: ${error.stderr ?? String(error)}`)));
+  return JSON.parse(stdout) as ProvisionReport;
+}
+
+async function signInAdmin(baseUrl: string, clientId: string, clientSecret: string): Promise<MedplumClient> {
+  const admin = new MedplumClient({ baseUrl, fetch });
+  await admin.startClientLogin(clientId, clientSecret);
+  return admin;
+}
+
+async function readKey(authFile: string, deviceId: string): Promise<string> {
+  const { readDeviceKey } = await import('../../plugin/provision/device-auth-file.ts');
+  return readDeviceKey(authFile, deviceId);
+}
+
+async function stop(host: HostProcess): Promise<void> {
+  if (host.child.exitCode === null && host.child.signalCode === null) {
+    const exited = once(host.child, 'exit');
+    host.child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+async function closeQuietly(emulator: LlmEmulator): Promise<void> {
+  await emulator.close().catch(() => undefined);
+}
+
+function requireVariable(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`${name} is required with E2E_BASE_URL (npm run e2e -- --help)`);
+  }
+  return value;
+}

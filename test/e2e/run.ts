@@ -1,0 +1,60 @@
+/**
+ * `npm run e2e`: the end-to-end suite (test/e2e/) against a server of the user's, or, without `--base-url`, against
+ * a standalone host it starts itself. Sets the suite's environment from the flags and runs it with jest.
+ */
+import { spawn } from 'node:child_process';
+import { parseArgs } from 'node:util';
+
+const USAGE = `Usage: npm run e2e -- [--base-url <url> --client-id <id> --client-secret <secret>] [options]
+
+Runs fhirgate's end-to-end suite from the outside: practitioners sign in with email and password and chat with the
+openai SDK; a device posts an Observation through /graphql; what was stored is read back with MedplumClient.
+Without --base-url it starts a standalone host of this checkout on the LLM emulator.
+
+With --base-url: a Medplum server with fhirgate mounted, and a project administrator's client credentials
+(also MEDPLUM_CLIENT_ID / MEDPLUM_CLIENT_SECRET). The suite runs 'fhirgate provision' on that project first, and
+creates two patients and two practitioners named for the run.
+
+Options:
+  --device-auth-file <path>   the device_auth file the server reads (FHIRGATE_DEVICE_AUTH); the suite provisions
+                              its device there. After the first run, restart the server so it reads the new device.
+                              Without it, the device checks are skipped.
+  --device-id <id>            the device the suite uses (default fhirgate-e2e-sensor)
+  --model <provider/model>    the model to chat with (default: the first /v1/models lists)
+`;
+
+const { values } = parseArgs({
+  options: {
+    'base-url': { type: 'string' },
+    'client-id': { type: 'string' },
+    'client-secret': { type: 'string' },
+    'device-auth-file': { type: 'string' },
+    'device-id': { type: 'string' },
+    model: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const remote = values['base-url'];
+const environment: NodeJS.ProcessEnv = { ...process.env };
+if (remote) {
+  environment.E2E_BASE_URL = remote;
+  environment.E2E_CLIENT_ID = values['client-id'] ?? process.env.MEDPLUM_CLIENT_ID;
+  environment.E2E_CLIENT_SECRET = values['client-secret'] ?? process.env.MEDPLUM_CLIENT_SECRET;
+  if (!environment.E2E_CLIENT_ID || !environment.E2E_CLIENT_SECRET) {
+    process.stderr.write(`--base-url needs a project administrator's --client-id and --client-secret.\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+for (const [flag, variable] of [['device-auth-file', 'E2E_DEVICE_AUTH_FILE'], ['device-id', 'E2E_DEVICE_ID'], ['model', 'E2E_MODEL']] as const) {
+  const value = values[flag];
+  if (value) {
+    environment[variable] = value;
+  }
+}
+const jestArguments = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--runInBand', '--testPathIgnorePatterns', '/node_modules/', '/dist/', '--', 'test/e2e/'];
+const jest = spawn(process.execPath, jestArguments, { env: environment, stdio: 'inherit' });
+jest.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
