@@ -7,9 +7,7 @@ export default {
   },
   testMatch: ['<rootDir>/{plugin,bots,test,bench}/**/*.test.ts'],
   // dist/ is the build output (`npm run build`): its compiled copies must neither run as tests nor shadow modules.
-  // test/e2e/ is the black-box suite `npm run e2e` runs against a server; against the standalone host it needs the
-  // host's password sign-in (in progress), so `npm test` leaves it out for now.
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/', '<rootDir>/test/e2e/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/'],
   modulePathIgnorePatterns: ['<rootDir>/dist/'],
   testTimeout: 30000,
 };

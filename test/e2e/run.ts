@@ -55,6 +55,5 @@ for (const [flag, variable] of [['device-auth-file', 'E2E_DEVICE_AUTH_FILE'], ['
     environment[variable] = value;
   }
 }
-const jestArguments = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--runInBand', '--testPathIgnorePatterns', '/node_modules/', '/dist/', '--', 'test/e2e/'];
-const jest = spawn(process.execPath, jestArguments, { env: environment, stdio: 'inherit' });
+const jest = spawn(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--runInBand', 'test/e2e/'], { env: environment, stdio: 'inherit' });
 jest.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -16,6 +16,8 @@ import { createAccessTokenService, type AccessTokenService } from './auth/access
 import { authenticateRequest } from './auth/authenticate-request.ts';
 import { createCallerCache, type CallerCacheOptions } from './auth/caller-cache.ts';
 import { createOAuthRoutes } from './auth/oauth-routes.ts';
+import { createPasswordLoginRoutes } from './auth/password-login.ts';
+import { createProjectAdminRoutes } from './admin/project-admin-routes.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
@@ -87,6 +89,8 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     app.get('/metrics', metricsHandler);
   }
   app.use(createOAuthRoutes({ store, tokens, keys, callers }));
+  app.use(createPasswordLoginRoutes(store));
+  app.use('/admin/projects', createProjectAdminRoutes(store, host.authenticate));
   app.use('/fhir/R4', createFhirRoutes(host.authenticate));
   app.use(plugin);
 

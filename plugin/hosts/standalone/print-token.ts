@@ -2,8 +2,9 @@
 /**
  * `npm run -s token`: prints an access token for the demo practitioner (Dr. Alice Carter), signed with the
  * host's keys in the data folder, for curl and the openai SDK. `--client` prints the demo integration's client
- * credentials instead (for `MedplumClient.startClientLogin`), `--device` the demo device's id and API key (for
- * `POST /account/api/token/device/`). `--membership <id>` picks another membership.
+ * credentials instead (for `MedplumClient.startClientLogin`), `--admin-client` those of the demo project's
+ * administrator client (made on first use; for `fhirgate provision` and `npm run e2e`), `--device` the demo
+ * device's id and API key (for `POST /account/api/token/device/`). `--membership <id>` picks another membership.
  */
 import { parseArgs } from 'node:util';
 import type { ProjectMembership } from '@medplum/fhirtypes';
@@ -15,9 +16,15 @@ import { openStandaloneStore } from './open-store.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
 import { readStandaloneConfig } from './standalone-config.ts';
 import { DEMO_DEVICE, readDemoDeviceKey } from './demo-devices.ts';
+import { ensureAdminClient } from './admin-client.ts';
 
 const { values } = parseArgs({
-  options: { client: { type: 'boolean', default: false }, device: { type: 'boolean', default: false }, membership: { type: 'string' } },
+  options: {
+    client: { type: 'boolean', default: false },
+    'admin-client': { type: 'boolean', default: false },
+    device: { type: 'boolean', default: false },
+    membership: { type: 'string' },
+  },
 });
 const config = readStandaloneConfig();
 loadFhirDefinitions();
@@ -26,6 +33,9 @@ try {
   const demo = await seedProject(store, await readProjectFixture(), { freshIds: false });
   if (values.device) {
     process.stdout.write(`${JSON.stringify({ device_id: DEMO_DEVICE.id, api_key: readDemoDeviceKey(config.dataDir) })}\n`);
+  } else if (values['admin-client']) {
+    const admin = await ensureAdminClient(store, demo.projectId);
+    process.stdout.write(`${JSON.stringify({ client_id: admin.id, client_secret: admin.secret, project_id: demo.projectId })}\n`);
   } else if (values.client) {
     process.stdout.write(`${JSON.stringify({ client_id: demo.client?.id, client_secret: demo.client?.secret, project_id: demo.projectId })}\n`);
   } else {

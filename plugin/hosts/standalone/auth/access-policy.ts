@@ -55,12 +55,16 @@ export async function buildAccessPolicy(membership: ProjectMembership, readPolic
   return { resourceType: 'AccessPolicy', compartment, resource: withoutAdminTypes };
 }
 
-/** The limited rights Medplum grants project admins over their own project's administrative resources. */
+/**
+ * The limited rights Medplum grants project admins over their own project's administrative resources. Medplum 5.2
+ * counts AccessPolicy among them (its `*` no longer covers it), so an admin is given the project's policies here.
+ */
 function projectAdminRules(membership: ProjectMembership): AccessPolicyResource[] {
   const projectId = resolveId(membership.project);
   return [
     { resourceType: 'Project', criteria: `Project?_id=${projectId}`, interaction: ['read', 'vread', 'history', 'search'] },
     { resourceType: 'ProjectMembership', criteria: `ProjectMembership?_project=${projectId}` },
+    { resourceType: 'AccessPolicy' },
   ];
 }
 

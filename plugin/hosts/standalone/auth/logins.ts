@@ -48,16 +48,25 @@ export async function startLogin(store: FhirRepository, tokens: AccessTokenServi
     granted: true,
     remoteAddress: request.remoteAddress,
   });
+  return { login, ...(await signLoginToken(tokens, login, membership)) };
+}
+
+/** Signs the access token of a granted login, for its membership (both grants of `/oauth2/token` end here). */
+export async function signLoginToken(
+  tokens: AccessTokenService,
+  login: WithId<Login>,
+  membership: WithId<ProjectMembership>
+): Promise<Omit<IssuedLogin, 'login'>> {
   const userId = membership.user?.reference?.split('/')[1] ?? membership.id;
   const accessToken = await tokens.sign({
     login_id: login.id,
     sub: userId,
     username: userId,
-    scope,
+    scope: login.scope ?? 'openid',
     profile: membership.profile.reference ?? '',
-    client_id: request.client?.reference?.split('/')[1],
+    client_id: login.client?.reference?.split('/')[1],
   });
-  return { login, accessToken, expiresInSeconds: tokens.lifetimeSeconds };
+  return { accessToken, expiresInSeconds: tokens.lifetimeSeconds };
 }
 
 /** Options of caller resolution. */

@@ -1,17 +1,19 @@
 /**
- * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials), the public keys at
- * `/.well-known/jwks.json`, and `GET /auth/me`, the session `MedplumClient` reads after every login.
+ * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, and the authorization
+ * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`, and
+ * `GET /auth/me`, the session `MedplumClient` reads after every login.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { Operator, createReference, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { ClientApplication, ProjectMembership, Resource } from '@medplum/fhirtypes';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { CallerContext } from '../../../host.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import { authenticateRequest } from './authenticate-request.ts';
 import type { CallerCache } from './caller-cache.ts';
 import { startLogin } from './logins.ts';
+import { exchangeAuthorizationCode } from './password-login.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
 /** What the OAuth routes work with. */
@@ -34,8 +36,17 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
     '/oauth2/token',
     express.urlencoded({ extended: false, limit: '16kb' }),
     express.json({ limit: '16kb' }),
-    async (request, response) => {
+    async (request: Request, response: Response) => {
       await handleTokenRequest(request, response, store, tokens);
+    },
+    // A body that does not parse gets the OAuth error shape; the body is never echoed or logged (it may hold a
+    // client secret).
+    (_error: unknown, _request: Request, response: Response, next: NextFunction) => {
+      if (response.headersSent) {
+        next(_error);
+        return;
+      }
+      sendTokenError(response, 400, 'invalid_request', 'The request body could not be parsed.');
     }
   );
   router.get('/auth/me', async (request, response) => {
@@ -51,8 +62,17 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
 
 async function handleTokenRequest(request: Request, response: Response, store: FhirRepository, tokens: AccessTokenService): Promise<void> {
   const body = (request.body ?? {}) as Record<string, unknown>;
+  if (body.grant_type === 'authorization_code') {
+    const exchanged = await exchangeAuthorizationCode(store, tokens, body.code, body.code_verifier);
+    if ('error' in exchanged) {
+      sendTokenError(response, 400, exchanged.error, exchanged.description);
+      return;
+    }
+    sendTokens(response, exchanged.accessToken, exchanged.expiresInSeconds, exchanged.login.scope ?? 'openid', exchanged.membership);
+    return;
+  }
   if (body.grant_type !== 'client_credentials') {
-    sendTokenError(response, 400, 'unsupported_grant_type', 'Only the client_credentials grant is supported by this host.');
+    sendTokenError(response, 400, 'unsupported_grant_type', 'This host supports the client_credentials and authorization_code grants.');
     return;
   }
   const credentials = readClientCredentials(request, body);
@@ -78,10 +98,14 @@ async function handleTokenRequest(request: Request, response: Response, store: F
     scope,
     remoteAddress: request.ip,
   });
+  sendTokens(response, issued.accessToken, issued.expiresInSeconds, scope, membership);
+}
+
+function sendTokens(response: Response, accessToken: string, expiresInSeconds: number, scope: string, membership: ProjectMembership): void {
   response.set('Cache-Control', 'no-store').json({
     token_type: 'Bearer',
-    access_token: issued.accessToken,
-    expires_in: issued.expiresInSeconds,
+    access_token: accessToken,
+    expires_in: expiresInSeconds,
     scope,
     project: membership.project,
     profile: membership.profile,
