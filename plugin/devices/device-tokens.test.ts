@@ -56,9 +56,13 @@ async function craftToken({ claims = {}, omit = [], header = {}, secret = SECRET
     .sign(new TextEncoder().encode(secret));
 }
 
-/** A token shaped like a Medplum user access token: RS256, signed with the server's own key pair. */
-async function createMedplumUserToken(extraClaims: Record<string, unknown> = {}, header: Partial<JWTHeaderParameters> = {}): Promise<string> {
-  const { privateKey } = await generateKeyPair('RS256');
+/** A token shaped like a Medplum user access token (ES384 from Medplum 5.1, RS256 before), signed with the server's own key pair. */
+async function createMedplumUserToken(
+  extraClaims: Record<string, unknown> = {},
+  header: Partial<JWTHeaderParameters> = {},
+  algorithm: 'ES384' | 'RS256' = 'ES384'
+): Promise<string> {
+  const { privateKey } = await generateKeyPair(algorithm);
   return new SignJWT({
     login_id: randomUUID(),
     username: randomUUID(),
@@ -67,7 +71,7 @@ async function createMedplumUserToken(extraClaims: Record<string, unknown> = {},
     scope: 'openid offline',
     ...extraClaims,
   })
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: 'medplum-key-1', ...header })
+    .setProtectedHeader({ alg: algorithm, typ: 'JWT', kid: 'medplum-key-1', ...header })
     .setSubject(randomUUID())
     .setIssuer('http://localhost:8103/')
     .setIssuedAt()
@@ -215,13 +219,13 @@ describe('createDeviceTokenService: verifying', () => {
     await expect(service.verify(token)).resolves.toBeUndefined();
   });
 
-  test('refuses a Medplum user token (RS256, login_id, profile)', async () => {
-    expect(await service.verify(await createMedplumUserToken())).toBeUndefined();
+  test.each(['ES384', 'RS256'] as const)('refuses a Medplum user token (%s, login_id, profile)', async (algorithm) => {
+    expect(await service.verify(await createMedplumUserToken({}, {}, algorithm))).toBeUndefined();
   });
 
-  test('refuses an RS256 token from a foreign key pair even when it copies the device claims and header type', async () => {
+  test.each(['ES384', 'RS256'] as const)('refuses an %s token from a foreign key pair even when it copies the device claims and header type', async (algorithm) => {
     const claims = validClaims();
-    const impostor = await createMedplumUserToken(claims, { typ: DEVICE_TOKEN_TYPE });
+    const impostor = await createMedplumUserToken(claims, { typ: DEVICE_TOKEN_TYPE }, algorithm);
     expect(await service.verify(impostor)).toBeUndefined();
   });
 });

@@ -1,8 +1,9 @@
 /**
  * Device tokens: HS256 JWTs with the spec's claims (`sub` = device id, `entity_id` = the Device resource id,
  * `exp`, `is_device: true`) plus `iat`, `jti`, the audience `urn:fhirgate:device` and the header type
- * `device+jwt` (RFC 8725 explicit typing). A user's Medplum token (RS256, no such audience or type) never
- * verifies here, and the host refuses a device token as a user token (it is HS256 and carries `is_device`).
+ * `device+jwt` (RFC 8725 explicit typing). A user's Medplum token (ES384 from Medplum 5.1, RS256 before; no such
+ * audience or type) never verifies here, and the host refuses a device token as a user token (it is HS256 and
+ * carries `is_device`).
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';

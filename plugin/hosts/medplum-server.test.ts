@@ -307,6 +307,32 @@ describe('fhirgate mounted on a Medplum-like app', () => {
     expect(response.body.resourceType).toBe('OperationOutcome');
   });
 
+  test("a server whose definitions are not loaded is refused at mount, with what to fix, not per request", () => {
+    const app = express();
+    const unloaded = { ...medplum.functions, isResourceType: (type: string) => type === 'Patient' };
+    expect(() => mountFhirgate(app, unloaded, pluginOptions())).toThrow(
+      /do not define Communication, Observation, Device, AuditEvent\. Load Medplum's StructureDefinitions first/
+    );
+  });
+
+  test("/graphql runs on the server's own FhirRouter, made through the host port", async () => {
+    const made: unknown[] = [];
+    const { FhirRouter } = medplum.functions;
+    const counting = { ...medplum.functions, FhirRouter: class extends FhirRouter { constructor(options: { introspectionEnabled?: boolean }) { super(options); made.push(options); } } };
+    const app = express();
+    app.use(medplum.attachRequestContext);
+    mountFhirgate(app, counting, pluginOptions());
+    expect(made).toEqual([{ introspectionEnabled: false }]);
+    const patient = await medplum.store.createResource<Patient>({ resourceType: 'Patient', meta: { project: clinic.project.id } });
+    const response = await request(app)
+      .post('/graphql')
+      .set('Authorization', `Bearer ${token}`)
+      .set('X-Project-ID', clinic.project.id)
+      .send({ query: '{ PatientList { id } }' })
+      .expect(200);
+    expect(response.body).toEqual({ data: { PatientList: [{ id: patient.id }] } });
+  });
+
   test("mounted before Medplum's request context, every request fails loudly (500, logged) instead of a false 401", async () => {
     const app = express();
     mountFhirgate(app, medplum.functions, pluginOptions());
