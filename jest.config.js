@@ -10,4 +10,8 @@ export default {
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/dist/'],
   modulePathIgnorePatterns: ['<rootDir>/dist/'],
   testTimeout: 30000,
+  // Each test file loads its own copy of Medplum's definitions, and a process that runs file after file keeps
+  // part of each; set, this limit also makes jest run the files in a worker it replaces once the worker holds
+  // more than this after a file, instead of in its own process until the heap runs out.
+  workerIdleMemoryLimit: '1GB',
 };

@@ -7,9 +7,10 @@
  * - the colleague: the same policies, for the second patient.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { MedplumClient, type WithId } from '@medplum/core';
+import type { WithId } from '@medplum/core';
 import type { Condition, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
+import { signInWithPassword } from '../support/password-sign-in.ts';
 import type { E2eTarget } from './e2e-target.ts';
 
 /** A practitioner of the run, signed in. */
@@ -93,12 +94,7 @@ export async function createE2eFixture(target: E2eTarget): Promise<E2eFixture> {
 
 /** Email and password sign-in, as the Medplum app and MedplumClient do it; resolves the access token. */
 async function signIn(baseUrl: string, email: string, password: string, projectId: string): Promise<string> {
-  const client = new MedplumClient({ baseUrl, fetch });
-  const login = await client.startLogin({ email, password, projectId });
-  if (!login.code) {
-    throw new Error(`The sign-in of ${email} did not end with a code (memberships to choose, or MFA)`);
-  }
-  await client.processCode(login.code);
+  const client = await signInWithPassword(baseUrl, { email, password, projectId });
   const token = client.getAccessToken();
   if (!token) {
     throw new Error(`The sign-in of ${email} gave no access token`);

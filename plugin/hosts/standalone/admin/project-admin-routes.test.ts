@@ -8,6 +8,7 @@ import { MedplumClient, type WithId } from '@medplum/core';
 import type { AccessPolicy, Patient, Project, ProjectMembership } from '@medplum/fhirtypes';
 import type { SeededProject } from '../seed.ts';
 import { ensureAdminClient } from '../admin-client.ts';
+import { signInWithPassword } from '../../../../test/support/password-sign-in.ts';
 import { startTestHost, type TestHost } from '../../../../test/support/test-host.ts';
 
 describe('project admin API and password sign-in on the standalone host', () => {
@@ -59,10 +60,7 @@ describe('project admin API and password sign-in on the standalone host', () => 
     const password = randomBytes(12).toString('base64url');
     const membership = await invite(email, password);
 
-    const practitioner = new MedplumClient({ baseUrl: host.url, fetch });
-    const login = await practitioner.startLogin({ email: email.toLowerCase(), password, projectId: project.projectId });
-    expect(login.code).toMatch(/^[0-9a-f]{64}$/);
-    await practitioner.processCode(login.code ?? '');
+    const practitioner = await signInWithPassword(host.url, { email: email.toLowerCase(), password, projectId: project.projectId });
     expect(practitioner.getProfile()?.resourceType).toBe('Practitioner');
     expect(`Practitioner/${practitioner.getProfile()?.id}`).toBe(membership.profile.reference);
     expect((await practitioner.readResource('Patient', carePatient.id)).id).toBe(carePatient.id);
