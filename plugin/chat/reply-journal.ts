@@ -19,6 +19,7 @@
  * process to start adopts those of processes that are gone. The file is rewritten when it grows past a size,
  * keeping only the turns still unfinished.
  */
+import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Communication } from '@medplum/fhirtypes';
@@ -75,7 +76,7 @@ export class ReplyJournal {
   }
 
   /**
-   * Opens this process's journal under `root` (created if needed): a directory of its own, `<pid>-<time>`, so that
+   * Opens this process's journal under `root` (created if needed): a directory of its own, `<pid>-<time>-<random>`, so that
    * several instances may share one root (as they share one data directory). Journals under `root` whose process
    * is gone (a crash, SIGKILL, or a restart) are adopted: renamed into this one (atomic, so two instances starting
    * together never both take one), their unfinished turns copied into this journal's file, then removed.
@@ -86,7 +87,7 @@ export class ReplyJournal {
       return new ReplyJournal(undefined, rotateBytes, []);
     }
     mkdirSync(root, { recursive: true });
-    const dir = join(root, `${process.pid}-${Date.now().toString(36)}`);
+    const dir = join(root, `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
     mkdirSync(dir);
     writeFileSync(join(dir, LOCK), String(process.pid), { flush: true });
     const adopted = adoptOrphans(root, dir);
