@@ -80,7 +80,16 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   if (!options.replyJournalDir) {
     host.logger?.warn('fhirgate runs without a reply journal: replies of turns running when the process dies are not recovered', {});
   }
-  const records = new ReplyRecords({ journal, systemRepo: (projectId) => host.getSystemRepo(projectId), logger: host.logger });
+  const agents = new AgentDevices(
+    { systemRepo: (projectId) => host.getSystemRepo(projectId), deviceRepo: (projectId, policy, device) => host.getDeviceRepo(projectId, policy, device) },
+    options.agentDeviceName
+  );
+  const records = new ReplyRecords({
+    journal,
+    agentRepo: (projectId) => agents.repoFor(projectId),
+    systemRepo: (projectId) => host.getSystemRepo(projectId),
+    logger: host.logger,
+  });
   const recovered = records.recover().catch((error: unknown) => {
     host.logger?.error('fhirgate could not recover unfinished replies; they stay in the journal', { error: String(error) });
     return { recovered: 0, pending: records.pending };
@@ -102,7 +111,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
     const chat: ChatServices = {
       host,
       models: createModelRegistry(options.llm),
-      agents: new AgentDevices((projectId) => host.getSystemRepo(projectId), options.agentDeviceName),
+      agents,
       categorySystem: options.categorySystem,
       history: options.history,
       defaultMaxTokens: options.llm.maxTokens,

@@ -17,6 +17,7 @@ import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
 import type { SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, deviceAttacks } from './device-attacks.ts';
+import { forgeryAttacks } from './forgery-attacks.ts';
 import { fuzzAttacks } from './fuzz-attacks.ts';
 import { isolationAttacks } from './isolation-attacks.ts';
 import { AttackLog } from './suite.ts';
@@ -82,6 +83,7 @@ const context: SecurityContext = {
 const startedAt = Date.now();
 await tokenAttacks(context);
 await isolationAttacks(context);
+await forgeryAttacks(context);
 await consumptionAttacks(context);
 await deviceAttacks(context);
 await fuzzAttacks(context, Number(args['fuzz-runs']));

@@ -17,6 +17,7 @@ import type {
 } from '@medplum/fhirtypes';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
 import { startTestHost, TEST_ISSUER, type TestHost } from './support/test-host.ts';
+import { DEFAULT_CATEGORY_SYSTEM } from '../plugin/chat/fhir-vocabulary.ts';
 
 async function fhirFetch(host: TestHost, token: string | undefined, path: string, init: RequestInit = {}): Promise<Response> {
   return fetch(`${host.url}fhir/R4/${path}`, {
@@ -68,9 +69,11 @@ describe('standalone host', () => {
     const token = await host.accessTokenFor(project.ids['practitioner-membership']);
     const outsider = `Patient/${project.ids['patient-outside-care-team']}`;
     const insider = `Patient/${project.ids['patient-in-care-team-1']}`;
+    // The ready-made policy lets a practitioner create prompts (category ai-prompt) about the patient, nothing else.
     const communication = (subject: string): Communication => ({
       resourceType: 'Communication',
       status: 'completed',
+      category: [{ coding: [{ system: DEFAULT_CATEGORY_SYSTEM, code: 'ai-prompt' }] }],
       subject: { reference: subject },
       payload: [{ contentString: 'note' }],
     });

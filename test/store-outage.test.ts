@@ -64,6 +64,19 @@ describe('the store refusing writes', () => {
     expect((await communications()).length).toBe(before);
   });
 
+  test("a new conversation whose first prompt the store will not take leaves no root: the AI agent's root is removed again", async () => {
+    const before = (await communications()).length;
+    faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
+    const failure = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello?' }] }).catch((error: unknown) => error);
+    faults.heal();
+
+    expect((failure as APIError).status).toBe(503);
+    expect(faults.refused).toBeGreaterThanOrEqual(1);
+    expect(emulator.received).toHaveLength(0);
+    // The root was written (the agent's write went through) and taken back: no conversation without its prompt.
+    expect((await communications()).length).toBe(before);
+  });
+
   test('a reply the store will not take is answered, kept, and written once the store is back', async () => {
     faults.fail(isReply);
     const completion = (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Keep this.' }] })) as unknown as FhirgateCompletion;

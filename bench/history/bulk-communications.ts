@@ -1,7 +1,7 @@
 /**
  * Conversations for the history benchmark, built with the plugin's own Communication builders and given the
- * server-owned meta the caller's repository sets (project, author, compartments), so that a bulk-inserted row is
- * what a chat request would have written.
+ * server-owned meta the writing repository sets (project, author, compartments), so that a bulk-inserted row is
+ * what a chat request would have written: prompts by the caller, roots and replies by the AI agent.
  */
 import { randomUUID } from 'node:crypto';
 import type { Communication, Reference } from '@medplum/fhirtypes';
@@ -17,9 +17,9 @@ import { DEFAULT_CATEGORY_SYSTEM } from '../../plugin/chat/fhir-vocabulary.ts';
 /** Who a seeded conversation belongs to. */
 export interface ConversationOwner {
   readonly projectId: string;
-  /** The caller, e.g. `Practitioner/<id>`: sender of prompts, `meta.author` of everything. */
+  /** The caller, e.g. `Practitioner/<id>`: sender and `meta.author` of prompts. */
   readonly caller: string;
-  /** `Device/<id>` of the project's AI agent. */
+  /** `Device/<id>` of the project's AI agent: `meta.author` of roots and replies. */
   readonly agent: string;
   /** `Patient/<id>`, or undefined for a conversation without patient. */
   readonly subject?: string;
@@ -57,7 +57,7 @@ export function buildSeededConversation(owner: ConversationOwner, turns: number,
     clock += 1000;
     return new Date(clock).toISOString();
   };
-  const resources: Communication[] = [withMeta(owner, { ...buildConversationRoot(parties, sentAt()), id: rootId })];
+  const resources: Communication[] = [withMeta(owner, owner.agent, { ...buildConversationRoot(parties, sentAt()), id: rootId })];
   let firstId: string | undefined;
   for (let turn = 0; turn < turns; turn++) {
     const text = `${QUESTIONS[turn % QUESTIONS.length]} (turn ${turn + 1})`;
@@ -67,7 +67,7 @@ export function buildSeededConversation(owner: ConversationOwner, turns: number,
       ...(turn > 0 ? { conversation_id: rootId } : {}),
     };
     const promptId = randomUUID();
-    resources.push(withMeta(owner, { ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody, sent: sentAt() }), id: promptId }));
+    resources.push(withMeta(owner, owner.caller, { ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody, sent: sentAt() }), id: promptId }));
     firstId ??= promptId;
     const history = Math.min(2 * turn, 50);
     const reply = buildReply(parties, {
@@ -81,16 +81,16 @@ export function buildSeededConversation(owner: ConversationOwner, turns: number,
       history: { count: history, oldest: history > 0 ? firstId : undefined },
       sent: sentAt(),
     });
-    resources.push(withMeta(owner, reply));
+    resources.push(withMeta(owner, owner.agent, reply));
   }
   return { rootId, resources };
 }
 
-/** The meta the caller's repository sets on a write: project, author and compartments, never the caller's. */
-function withMeta(owner: ConversationOwner, resource: Communication): Communication {
+/** The meta the writing repository sets: project, author and compartments, never what the writer sent. */
+function withMeta(owner: ConversationOwner, author: string, resource: Communication): Communication {
   const compartment: Reference[] = [{ reference: `Project/${owner.projectId}` }];
   if (owner.subject) {
     compartment.push({ reference: owner.subject });
   }
-  return { ...resource, meta: { project: owner.projectId, author: { reference: owner.caller }, compartment } };
+  return { ...resource, meta: { project: owner.projectId, author: { reference: author }, compartment } };
 }

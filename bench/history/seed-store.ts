@@ -105,7 +105,10 @@ async function seedProjectAndAgent(path: string): Promise<string> {
   try {
     await seedProject(store, await readProjectFixture(), { freshIds: false });
     const agents = new AgentDevices(
-      async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
+      {
+        systemRepo: async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
+        deviceRepo: async (projectId, accessPolicy, device) => new ProjectRepository(store, { projectId, author: device, accessPolicy }),
+      },
       'fhirgate AI agent'
     );
     const reference = await agents.referenceFor(DEMO.projectId);

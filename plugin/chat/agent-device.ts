@@ -1,18 +1,40 @@
+import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { Device, Reference } from '@medplum/fhirtypes';
-import { AGENT_DEVICE_IDENTIFIER } from './fhir-vocabulary.ts';
+import type { AccessPolicy, Communication, Device, Reference } from '@medplum/fhirtypes';
+import { AGENT_DEVICE_IDENTIFIER, CATEGORY } from './fhir-vocabulary.ts';
 
 /**
- * The AI agent's `Device` of each project (the `sender` of every reply), found by its identifier or created on
- * first use with system rights. Looked up once per project and process.
+ * What the AI agent may do: write (and read back) replies and conversation roots, nothing else, never update or
+ * delete. Its writes carry the agent's Device as `meta.author`, which the server sets and no caller can: the mark
+ * of a record fhirgate wrote (see isAgentAuthored).
+ */
+export const AGENT_ACCESS_POLICY: AccessPolicy = {
+  resourceType: 'AccessPolicy',
+  name: 'fhirgate AI agent',
+  resource: [CATEGORY.response, CATEGORY.conversation].map((category) => ({
+    resourceType: 'Communication',
+    criteria: `Communication?category=${category.code}`,
+    interaction: ['create', 'read', 'vread', 'search'],
+  })),
+};
+
+/** How the agent's repository is made: the host port's device repository, and its system repository. */
+export interface AgentRepositories {
+  readonly systemRepo: (projectId: string) => Promise<FhirRepository>;
+  readonly deviceRepo: (projectId: string, accessPolicy: AccessPolicy, device: Reference<Device>) => Promise<FhirRepository>;
+}
+
+/**
+ * The AI agent's `Device` of each project (the `sender` and `meta.author` of every reply), found by its identifier
+ * or created on first use with system rights. Looked up once per project and process.
  */
 export class AgentDevices {
   readonly #known = new Map<string, Promise<Reference<Device>>>();
-  readonly #systemRepo: (projectId: string) => Promise<FhirRepository>;
+  readonly #repositories: AgentRepositories;
   readonly #deviceName: string;
 
-  constructor(systemRepo: (projectId: string) => Promise<FhirRepository>, deviceName: string) {
-    this.#systemRepo = systemRepo;
+  constructor(repositories: AgentRepositories, deviceName: string) {
+    this.#repositories = repositories;
     this.#deviceName = deviceName;
   }
 
@@ -28,8 +50,16 @@ export class AgentDevices {
     return known;
   }
 
+  /**
+   * A repository that writes as the project's AI agent, under AGENT_ACCESS_POLICY. A new one each time: a
+   * server's repository carries the state of one request (its transaction), so it is never shared between turns.
+   */
+  async repoFor(projectId: string): Promise<FhirRepository> {
+    return this.#repositories.deviceRepo(projectId, AGENT_ACCESS_POLICY, await this.referenceFor(projectId));
+  }
+
   async #findOrCreate(projectId: string): Promise<Reference<Device>> {
-    const repo = await this.#systemRepo(projectId);
+    const repo = await this.#repositories.systemRepo(projectId);
     const identifier = `${AGENT_DEVICE_IDENTIFIER.system}|${AGENT_DEVICE_IDENTIFIER.value}`;
     const { resource } = await repo.conditionalCreate<Device>(
       {
@@ -43,4 +73,43 @@ export class AgentDevices {
     );
     return { reference: `Device/${resource.id}`, display: this.#deviceName };
   }
+}
+
+/**
+ * The ids of those `records` whose current version the AI agent wrote: fhirgate wrote them, and nobody changed them
+ * since (an update makes the updater the author). The server records the author in `meta.author`, which no writer
+ * can set. A Medplum server shows it to a caller only in extended mode (`X-Medplum: extended`), which chat clients
+ * do not ask for: records read without it are read again with the project's system rights, for their author only,
+ * and count only if that is still the version the caller read. Replies and roots that fail this are not the AI's
+ * words, whatever their category, sender or text say.
+ */
+export async function agentAuthored(
+  records: readonly WithId<Communication>[],
+  agent: Reference<Device>,
+  systemRepo: () => Promise<FhirRepository>
+): Promise<Set<string>> {
+  const authored = new Set<string>();
+  const unknown = new Map<string, string | undefined>();
+  for (const record of records) {
+    const author = record.meta?.author?.reference;
+    if (author === undefined) {
+      unknown.set(record.id, record.meta?.versionId);
+    } else if (author === agent.reference) {
+      authored.add(record.id);
+    }
+  }
+  if (unknown.size > 0) {
+    const repo = await systemRepo();
+    const read = await repo.readReferences<Communication>([...unknown.keys()].map((id) => ({ reference: `Communication/${id}` })));
+    for (const item of read) {
+      if (item instanceof Error || !item.id || item.meta?.author?.reference !== agent.reference) {
+        continue;
+      }
+      const versionRead = unknown.get(item.id);
+      if (versionRead === undefined || versionRead === item.meta?.versionId) {
+        authored.add(item.id);
+      }
+    }
+  }
+  return authored;
 }

@@ -40,7 +40,7 @@ import type { FhirToolsOptions } from './fhir-tools.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { recordReply, type ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
-import { loadHistory, readConversationRoot, readPendingToolCalls, type ConversationHistory, type HistoryLimits } from './conversation.ts';
+import { loadHistory, readConversationRoot, readPendingToolCalls, type ConversationHistory, type ConversationReader, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
@@ -48,7 +48,8 @@ import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
-import { isOutcomeStatus } from '../medplum-errors.ts';
+import { isOutcomeStatus, outcomeStatusOf } from '../medplum-errors.ts';
+import { mayCreate } from './write-permission.ts';
 import { callerParty } from './caller-reference.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
@@ -106,8 +107,10 @@ async function runTurn(
 ): Promise<void> {
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
-  const root = chat.conversationId ? await readConversationRoot(caller.repo, chat.conversationId) : undefined;
-  await checkAnsweredCalls(caller.repo, chat, root);
+  const agent = await requireStored(() => services.agents.referenceFor(caller.project.id));
+  const reader: ConversationReader = { repo: caller.repo, agent, systemRepo: once(() => services.host.getSystemRepo(caller.project.id)) };
+  const root = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
+  await checkAnsweredCalls(reader, chat, root);
   const subject = await resolveSubject(caller.repo, () => services.host.getSystemRepo(caller.project.id), chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
@@ -124,7 +127,7 @@ async function runTurn(
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
-    agent: await requireStored(() => services.agents.referenceFor(caller.project.id)),
+    agent,
     subject: subject?.reference,
   };
   // Read before anything is stored, with the caller's permissions: what the model may see of the chart.
@@ -147,10 +150,10 @@ async function runTurn(
   let accepted = false;
   try {
     try {
-      await recordPrompt(caller.repo, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString() });
+      await recordPrompt(services, caller, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString() });
     } catch (error) {
-      // Another request with the same Idempotency-Key wrote this prompt first.
-      if (idempotencyKey && (await communicationExists(caller.repo, promptId))) {
+      // Another request with the same Idempotency-Key wrote this conversation's root or prompt first.
+      if (idempotencyKey && ((await communicationExists(caller.repo, promptId)) || (!root && (await communicationExists(caller.repo, rootId))))) {
         throw inProgress();
       }
       throw error;
@@ -199,7 +202,7 @@ async function runTurn(
     };
     let turn: ChatTurn;
     try {
-      const history = root ? await loadHistory(caller.repo, rootId, promptId, services.history) : { messages: [] };
+      const history = root ? await loadHistory(reader, rootId, promptId, services.history) : { messages: [] };
       services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
@@ -234,6 +237,12 @@ async function deliver(services: ChatServices, turn: ChatTurn, response: Respons
   } finally {
     services.telemetry.activeStreams.add(-1);
   }
+}
+
+/** `create` called at most once, on first use. */
+function once<T>(create: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= create());
 }
 
 /** The resolved model and its fallbacks, each provider call measured and traced, with retries and fallbacks around them. */
@@ -301,11 +310,11 @@ async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
  * Tool results that open a continued conversation's request must answer calls of its last reply: checked before
  * anything is stored, so a wrong id is a 400 with nothing written, not a provider's refusal after the prompt.
  */
-async function checkAnsweredCalls(repo: FhirRepository, chat: ChatRequest, root: Communication | undefined): Promise<void> {
+async function checkAnsweredCalls(reader: ConversationReader, chat: ChatRequest, root: Communication | undefined): Promise<void> {
   if (chat.answersEarlierCalls.length === 0 || !root?.id) {
     return;
   }
-  const pending = await readPendingToolCalls(repo, root.id);
+  const pending = await readPendingToolCalls(reader, root.id);
   const unknown = chat.answersEarlierCalls.find((id) => !pending.has(id));
   if (unknown !== undefined) {
     throw new AppError('invalid_request', `Invalid request: a tool message answers '${unknown.slice(0, 64)}', which is not a call of the conversation's last reply.`, {
@@ -315,20 +324,59 @@ async function checkAnsweredCalls(repo: FhirRepository, chat: ChatRequest, root:
 }
 
 /**
- * Step 2: the prompt's Communication, after the root of a new conversation. A store that fails for a passing
- * reason is tried again a few times; if it still fails, the request is refused (503) with nothing stored and the
- * provider never called: a turn is accepted only once its prompt is on record.
+ * Step 2: the prompt's Communication, after the root of a new conversation. The root is the AI agent's record
+ * (users may not write roots or replies), the prompt the caller's, under the caller's AccessPolicy: two authors,
+ * so two writes. A caller whose policy does not allow the prompt is refused before the root is written, where the
+ * server's repository can tell (Medplum's and the standalone host's can); if the prompt is refused anyway, the
+ * root is removed again. A store that fails for a passing reason is tried again a few times; if it still fails,
+ * the request is refused (503) with nothing stored and the provider never called: a turn is accepted only once its
+ * prompt is on record.
  */
-async function recordPrompt(repo: FhirRepository, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
+async function recordPrompt(services: ChatServices, caller: CallerContext, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
+  const { repo } = caller;
+  const prompt: Communication & { id: string } = {
+    ...buildPrompt(parties, { rootId: ids.rootId, inputs: chat.inputs, requestBody: chat.body, sent: ids.sent }),
+    id: ids.promptId,
+  };
+  if (ids.isNew) {
+    if (mayCreate(repo, caller.project.id, prompt) === false) {
+      throw new AppError('forbidden', 'Forbidden: the AccessPolicy of the caller does not allow it to record a prompt in this conversation.');
+    }
+    const agentRepo = await requireStored(() => services.agents.repoFor(caller.project.id));
+    await createOnce(agentRepo, { ...buildConversationRoot(parties, ids.sent), id: ids.rootId });
+  }
+  try {
+    await createOnce(repo, prompt);
+  } catch (error) {
+    if (ids.isNew) {
+      await removeRoot(services, caller.project.id, ids.rootId);
+    }
+    throw error;
+  }
+}
+
+/** Creates `resource` with its id, retrying passing failures; a try whose answer was lost may have stored it: never twice. */
+async function createOnce(repo: FhirRepository, resource: Communication & { id: string }): Promise<void> {
   let tried = false;
   await requireStored(async () => {
-    // A try whose answer was lost may have stored the prompt: never a second one.
-    if (tried && (await communicationExists(repo, ids.promptId))) {
+    if (tried && (await communicationExists(repo, resource.id))) {
       return;
     }
     tried = true;
-    await writePrompt(repo, parties, chat, ids);
+    await repo.createResource(resource, { assignedId: true });
   });
+}
+
+/** Takes back the root of a new conversation whose first prompt was not stored: no conversation without a prompt. */
+async function removeRoot(services: ChatServices, projectId: string, rootId: string): Promise<void> {
+  try {
+    await (await services.host.getSystemRepo(projectId)).deleteResource('Communication', rootId);
+  } catch (error) {
+    services.host.logger?.warn('fhirgate could not remove the root of a conversation whose first prompt was refused', {
+      conversationId: rootId,
+      status: outcomeStatusOf(error),
+    });
+  }
 }
 
 /** The ids the prompt (and the root of a new conversation) are written with, and when it was sent. */
@@ -338,23 +386,6 @@ interface PromptIds {
   /** True when the root is to be written too. */
   readonly isNew: boolean;
   readonly sent: string;
-}
-
-async function writePrompt(repo: FhirRepository, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
-  const { sent } = ids;
-  const prompt = { ...buildPrompt(parties, { rootId: ids.rootId, inputs: chat.inputs, requestBody: chat.body, sent }), id: ids.promptId };
-  if (!ids.isNew) {
-    await repo.createResource(prompt, { assignedId: true });
-    return;
-  }
-  // A new conversation's root and first prompt are written together or not at all: no root without a prompt.
-  await repo.withTransaction(
-    async (transaction) => {
-      await transaction.createResource({ ...buildConversationRoot(parties, sent), id: ids.rootId }, { assignedId: true });
-      await transaction.createResource(prompt, { assignedId: true });
-    },
-    { resourceTypes: ['Communication'] }
-  );
 }
 
 /**

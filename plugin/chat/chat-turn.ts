@@ -58,8 +58,8 @@ export function answerFieldsOf(turn: ChatTurn): AnswerFields {
 }
 
 /**
- * Step 6: writes the reply's Communication, `inResponseTo` the prompt, through the caller's repository; if the
- * store does not take it, the reply waits in the outbox and is written later (reply-records.ts).
+ * Step 6: writes the reply's Communication, `inResponseTo` the prompt, as the project's AI agent; if the store
+ * does not take it, the reply waits in the outbox and is written later (reply-records.ts).
  */
 export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promise<void> {
   const resource = buildReply(turn.parties, {
@@ -78,5 +78,5 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     finishReason: outcome.finishReason,
     sent: new Date().toISOString(),
   });
-  await turn.records.record(turn.repo, turn.projectId, { ...resource, id: turn.replyId });
+  await turn.records.record(turn.projectId, { ...resource, id: turn.replyId });
 }

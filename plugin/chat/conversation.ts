@@ -1,21 +1,37 @@
 /**
  * Conversations: a root Communication (category `ai-conversation`) whose id is the `conversation_id`, and the
- * prompts and replies that are `partOf` it.
+ * prompts and replies that are `partOf` it. Roots and replies are the AI agent's records (`meta.author` is the
+ * project's agent Device, set by the server); prompts are the callers'. Only what fhirgate wrote counts: a
+ * Communication a user wrote into a conversation (a reply "from" the agent, or a prompt no reply answers) is on
+ * record, but never shown to the model as part of the conversation.
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { Communication } from '@medplum/fhirtypes';
+import type { Communication, Device, Reference } from '@medplum/fhirtypes';
+import { agentAuthored } from './agent-device.ts';
 import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
 import { messagesOf, toolCallsOf } from './recorded-messages.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
 
-/** Reads the root of an existing conversation; one that does not exist, or that the caller may not read, is 404. */
-export async function readConversationRoot(repo: FhirRepository, conversationId: string): Promise<WithId<Communication>> {
-  const root = await findCommunication(repo, conversationId);
-  const isRoot = root?.category?.some((concept) => concept.coding?.some((coding) => coding.code === CATEGORY.conversation.code));
-  if (!root || !isRoot) {
+/** Who is asking about a conversation: the caller's repository, and how to tell the AI agent's records. */
+export interface ConversationReader {
+  /** The caller's repository: what the caller may read is what counts. */
+  readonly repo: FhirRepository;
+  /** The project's AI agent, the author of roots and replies. */
+  readonly agent: Reference<Device>;
+  /** The project's system repository, to read who wrote a record when the caller's does not show it. */
+  readonly systemRepo: () => Promise<FhirRepository>;
+}
+
+/**
+ * Reads the root of an existing conversation; one that does not exist, that the caller may not read, or that
+ * fhirgate did not write (its author is not the project's AI agent) is 404.
+ */
+export async function readConversationRoot(reader: ConversationReader, conversationId: string): Promise<WithId<Communication>> {
+  const root = await findCommunication(reader.repo, conversationId);
+  if (!root || categoryOf(root) !== CATEGORY.conversation.code || !(await agentAuthored([root], reader.agent, reader.systemRepo)).has(root.id)) {
     throw new AppError('conversation_not_found', `Conversation '${conversationId}' not found.`, { details: { param: 'conversation_id' } });
   }
   return root;
@@ -49,29 +65,42 @@ export interface ConversationHistory {
 }
 
 /**
- * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository.
- * Replies that were cut short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are
- * left out. The newest messages within the limits are kept; a prompt with tool results stands for several
- * messages. The window never opens with a tool result whose call it cut off.
+ * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository. Only
+ * turns fhirgate recorded count: replies the AI agent wrote, and the prompts those replies answer. Replies that
+ * were cut short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are left out. The
+ * newest messages within the limits are kept; a prompt with tool results stands for several messages. The window
+ * never opens with a tool result whose call it cut off.
  */
-export async function loadHistory(
-  repo: FhirRepository,
-  conversationId: string,
-  excludeId: string,
-  limits: HistoryLimits
-): Promise<ConversationHistory> {
-  const stored = await repo.searchResources<Communication>({
+export async function loadHistory(reader: ConversationReader, conversationId: string, excludeId: string, limits: HistoryLimits): Promise<ConversationHistory> {
+  const stored = await reader.repo.searchResources<Communication>({
     resourceType: 'Communication',
     filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }],
     sortRules: [{ code: 'sent', descending: true }],
-    count: limits.maxMessages + 1,
+    // A turn is a prompt and its reply.
+    count: 2 * limits.maxMessages + 2,
   });
+  const replies = await agentAuthored(
+    stored.filter((communication) => categoryOf(communication) === CATEGORY.response.code),
+    reader.agent,
+    reader.systemRepo
+  );
+  const answered = new Set<string>();
+  for (const communication of stored) {
+    if (replies.has(communication.id)) {
+      const prompt = communication.inResponseTo?.[0]?.reference;
+      if (prompt) {
+        answered.add(prompt);
+      }
+    }
+  }
+  const genuine = (communication: WithId<Communication>): boolean =>
+    categoryOf(communication) === CATEGORY.response.code ? replies.has(communication.id) : answered.has(`Communication/${communication.id}`);
   // Newest first: each Communication's messages, last one first.
   const kept: { id: string; message: ChatMessage }[] = [];
   let characters = 0;
   let full = false;
   for (const communication of stored) {
-    if (communication.id === excludeId) {
+    if (communication.id === excludeId || !genuine(communication)) {
       continue;
     }
     for (const message of messagesOf(communication).reverse()) {
@@ -95,17 +124,23 @@ export async function loadHistory(
 
 /**
  * The ids of the calls the conversation's newest reply asked the client to make, for a request that answers them;
- * empty when that reply asked for none.
+ * empty when that reply asked for none. Only replies the AI agent wrote count.
  */
-export async function readPendingToolCalls(repo: FhirRepository, conversationId: string): Promise<Set<string>> {
-  const newest = await repo.searchResources<Communication>({
+export async function readPendingToolCalls(reader: ConversationReader, conversationId: string): Promise<Set<string>> {
+  const newest = await reader.repo.searchResources<Communication>({
     resourceType: 'Communication',
     filters: [
       { code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` },
       { code: 'category', operator: 'eq', value: CATEGORY.response.code },
     ],
     sortRules: [{ code: 'sent', descending: true }],
-    count: 1,
+    count: 10,
   });
-  return new Set(newest[0] && newest[0].status === 'completed' ? toolCallsOf(newest[0]).map((call) => call.id) : []);
+  const authored = await agentAuthored(newest, reader.agent, reader.systemRepo);
+  const reply = newest.find((candidate) => authored.has(candidate.id));
+  return new Set(reply && reply.status === 'completed' ? toolCallsOf(reply).map((call) => call.id) : []);
+}
+
+function categoryOf(communication: Communication): string | undefined {
+  return communication.category?.[0]?.coding?.[0]?.code;
 }

@@ -41,7 +41,7 @@ describe('ReplyRecords', () => {
   let repo: FlakyRepository;
   const records: ReplyRecords[] = [];
   const start = (journal: ReplyJournal): ReplyRecords => {
-    const created = new ReplyRecords({ journal, systemRepo: async () => repo, retryDelaysMs: [1, 1, 1], drainDelayMs: 5, maxDrainDelayMs: 20 });
+    const created = new ReplyRecords({ journal, agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [1, 1, 1], drainDelayMs: 5, maxDrainDelayMs: 20 });
     records.push(created);
     return created;
   };
@@ -58,7 +58,7 @@ describe('ReplyRecords', () => {
   test('a store failing for a moment is retried: stored, once', async () => {
     const subject = start(ReplyJournal.open(root));
     repo.failures = 2;
-    await expect(subject.record(repo, 'project-1', reply('r1', 'hi'))).resolves.toBe('stored');
+    await expect(subject.record('project-1', reply('r1', 'hi'))).resolves.toBe('stored');
     expect(repo.creates).toBe(3);
     expect(await repo.readResource('Communication', 'r1')).toMatchObject({ payload: [{ contentString: 'hi' }] });
   });
@@ -67,7 +67,7 @@ describe('ReplyRecords', () => {
     const subject = start(ReplyJournal.open(root));
     subject.open(openTurn('r2', 'p'));
     repo.failures = Number.POSITIVE_INFINITY;
-    await expect(subject.record(repo, 'project-1', reply('r2', 'kept'))).resolves.toBe('outbox');
+    await expect(subject.record('project-1', reply('r2', 'kept'))).resolves.toBe('outbox');
     expect(subject.pending).toBe(1);
     repo.failures = 0;
     for (let waited = 0; subject.pending > 0 && waited < 2000; waited += 10) {
@@ -83,7 +83,7 @@ describe('ReplyRecords', () => {
     const subject = start(ReplyJournal.open(root));
     repo.failures = 1;
     repo.refusal = 'forbidden';
-    await expect(subject.record(repo, 'project-1', reply('r3', 'x'))).resolves.toBe('outbox');
+    await expect(subject.record('project-1', reply('r3', 'x'))).resolves.toBe('outbox');
     expect(repo.creates).toBe(1);
   });
 
@@ -110,7 +110,7 @@ describe('ReplyRecords', () => {
     const first = start(ReplyJournal.open(root));
     first.open(openTurn('r4', 'p'));
     repo.failures = Number.POSITIVE_INFINITY;
-    await first.record(repo, 'project-1', reply('r4', 'later'));
+    await first.record('project-1', reply('r4', 'later'));
     await first.close();
     repo.failures = 0;
 

@@ -3,8 +3,9 @@
  * - A write the store refuses for a passing reason (a 5xx, a lost connection) is retried with backoff, briefly,
  *   while the client waits.
  * - A reply that still cannot be written, or that the store refuses outright, goes to the journal's outbox (on
- *   disk, fsync'd) and the client is answered as usual; a background drain writes it with the project's system
- *   repository, backing off up to half a minute between rounds, until the store takes it.
+ *   disk, fsync'd) and the client is answered as usual; a background drain writes it, backing off up to half a
+ *   minute between rounds, until the store takes it.
+ * Every reply is written as the project's AI agent (agent-device.ts), so its `meta.author` marks it as fhirgate's.
  * - At start-up, the turns an earlier process left unfinished (killed mid-stream) are recorded: their outbox reply
  *   if they had one, otherwise a `stopped` reply with the text that process had delivered.
  * Every write names the reply's id (assigned before the provider is called), and the drain reads before it writes,
@@ -25,6 +26,9 @@ export const RECOVERED_REASON = 'The server stopped before the reply finished; r
 /** How writes are retried. */
 export interface ReplyRecordsOptions {
   readonly journal: ReplyJournal;
+  /** Writes replies: a repository authored as the project's AI agent (AgentDevices.repoFor). */
+  readonly agentRepo: (projectId: string) => Promise<FhirRepository>;
+  /** Reads whether a prompt or reply is on record, whoever wrote it. */
   readonly systemRepo: (projectId: string) => Promise<FhirRepository>;
   readonly logger?: HostLogger;
   /** Waits between the tries of a write while the client waits (default 25, 100, 400 ms: four tries). */
@@ -108,12 +112,12 @@ export class ReplyRecords {
   }
 
   /**
-   * Writes the reply through the caller's repository, retrying passing failures; if the store still does not take
-   * it, keeps it in the outbox. Resolves `stored` or `outbox`; rejects only when not even the journal can keep it.
+   * Writes the reply as the project's AI agent, retrying passing failures; if the store still does not take it,
+   * keeps it in the outbox. Resolves `stored` or `outbox`; rejects only when not even the journal can keep it.
    */
-  async record(repo: FhirRepository, projectId: string, resource: Communication & { id: string }): Promise<'stored' | 'outbox'> {
+  async record(projectId: string, resource: Communication & { id: string }): Promise<'stored' | 'outbox'> {
     try {
-      await withRetries(() => repo.createResource(resource, { assignedId: true }), this.#options.retryDelaysMs);
+      await withRetries(async () => (await this.#options.agentRepo(projectId)).createResource(resource, { assignedId: true }), this.#options.retryDelaysMs);
       this.#options.journal.closed(resource.id);
       return 'stored';
     } catch (error) {
@@ -166,10 +170,10 @@ export class ReplyRecords {
   async #drain(): Promise<void> {
     for (const [id, entry] of [...this.#outbox]) {
       try {
-        const repo = await this.#options.systemRepo(entry.projectId);
-        const promptStored = entry.promptId === undefined || (await communicationExists(repo, entry.promptId));
-        if (promptStored && !(await communicationExists(repo, id))) {
-          await repo.createResource(entry.resource, { assignedId: true });
+        const system = await this.#options.systemRepo(entry.projectId);
+        const promptStored = entry.promptId === undefined || (await communicationExists(system, entry.promptId));
+        if (promptStored && !(await communicationExists(system, id))) {
+          await (await this.#options.agentRepo(entry.projectId)).createResource(entry.resource, { assignedId: true });
         }
         this.#outbox.delete(id);
         this.#options.journal.closed(id);

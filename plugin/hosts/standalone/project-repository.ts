@@ -27,7 +27,7 @@ import {
   type TransactionOptions,
   type UpdateResourceOptions,
 } from '@medplum/fhir-router';
-import type { AccessPolicy, Bundle, BundleEntry, Meta, Reference, Resource } from '@medplum/fhirtypes';
+import type { AccessPolicy, AccessPolicyResource, Bundle, BundleEntry, Meta, Reference, Resource } from '@medplum/fhirtypes';
 import { compileAccessPolicy, type CompiledAccessPolicy } from './compiled-access-policy.ts';
 
 type PatchOperations = Parameters<FhirRepository['patchResource']>[2];
@@ -231,6 +231,24 @@ export class ProjectRepository extends FhirRepository {
       (transactionStore) => callback(new ProjectRepository(transactionStore, this.#options) as this),
       options
     );
+  }
+
+  /**
+   * The rule that allows `interaction` on `resource` as this repository would store it (undefined: refused), as
+   * Medplum's `Repository.canPerformInteraction` answers: lets a caller ask before a write another write depends on.
+   */
+  canPerformInteraction(interaction: AccessPolicyInteraction, resource: Resource): AccessPolicyResource | undefined {
+    if (resource.meta?.project !== undefined && resource.meta.project !== this.projectId) {
+      return undefined;
+    }
+    if (!this.#policy) {
+      return { resourceType: resource.resourceType };
+    }
+    const policy = this.#options.accessPolicy;
+    if (policy && !accessPolicySupportsInteraction(policy, interaction, resource.resourceType)) {
+      return undefined;
+    }
+    return this.#policy.satisfiedBy(this.#withServerMeta(resource, undefined), interaction);
   }
 
   #written<T extends Resource>(resource: WithId<T>): WithId<T> {

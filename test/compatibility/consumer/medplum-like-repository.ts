@@ -8,6 +8,8 @@
  *   limit a 429 whose diagnostics hold the limiter's state, as Medplum's fhirquota.ts throws it.
  * - `meta.project` and `meta.author` are set by the repository; every write is validated, and the validator's
  *   issues (warnings included) are kept for the test to read.
+ * - `canPerformInteraction(interaction, resource)` answers as Medplum's does, before a write.
+ * - Reads show the server-owned meta (`author`, `project`, `compartment`, `account`) in extended mode only.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -34,6 +36,11 @@ export interface RepositoryContext {
   readonly accessPolicy?: AccessPolicy;
   /** Medplum's global system repository: every project's resources (fhirgate only reads the Project with it). */
   readonly superAdmin?: boolean;
+  /**
+   * Medplum's extended mode (`X-Medplum: extended`, or a repository the server builds with it): only then do reads
+   * show `meta.author`, `meta.project`, `meta.compartment` and `meta.account` (Medplum's `removeHiddenFields`).
+   */
+  readonly extendedMode?: boolean;
   /** FHIR quota points per minute; undefined: no quota (Medplum's system repository has none). */
   readonly quota?: { readonly key: string; readonly limit: number };
 }
@@ -87,7 +94,7 @@ class MedplumLikeRepository {
     if (!this.#visible(resource, 'read')) {
       throw new OperationOutcomeError(notFound);
     }
-    return resource as WithId<T>;
+    return this.#shown(resource) as WithId<T>;
   }
 
   async readReference<T extends Resource>(reference: Reference<T>): Promise<WithId<T>> {
@@ -108,7 +115,7 @@ class MedplumLikeRepository {
     const all = await this.#store.search({ ...searchRequest, count: UNPAGED, offset: 0 });
     const visible = (all.entry ?? []).filter((entry) => entry.resource && this.#visible(entry.resource, 'search'));
     const offset = searchRequest.offset ?? 0;
-    const page = visible.slice(offset, offset + (searchRequest.count ?? 20));
+    const page = visible.slice(offset, offset + (searchRequest.count ?? 20)).map((entry) => ({ ...entry, resource: entry.resource && this.#shown(entry.resource) }));
     return { resourceType: 'Bundle', type: 'searchset', entry: page, total: searchRequest.total ? visible.length : undefined };
   }
 
@@ -142,6 +149,21 @@ class MedplumLikeRepository {
     return this.#store.updateResource(stamped);
   }
 
+  async deleteResource(resourceType: string, id: string): Promise<void> {
+    this.#consume(100);
+    const existing = await this.#store.readResource(resourceType, id);
+    this.#requireWritable(existing, 'delete');
+    await this.#store.deleteResource(resourceType, id);
+  }
+
+  /** Medplum's `Repository.canPerformInteraction`: the policy rule that allows the interaction, or undefined. */
+  canPerformInteraction(interaction: 'create' | 'update' | 'delete', resource: Resource): unknown {
+    if (resource.meta?.project !== this.#context.projectId) {
+      return undefined;
+    }
+    return satisfiedAccessPolicy(resource, interaction as never, this.#context.accessPolicy);
+  }
+
   async conditionalCreate<T extends Resource>(resource: T, search: SearchRequest<T>): Promise<{ resource: WithId<T>; outcome: unknown }> {
     const existing = await this.searchOne(search);
     return existing ? { resource: existing, outcome: { resourceType: 'OperationOutcome', id: 'ok', issue: [] } } : { resource: await this.createResource(resource), outcome: { resourceType: 'OperationOutcome', id: 'created', issue: [] } };
@@ -149,6 +171,15 @@ class MedplumLikeRepository {
 
   async withTransaction<R>(callback: (repository: FhirRepository) => Promise<R>): Promise<R> {
     return callback(this as unknown as FhirRepository);
+  }
+
+  /** Medplum's `removeHiddenFields`: outside extended mode a reader does not see who wrote a record, nor its project. */
+  #shown<T extends Resource>(resource: T): T {
+    if (this.#context.extendedMode || !resource.meta) {
+      return resource;
+    }
+    const { author: _author, project: _project, compartment: _compartment, account: _account, ...meta } = resource.meta;
+    return { ...resource, meta };
   }
 
   #stamp<T extends Resource>(resource: T): T {
@@ -175,7 +206,7 @@ class MedplumLikeRepository {
     }
   }
 
-  #requireWritable(resource: Resource, interaction: 'create' | 'update'): void {
+  #requireWritable(resource: Resource, interaction: 'create' | 'update' | 'delete'): void {
     const policy = this.#context.accessPolicy;
     if (policy && (!accessPolicySupportsInteraction(policy, interaction, resource.resourceType) || !satisfiedAccessPolicy(resource, interaction, policy))) {
       throw new OperationOutcomeError(forbidden);

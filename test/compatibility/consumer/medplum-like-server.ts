@@ -58,15 +58,18 @@ class AuthenticatedContext {
   readonly requestId = randomUUID();
   readonly logger = logger;
   readonly repo: ReturnType<typeof createMedplumLikeRepository>;
+  /** The caller's FHIR quota: as Medplum's request context's limiter, it counts every repository's requests made for this request. */
+  readonly quota: RepositoryContext['quota'];
   readonly #caller: SeededCaller;
 
   constructor(caller: SeededCaller) {
     this.#caller = caller;
+    this.quota = caller.quotaPoints === undefined ? undefined : { key: caller.membership.id, limit: caller.quotaPoints };
     this.repo = createMedplumLikeRepository(store, {
       projectId: clinic.project.id,
       author: caller.membership.profile,
       accessPolicy: caller.accessPolicy,
-      quota: caller.quotaPoints === undefined ? undefined : { key: caller.membership.id, limit: caller.quotaPoints },
+      quota: this.quota,
     });
   }
 
@@ -115,13 +118,17 @@ const fhirgate = mountFhirgate(
   app,
   {
     tryGetRequestContext: () => requestContexts.getStore(),
-    getProjectSystemRepo: () => createMedplumLikeRepository(store, { projectId: clinic.project.id, author: { reference: 'system' }, superAdmin: true }),
-    createRepository: (repositoryContext) =>
-      createMedplumLikeRepository(store, {
+    getProjectSystemRepo: () => createMedplumLikeRepository(store, { projectId: clinic.project.id, author: { reference: 'system' }, superAdmin: true, extendedMode: true }),
+    createRepository: (repositoryContext) => {
+      const current = requestContexts.getStore();
+      return createMedplumLikeRepository(store, {
         projectId: repositoryContext.projects[0].id,
         author: repositoryContext.author,
         accessPolicy: repositoryContext.accessPolicy as AccessPolicy | undefined,
-      } satisfies RepositoryContext),
+        extendedMode: repositoryContext.extendedMode,
+        quota: current instanceof AuthenticatedContext ? current.quota : undefined,
+      } satisfies RepositoryContext);
+    },
     FhirRouter,
     isResourceType,
     logger,

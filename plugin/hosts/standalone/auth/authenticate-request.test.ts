@@ -118,7 +118,12 @@ describe('authenticateRequest with a caller cache', () => {
     expect(callers.size).toBe(2);
 
     // A Communication is not a source of callers: nothing is dropped.
-    await practitionerCaller?.repo.createResource({ resourceType: 'Communication', status: 'completed', sender: practitionerCaller.profile });
+    await practitionerCaller?.repo.createResource({
+      resourceType: 'Communication',
+      status: 'completed',
+      category: [{ coding: [{ code: 'ai-prompt' }] }],
+      sender: practitionerCaller.profile,
+    });
     expect(callers.size).toBe(2);
 
     const membership = await admin?.repo.readResource<ProjectMembership>('ProjectMembership', project.ids['practitioner-membership']);
