@@ -1,7 +1,7 @@
 /**
  * `npm run security`: attacks on a standalone host (a real SQLite file, real HTTP on loopback, the LLM emulator):
  * forged and misused tokens, reaching another project's records, resource consumption, device key guessing and
- * timing, and fuzzing; then the host's logs are scanned for secrets. Prints the attacks tried by kind, how many
+ * timing, device writes into charts, and fuzzing; then the host's logs are scanned for secrets. Prints the attacks tried by kind, how many
  * were let through and how many 5xx answers were seen: both must be 0 (exit 1 otherwise).
  *
  *   npm run security
@@ -17,6 +17,7 @@ import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
 import type { SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, deviceAttacks } from './device-attacks.ts';
+import { deviceWriteAttacks } from './device-write-attacks.ts';
 import { forgeryAttacks } from './forgery-attacks.ts';
 import { fuzzAttacks } from './fuzz-attacks.ts';
 import { isolationAttacks } from './isolation-attacks.ts';
@@ -86,6 +87,7 @@ await isolationAttacks(context);
 await forgeryAttacks(context);
 await consumptionAttacks(context);
 await deviceAttacks(context);
+await deviceWriteAttacks(context);
 await fuzzAttacks(context, Number(args['fuzz-runs']));
 for (const secret of context.secrets) {
   const leaked = logLines.filter((line) => line.includes(secret)).length;

@@ -6,7 +6,7 @@
 import type { WithId } from '@medplum/core';
 import { parseSearchRequest } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { AccessPolicy, AuditEvent, Device } from '@medplum/fhirtypes';
+import type { AccessPolicy, AccessPolicyResource, AuditEvent, Device, Patient } from '@medplum/fhirtypes';
 import { mapDevice, type DeviceLookupClient } from '../../bots/device-mapping.ts';
 import type { FhirgateHost } from '../host.ts';
 import { resolveDeviceAuth, type DeviceAuthConfig, type DeviceAuthOptions } from './device-auth-config.ts';
@@ -26,8 +26,14 @@ export interface DeviceServices {
   findDevice(deviceId: string): Promise<WithId<Device> | undefined>;
   /** The Device resource by id, or undefined when it is gone. */
   readDevice(deviceResourceId: string): Promise<WithId<Device> | undefined>;
-  /** The repository a device acts with: its own AccessPolicy, authored as the device. */
-  deviceRepo(deviceResourceId: string): Promise<FhirRepository>;
+  /**
+   * The patient a Device is assigned to: its `Device.patient`, when that is a literal `Patient/<id>` reference to
+   * a Patient of the devices' project; otherwise (none, a Patient of another project, a deleted or missing one)
+   * undefined, and the device writes about no patient.
+   */
+  findAssignedPatient(device: Device): Promise<WithId<Patient> | undefined>;
+  /** The repository a device acts with: its own AccessPolicy (about its assigned patient, if any), authored as the device. */
+  deviceRepo(deviceResourceId: string, assignedPatientId?: string): Promise<FhirRepository>;
   /** Writes an AuditEvent in the devices' project, with system rights. */
   audit(event: AuditEvent): Promise<void>;
 }
@@ -65,8 +71,24 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
         throw error;
       }
     },
-    deviceRepo: async (deviceResourceId) =>
-      host.getDeviceRepo(config.projectId, buildDevicePolicy(deviceResourceId), { reference: `Device/${deviceResourceId}` }),
+    findAssignedPatient: async (device) => {
+      const patientId = assignedPatientIdOf(device);
+      if (!patientId) {
+        return undefined;
+      }
+      try {
+        const patient = await (await systemRepo()).readResource<Patient>('Patient', patientId);
+        // A Medplum project may read Patients of the projects it links to: the device writes only into its own.
+        return patient.meta?.project === config.projectId ? patient : undefined;
+      } catch (error) {
+        if (isOutcomeStatus(error, 403, 404, 410)) {
+          return undefined;
+        }
+        throw error;
+      }
+    },
+    deviceRepo: async (deviceResourceId, assignedPatientId) =>
+      host.getDeviceRepo(config.projectId, buildDevicePolicy(deviceResourceId, assignedPatientId), { reference: `Device/${deviceResourceId}` }),
     audit: async (event) => {
       await (await systemRepo()).createResource(event);
     },
@@ -74,18 +96,31 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
 }
 
 /**
- * A device's AccessPolicy: it may create, read and search Observations that name it as their device, and read
- * its own Device; nothing else.
+ * A device's AccessPolicy: it may create, read and search Observations that name it as their device and are about
+ * no one, about itself, or about its assigned patient, with no `performer` (the other way Medplum files an
+ * Observation into a patient's compartment); and read its own Device. Nothing else. Built on every request from
+ * the Device as it is then, so a reassignment applies to the next request, reads included: a device moved to
+ * another patient no longer reads what it wrote about the previous one.
  */
-export function buildDevicePolicy(deviceResourceId: string): AccessPolicy {
+export function buildDevicePolicy(deviceResourceId: string, assignedPatientId?: string): AccessPolicy {
+  const own = `Observation?device=Device/${deviceResourceId}&performer:missing=true`;
+  const subjects = [`Device/${deviceResourceId}`, ...(assignedPatientId ? [`Patient/${assignedPatientId}`] : [])];
+  const interaction: AccessPolicyResource['interaction'] = ['create', 'read', 'search'];
   return {
     resourceType: 'AccessPolicy',
     name: `fhirgate device ${deviceResourceId}`,
     resource: [
-      { resourceType: 'Observation', criteria: `Observation?device=Device/${deviceResourceId}`, interaction: ['create', 'read', 'search'] },
+      { resourceType: 'Observation', criteria: `${own}&subject:missing=true`, interaction },
+      { resourceType: 'Observation', criteria: `${own}&subject=${subjects.join(',')}`, interaction },
       { resourceType: 'Device', criteria: `Device?_id=${deviceResourceId}`, readonly: true },
     ],
   };
+}
+
+/** The id in `Device.patient` when it is a literal reference to a Patient (not a URL, a version, a search). */
+function assignedPatientIdOf(device: Device): string | undefined {
+  const match = /^Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(device.patient?.reference ?? '');
+  return match?.[1];
 }
 
 /** The device-mapping bot's two FHIR calls over a repository, so the bot's logic runs in-process. */

@@ -174,4 +174,15 @@ describe('guardDeviceWrites: a document planned once', () => {
     expect(first.variables).toMatchObject({ fhirgate_res_0: { status: 'final', device: { reference: 'Device/dev-res-1' } } });
     expect(() => guardDeviceWrites(translator.translate({ query: SPEC_MUTATION, variables: { input: observation(null) } }), device)).toThrow(/must name this device/);
   });
+
+  test('the same document about a patient passes for the device assigned to it, and is refused for the same device once reassigned', () => {
+    const translator = new DocumentTranslator();
+    const request = { query: SPEC_MUTATION, variables: { input: { ...observation(), subject: { reference: 'Patient/p-1' } } } };
+    const guarded = guardDeviceWrites(translator.translate(request), { ...device, assignedPatient: 'Patient/p-1' });
+    expect(guarded.variables.fhirgate_res_0).toMatchObject({ subject: { reference: 'Patient/p-1' }, device: { reference: 'Device/dev-res-1' } });
+    expect(() => guardDeviceWrites(translator.translate(request), { ...device, assignedPatient: 'Patient/p-2' })).toThrow(
+      /^ObservationCreate: subject must be the patient this device is assigned to/,
+    );
+    expect(() => guardDeviceWrites(translator.translate(request), device)).toThrow(/assigned to no patient of its project/);
+  });
 });

@@ -1,8 +1,9 @@
 /**
- * What a device may write through `/graphql`: only Observations about itself. Every `ObservationCreate` and
- * `ObservationUpdate` must name the device of the token in `device.identifier` (the configured system, the
- * token's `sub`); the guard then links the Observation to the Device resource (`device.reference`). Any other
- * mutation is forbidden; queries pass, since the device's AccessPolicy bounds what it reads.
+ * What a device may write through `/graphql`: only its own Observations, about its assigned patient, itself or no
+ * one. Every `ObservationCreate` and `ObservationUpdate` must name the device of the token in `device.identifier`
+ * (the configured system, the token's `sub`) and keep to the rules of `device-observation-rules.ts` (subject,
+ * references, `meta`); the guard then links the Observation to the Device resource (`device.reference`). Any
+ * other mutation is forbidden; queries pass, since the device's AccessPolicy bounds what it reads.
  *
  * Each checked value is hoisted into a fresh variable (`$fhirgate_res_0: ObservationCreate!`) whose value is the
  * checked, completed copy, so inline literals and variables end up the same way and nothing the guard did not
@@ -13,6 +14,7 @@ import type { ASTNode, ArgumentNode, DocumentNode, FragmentDefinitionNode, Opera
 import { AppError } from '../errors.ts';
 import { isJsonObject, variableValue, withVariable, type MedplumGraphqlRequest } from './graphql-request.ts';
 import { collectRootFields, fragmentsOf, mutationOperations, parseResourceWrite } from './mutation-fields.ts';
+import { checkWhatItIsAbout } from './device-observation-rules.ts';
 
 /** The device behind a device token. */
 export interface DeviceCaller {
@@ -22,6 +24,11 @@ export interface DeviceCaller {
   readonly deviceResourceId: string;
   /** The configured identifier system of devices. */
   readonly identifierSystem: string;
+  /**
+   * `Patient/<id>` of the patient the device is assigned to (its `Device.patient`, checked to be a Patient of the
+   * project), or undefined: then it writes about no patient.
+   */
+  readonly assignedPatient?: string;
 }
 
 const HOISTED_PREFIX = 'fhirgate_res_';
@@ -154,6 +161,7 @@ function checkObservation(value: unknown, device: DeviceCaller, fieldName: strin
   if (identifier.value !== device.deviceId) {
     throw forbidden(`${fieldName}: device.identifier.value must be the device id of the access token.`);
   }
+  checkWhatItIsAbout(value, device, fieldName);
   return { resourceType: 'Observation', ...value, device: { ...reference, reference: `Device/${device.deviceResourceId}` } };
 }
 

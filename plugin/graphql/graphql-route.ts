@@ -4,7 +4,8 @@
  *   2. authenticate: a device token, or a user's Medplum token  → 401 / 403
  *      (a device is also rate limited → 429, and must still be an active Device)
  *   3. translate the document to Medplum's dialect, within fhirgate's limits (planned once per document text)
- *   4. for a device: only Observation writes that name the device itself, linked to its Device → else FORBIDDEN
+ *   4. for a device: only Observation writes that name the device itself, linked to its Device, about its
+ *      assigned patient (Device.patient), itself or no one → else FORBIDDEN
  *      (what the document allows is planned once per document; each request's values are checked)
  *   5. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors;
  *      a document Medplum's handler already validated runs on a schema pruned to it, unvalidated (the fast path)
@@ -90,10 +91,17 @@ async function authenticate(options: GraphqlRouteOptions, request: Request): Pro
   if (!device || device.status !== 'active' || !stillNamed) {
     throw new AppError('unauthenticated', 'The device token is no longer valid: its Device is gone, renamed or not active.');
   }
+  // Read on every request, as the Device is: an operator's reassignment applies to the device's next request.
+  const assignedPatientId = (await devices.findAssignedPatient(device))?.id;
+  const caller = {
+    deviceId: claims.deviceId,
+    deviceResourceId: claims.deviceResourceId,
+    identifierSystem,
+    assignedPatient: assignedPatientId ? `Patient/${assignedPatientId}` : undefined,
+  };
   return {
-    repo: await devices.deviceRepo(claims.deviceResourceId),
-    prepare: (translated) =>
-      guardDeviceWrites(translated, { deviceId: claims.deviceId, deviceResourceId: claims.deviceResourceId, identifierSystem }),
+    repo: await devices.deviceRepo(claims.deviceResourceId, assignedPatientId),
+    prepare: (translated) => guardDeviceWrites(translated, caller),
   };
 }
 

@@ -2,10 +2,11 @@
  * End to end, from the outside, on any server with fhirgate mounted (e2e-target.ts): a provisioned device
  * exchanges its key for a token, posts an Observation through `/graphql` with a GraphQL client (urql), is refused
  * an Observation that names another device, and the project administrator finds the Observation and the
- * exchange's AuditEvent with MedplumClient. Skipped, with a notice, when the target has no device configured.
+ * exchange's AuditEvent with MedplumClient; assigned to a patient by the administrator (`Device.patient`), it writes
+ * about that patient and is refused another one. Skipped, with a notice, when the target has no device configured.
  */
 import { Client, cacheExchange, fetchExchange } from '@urql/core';
-import type { AuditEvent, Observation } from '@medplum/fhirtypes';
+import type { AuditEvent, Device, Observation, Patient } from '@medplum/fhirtypes';
 import { CREATE_OBSERVATION, observationInput } from '../support/observation-mutation.ts';
 import { E2E_DEVICE_SYSTEM, connectE2eTarget, type E2eTarget } from './e2e-target.ts';
 
@@ -70,5 +71,36 @@ describe('fhirgate end to end: devices', () => {
 
     const audits = (await target.admin.searchResources('AuditEvent', { entity: `Device/${device.resourceId}`, _count: '100' }, { cache: 'no-cache' })) as AuditEvent[];
     expect(audits.some((event) => event.outcome === '0' && event.outcomeDesc === 'Device token issued')).toBe(true);
+  }, 60_000);
+
+  test('a device assigned to a patient writes about that patient; another patient and meta.account are refused', async () => {
+    if (!target.device) {
+      return;
+    }
+    const { device, admin } = target;
+    const run = Date.now().toString(36);
+    const assigned = await admin.createResource<Patient>({ resourceType: 'Patient', name: [{ given: ['Ada'], family: `E2e-${run}` }] });
+    const unassigned = await admin.createResource<Patient>({ resourceType: 'Patient', name: [{ given: ['Bo'], family: `E2e-${run}` }] });
+    const current = await admin.readResource('Device', device.resourceId, { cache: 'no-cache' });
+    await admin.updateResource<Device>({ ...current, patient: { reference: `Patient/${assigned.id}` } });
+
+    const { access } = (await (await exchange(device.id, device.key)).json()) as { access: string };
+    const graphql = new Client({ url: `${target.baseUrl}graphql`, exchanges: [fetchExchange], fetchOptions: { headers: { Authorization: `Bearer ${access}` } }, preferGetMethod: false });
+    const write = (fields: Record<string, unknown>) =>
+      graphql.mutation(CREATE_OBSERVATION, { input: { ...observationInput(device.id, E2E_DEVICE_SYSTEM, 66), ...fields } }).toPromise();
+
+    const posted = await write({ subject: { reference: `Patient/${assigned.id}` } });
+    expect(posted.error).toBeUndefined();
+    const stored = await admin.readResource('Observation', posted.data.ObservationCreate.id as string, { cache: 'no-cache' });
+    expect(stored.subject?.reference).toBe(`Patient/${assigned.id}`);
+
+    for (const fields of [{ subject: { reference: `Patient/${unassigned.id}` } }, { subject: { reference: `Patient/${assigned.id}` }, meta: { account: { reference: `Patient/${unassigned.id}` } } }]) {
+      const refused = await write(fields);
+      expect(refused.error?.graphQLErrors[0]?.extensions?.code).toBe('FORBIDDEN');
+    }
+    const aboutUnassigned = await admin.searchResources('Observation', { subject: `Patient/${unassigned.id}` }, { cache: 'no-cache' });
+    expect(aboutUnassigned).toHaveLength(0);
+    const aboutAssigned = await admin.searchResources('Observation', { subject: `Patient/${assigned.id}` }, { cache: 'no-cache' });
+    expect(aboutAssigned.map((observation: Observation) => observation.id)).toEqual([posted.data.ObservationCreate.id]);
   }, 60_000);
 });
