@@ -38,8 +38,13 @@ export interface ChaosRequest {
   readonly leaveAfter: number;
 }
 
+/** What the run does when a client leaves: `client-leaves-during-stall` stalls the host right after it. */
+export interface ChaosHooks {
+  readonly onLeave?: (request: ChaosRequest) => void;
+}
+
 /** Sends the request to the host at `baseUrl` and records what came back. */
-export async function sendChaosRequest(baseUrl: string, token: string, projectId: string, request: ChaosRequest): Promise<ClientSeen> {
+export async function sendChaosRequest(baseUrl: string, token: string, projectId: string, request: ChaosRequest, hooks: ChaosHooks = {}): Promise<ClientSeen> {
   const openai = new OpenAI({ baseURL: `${baseUrl}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': projectId }, maxRetries: 0, timeout: 60_000 });
   const seen: ClientSeen = { index: request.index, marker: request.marker, fault: request.fault, stream: request.stream, end: 'broken', text: '' };
   const controller = new AbortController();
@@ -75,8 +80,9 @@ export async function sendChaosRequest(baseUrl: string, token: string, projectId
       if (text) {
         chunks++;
       }
-      if (request.fault === 'client-leaves-mid-stream' && chunks >= request.leaveAfter) {
+      if ((request.fault === 'client-leaves-mid-stream' || request.fault === 'client-leaves-during-stall') && chunks >= request.leaveAfter) {
         controller.abort();
+        hooks.onLeave?.(request);
       }
     }
     // The SDK ends a stream quietly when its signal aborts: that is the client leaving, not the end of the answer.

@@ -16,6 +16,7 @@ export type FaultKind =
   | 'provider-stream-error'
   | 'provider-cut'
   | 'client-leaves-mid-stream'
+  | 'client-leaves-during-stall'
   | 'client-leaves-early';
 
 /** The relative weight of each kind in a run. */
@@ -30,6 +31,7 @@ const WEIGHTS: Readonly<Record<FaultKind, number>> = {
   'provider-stream-error': 6,
   'provider-cut': 6,
   'client-leaves-mid-stream': 12,
+  'client-leaves-during-stall': 2,
   'client-leaves-early': 9,
 };
 
@@ -54,6 +56,9 @@ export function providerBehaviour(kind: FaultKind): EmulatorBehaviour | undefine
       return { replyTokens: 30, cutAfterTokens: 5 };
     case 'client-leaves-mid-stream':
       return { replyTokens: 60, tokensPerSecond: 200 };
+    case 'client-leaves-during-stall':
+      // The rest of the reply arrives while the host is stalled, together with the client's departure.
+      return { replyTokens: 60, tokensPerSecond: 400 };
     default:
       return undefined;
   }

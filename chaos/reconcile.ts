@@ -5,7 +5,8 @@
  * - What a client saw matches the record (mismatches: 0): an answer or a finished stream is a `completed` reply
  *   with the same text and id; an in-band error is a `not-done` or `stopped` reply with the text streamed; an
  *   error status before any byte is a `not-done` reply with no text, or nothing stored for a 503, 409 or 429; a client that
- *   left, or whose connection broke, has nothing stored or a reply whose text begins with what it received.
+ *   left, or whose connection broke, has nothing stored or a reply whose text begins with what it received; a
+ *   client that left mid-stream while the host was stalled never has a `completed` reply unless it got all of it.
  * - Completed replies record the completion tokens the emulator sent.
  */
 import { DatabaseSync } from 'node:sqlite';
@@ -95,6 +96,9 @@ function checkClient(client: ClientSeen, stored: boolean, reply: Communication |
     case 'broken':
       if (!stored) return undefined;
       if (!reply) return 'the prompt has no reply';
+      if (client.fault === 'client-leaves-during-stall' && reply.status === 'completed' && text !== client.text) {
+        return 'reply is completed, though the client left before the end of it';
+      }
       return text.startsWith(client.text) ? undefined : 'reply text does not begin with what the client received';
   }
 }

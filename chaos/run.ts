@@ -27,6 +27,7 @@ import { reconcile } from './reconcile.ts';
 const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
 const ISSUER = 'http://fhirgate.chaos.test/';
 const LOCK_WINDOW_MS = 4000;
+const STALL_MS = 500;
 
 const { values: args } = parseArgs({
   options: {
@@ -47,14 +48,14 @@ const log = (message: string): void => {
 const random = seededRandom(seed);
 const requests: ChaosRequest[] = Array.from({ length: total }, (_, index) => {
   const fault = drawFault(random);
-  const stream = random() < 0.5 || fault === 'client-leaves-mid-stream';
+  const stream = random() < 0.5 || fault === 'client-leaves-mid-stream' || fault === 'client-leaves-during-stall';
   return {
     index,
     marker: `[chaos-${index}]`,
     fault,
     stream,
     behaviour: providerBehaviour(fault),
-    leaveAfter: fault === 'client-leaves-mid-stream' ? 1 + Math.floor(random() * 20) : Math.floor(random() * 30),
+    leaveAfter: fault === 'client-leaves-mid-stream' ? 1 + Math.floor(random() * 20) : fault === 'client-leaves-during-stall' ? 1 + Math.floor(random() * 5) : Math.floor(random() * 30),
   };
 });
 const killAt = Math.floor(total * 0.5);
@@ -80,7 +81,9 @@ const hostEnvironment = {
 };
 let host: HostProcess = await startHostProcess(hostEnvironment);
 const token = await demoToken(dataDir, ISSUER);
-const events = { sigkill: 0, storeLockWindows: 0, recoveredAfterRestart: 0, repliesKeptInOutbox: 0 };
+const events = { sigkill: 0, storeLockWindows: 0, recoveredAfterRestart: 0, repliesKeptInOutbox: 0, hostStalls: 0 };
+// True while the host is stopped by stallHost: one stall at a time.
+let stalled = false;
 const hostLogs: string[] = [];
 log(`${total} requests, ${concurrency} at a time, seed ${seed}; host ${host.url}, data ${dataDir}`);
 
@@ -100,7 +103,7 @@ const worker = async (): Promise<void> => {
       hostReady = killAndRestart();
     }
     await hostReady;
-    seen.push(await sendChaosRequest(host.url, token, DEMO_PROJECT, request));
+    seen.push(await sendChaosRequest(host.url, token, DEMO_PROJECT, request, { onLeave: stallHost }));
   }
 };
 await Promise.all(Array.from({ length: concurrency }, worker));
@@ -163,6 +166,22 @@ async function killAndRestart(): Promise<void> {
   events.recoveredAfterRestart = Number(recovered?.[1] ?? 0);
 }
 
+/**
+ * The host stops for a moment (SIGSTOP, then SIGCONT), as a host busy to the point of not reading its sockets does
+ * (a long GC pause, a starved CPU): the client that just left and the rest of its reply reach it together.
+ */
+function stallHost(request: ChaosRequest): void {
+  if (request.fault !== 'client-leaves-during-stall' || stalled || host.child.exitCode !== null) return;
+  const stalledHost = host;
+  stalled = true;
+  events.hostStalls++;
+  stalledHost.child.kill('SIGSTOP');
+  setTimeout(() => {
+    stalledHost.child.kill('SIGCONT');
+    stalled = false;
+  }, STALL_MS);
+}
+
 /** Another process's transaction on the store file holds its write lock: fhirgate's writes fail meanwhile. */
 async function holdStoreLock(file: string, milliseconds: number): Promise<void> {
   const database = new DatabaseSync(file, { timeout: 5000 });
@@ -188,7 +207,7 @@ function printSummary(figures: typeof summary, mismatches: readonly string[]): v
   const rows: [string, string][] = [
     ['requests', String(figures.requests)],
     ['faults injected', Object.entries(figures.faults).map(([kind, count]) => `${kind} ${count}`).join(', ')],
-    ['events', `SIGKILL + restart ${figures.events.sigkill} (replies recovered at the restart ${figures.events.recoveredAfterRestart}), store write-lock windows ${figures.events.storeLockWindows} (replies kept in the outbox ${figures.events.repliesKeptInOutbox})`],
+    ['events', `SIGKILL + restart ${figures.events.sigkill} (replies recovered at the restart ${figures.events.recoveredAfterRestart}), store write-lock windows ${figures.events.storeLockWindows} (replies kept in the outbox ${figures.events.repliesKeptInOutbox}), host stalls ${figures.events.hostStalls}`],
     ['what clients saw', Object.entries(figures.clientEnds).map(([end, count]) => `${end} ${count}`).join(', ')],
     ['accepted (prompts stored)', String(figures.prompts)],
     ['replies', `${figures.replies} (${Object.entries(figures.repliesByStatus).map(([status, count]) => `${status} ${count}`).join(', ')})`],

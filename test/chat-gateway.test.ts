@@ -125,7 +125,7 @@ describe('chat gateway', () => {
     // The request's system message, the patient's context (test/patient-context.test.ts), then the question.
     expect(emulator.received[0].messages).toEqual([
       { role: 'system', content: 'You are a careful clinical assistant.' },
-      { role: 'system', content: expect.stringMatching(/^Patient context .*: Maria Lopez, female, born 1958-03-14/) },
+      { role: 'system', content: expect.stringMatching(/^The patient's chart follows[^]*"text":"Maria Lopez, female, born 1958-03-14"[^]*<\/patient-chart>$/) },
       { role: 'user', content: 'Summarise the last visit.' },
     ]);
     expect(emulator.received[0].body.max_tokens ?? emulator.received[0].body.max_completion_tokens).toBe(4096);

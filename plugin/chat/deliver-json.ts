@@ -3,6 +3,7 @@ import { isAbortError } from '../llm/provider-errors.ts';
 import { toAppError } from '../errors.ts';
 import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
+import { clientStillConnected } from './client-presence.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 
 /**
@@ -22,6 +23,11 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   try {
     const completion = await turn.target.model.complete({ ...turn.modelRequest, signal: controller.signal });
     const { text, toolCalls, usage, finishReason } = completion;
+    // `completed` only for a client still there to receive it (a busy host may not have seen it leave yet).
+    if (!(await clientStillConnected(response))) {
+      await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
+      return;
+    }
     await recordReply(turn, { status: 'completed', text, toolCalls, usage, finishReason });
     response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls));
   } catch (error) {

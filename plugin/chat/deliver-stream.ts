@@ -7,6 +7,7 @@ import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionChunk, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
+import { clientStillConnected } from './client-presence.ts';
 
 /**
  * Steps 4–6 for a streaming request, framed as the spec says: a first chunk with `delta.role`, content chunks,
@@ -70,7 +71,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       return;
     }
     if (isAbortError(error) || controller.signal.aborted || response.destroyed) {
-      await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The client closed the stream.' });
+      await recordReply(turn, { status: 'stopped', text: delivered, reason: CLIENT_LEFT });
       return;
     }
     const appError = toAppError(error);
@@ -84,6 +85,12 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     response.off('close', abortOnClose);
   }
 
+  // `completed` only if the client is still there for the end: a client that left while a busy host was still
+  // writing gets `stopped`, with the text written before its departure was seen.
+  if (!(await clientStillConnected(response))) {
+    await recordReply(turn, { status: 'stopped', text: delivered, reason: CLIENT_LEFT });
+    return;
+  }
   try {
     const calls: ChatToolCall[] = toolCalls.filter((call) => call !== undefined);
     await recordReply(turn, { status: 'completed', text: delivered, toolCalls: calls, usage, finishReason });
@@ -91,8 +98,12 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     await sendInBandError(sse, toOpenAiErrorBody(toAppError(error)));
     throw error;
   }
-  await sendEnd(sse, answerFieldsOf(turn), finishReason, turn.chat.includeUsage ? usage : null);
+  // The reply is on record: a client that leaves now misses only the end of the stream, not an error of ours.
+  await sendEnd(sse, answerFieldsOf(turn), finishReason, turn.chat.includeUsage ? usage : null).catch(() => undefined);
 }
+
+/** Why a reply whose client left is `stopped`. */
+const CLIENT_LEFT = 'The client closed the stream.';
 
 /** The last chunk, the usage chunk when asked for (`usage` not null), `[DONE]`, and the end of the stream. */
 export async function sendEnd(sse: SseWriter, fields: AnswerFields, finishReason: ChatFinishReason, usage: ChatUsage | undefined | null): Promise<void> {
@@ -104,9 +115,12 @@ export async function sendEnd(sse: SseWriter, fields: AnswerFields, finishReason
   sse.end();
 }
 
+/** The in-band error event, then the end; a client that already left misses it (its reply is on record). */
 async function sendInBandError(sse: SseWriter, body: unknown): Promise<void> {
   try {
     await sse.send(body);
+  } catch {
+    // The client is gone: there is nobody to tell.
   } finally {
     sse.end();
   }
