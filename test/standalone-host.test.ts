@@ -136,6 +136,13 @@ describe('standalone host', () => {
     expect(((await read.json()) as Patient).name?.[0]?.family).toBe('Persisted');
   });
 
+  test('idle connections stay open past a client\'s own keep-alive limit, so a client never sends on a closed one', async () => {
+    const response = await fetch(`${host.url}healthcheck`);
+    await response.arrayBuffer();
+    // Clients close their side after the server's timeout less a margin (undici: 2 s); Node's 5 s default raced them.
+    expect(response.headers.get('keep-alive')).toBe('timeout=65');
+  });
+
   test('/auth/me describes the session without secrets', async () => {
     const project = await host.seedProject();
     const token = await host.accessTokenFor(project.ids['practitioner-membership']);

@@ -26,6 +26,8 @@ import { ProjectRepository } from './project-repository.ts';
 import { createHealthcheck } from './healthcheck.ts';
 import { registerPrometheusMetrics } from './prometheus-metrics.ts';
 
+/** How long an idle keep-alive connection stays open (Node's own default is 5 s). */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 // After the chat turns are drained, how long other responses may take to finish before their connections close.
 const CONNECTION_LINGER_MS = 2000;
 
@@ -108,6 +110,12 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
             reject(error);
             return;
           }
+          // Idle keep-alive connections stay open well past any client's own idle limit (clients such as undici close
+          // theirs after a few seconds): a server that closes first races a client sending its next request on the
+          // same connection, which then fails with a reset, the request neither answered nor refused. Medplum's server
+          // keeps them 90 s for the same reason.
+          server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+          server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
           servers.push(server);
           const address = server.address() as AddressInfo;
           resolve({ server, url: `http://${hostname}:${address.port}/` });
