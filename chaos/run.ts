@@ -69,8 +69,9 @@ const hostEnvironment = {
   FHIRGATE_GRAPHQL_WARMUP: 'off',
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: '20',
   FHIRGATE_SHUTDOWN_GRACE_MS: '2000',
-  // Every request comes from one caller: the per-caller stream limit would answer most streams 429.
+  // Every request comes from one caller: the per-caller limits would answer most requests 429.
   FHIRGATE_MAX_CONCURRENT_STREAMS: '1000',
+  FHIRGATE_MAX_CONCURRENT_TURNS: '1000',
   AI_PROVIDER: 'openai-compatible',
   AI_API_BASE: `${emulator.url}/v1`,
   AI_MODEL: 'echo',

@@ -20,7 +20,7 @@ import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
 import { ReplyJournal } from './chat/reply-journal.ts';
 import { ReplyRecords } from './chat/reply-records.ts';
 import { TurnAdmission } from './chat/turn-admission.ts';
-import { StreamSlots } from './chat/stream-slots.ts';
+import { CallerSlots } from './chat/caller-slots.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { FHIRGATE_VERSION } from './version.ts';
@@ -120,7 +120,8 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       records,
       limits: options.chatLimits,
       patientContext: options.patientContext,
-      streamSlots: new StreamSlots(options.chatLimits.maxConcurrentStreams),
+      streamSlots: new CallerSlots(options.chatLimits.maxConcurrentStreams, 'open streams'),
+      turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
     };
     v1.use(createChatRoutes(chat, options.operatorName));

@@ -42,6 +42,8 @@ export const fhirgateOptionsSchema = z
         maxTokens: z.number().int().positive().default(32_768),
         /** Streams one caller (project and profile) may have open on this instance at once (429 beyond). */
         maxConcurrentStreams: z.number().int().positive().default(8),
+        /** Non-streaming turns one caller may have running on this instance at once (429 beyond). */
+        maxConcurrentTurns: z.number().int().positive().default(16),
         /**
          * Turns this instance prepares at once (authentication to the provider call: chat/turn-admission.ts); more
          * wait their turn, first come first served.

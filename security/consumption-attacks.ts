@@ -8,7 +8,7 @@ import { refused } from './suite.ts';
 
 const KIND = 'resource consumption';
 /** The plugin's defaults (options.ts, graphql/document-limits.ts) the suite's host runs with. */
-export const LIMITS = { maxBodyBytes: 1024 * 1024, maxMessages: 1000, maxTokens: 32_768, maxConcurrentStreams: 8, graphqlDepth: 12, graphqlFields: 100 };
+export const LIMITS = { maxBodyBytes: 1024 * 1024, maxMessages: 1000, maxTokens: 32_768, maxConcurrentStreams: 8, maxConcurrentTurns: 16, graphqlDepth: 12, graphqlFields: 100 };
 
 export async function consumptionAttacks(context: SecurityContext): Promise<void> {
   const { log, host, tokenA, projectA } = context;
@@ -52,6 +52,19 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
     const { status, sideEffect } = await unchanged(() => context.chat(tokenA, { stream: true, messages: [message('One more')] }, headers));
     await Promise.all((await Promise.all(held)).map((response) => response.arrayBuffer()));
     return refused(status, [429], sideEffect);
+  });
+
+  // More non-streaming turns than a caller may have running: the ones over the limit are 429, and never reach the provider.
+  await log.run(KIND, `${LIMITS.maxConcurrentTurns * 4} non-streaming requests at once from one caller`, async () => {
+    const slow = `Hold on. [emulator-behaviour ${JSON.stringify({ latencyMs: 1000 })}]`;
+    const callsBefore = context.providerCalls();
+    const responses = await Promise.all(Array.from({ length: LIMITS.maxConcurrentTurns * 4 }, () => context.chat(tokenA, { messages: [message(slow)] }, headers)));
+    await Promise.all(responses.map((response) => response.arrayBuffer()));
+    const limited = responses.filter((response) => response.status === 429).length;
+    const called = context.providerCalls() - callsBefore;
+    return called > LIMITS.maxConcurrentTurns || limited < responses.length - LIMITS.maxConcurrentTurns
+      ? { status: 200, letThrough: true, note: `${called} reached the provider, ${limited} refused with 429` }
+      : { status: 429, letThrough: false, note: undefined };
   });
 
   // GraphQL bounds, with the device's token, checked before any resolver runs (nothing is created). A refusal must

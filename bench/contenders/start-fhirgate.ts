@@ -114,8 +114,10 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     AI_MODEL: MODEL,
     LOG_LEVEL: 'warn',
     FHIRGATE_GRAPHQL_WARMUP: settings.graphqlWarmUp ? 'on' : 'off',
-    // Scenario 4 opens 1,000 streams as one caller; the per-caller limit would refuse all but 8.
+    // Scenario 4 opens 1,000 streams as one caller, and scenario 2 sends 32 requests at a time as one: the per-caller
+    // limits would refuse most of them.
     FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
+    FHIRGATE_MAX_CONCURRENT_TURNS: '2000',
   };
   const child = startNodeProcess(standaloneHostArgs(options.nodeFlags), { core: options.core, env });
   const stderrTail = keepTail(child.stderr);

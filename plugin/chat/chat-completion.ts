@@ -23,7 +23,7 @@ import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { AgentDevices } from './agent-device.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { parseChatRequest, type ChatRequest, type ChatRequestLimits } from './chat-request.ts';
-import type { StreamSlots } from './stream-slots.ts';
+import type { CallerSlots } from './caller-slots.ts';
 import type { TurnAdmission } from './turn-admission.ts';
 import {
   buildPatientContext,
@@ -69,7 +69,9 @@ export interface ChatServices {
   /** Bounds on each request. */
   readonly limits: ChatRequestLimits;
   /** Open streams per caller. */
-  readonly streamSlots: StreamSlots;
+  readonly streamSlots: CallerSlots;
+  /** Non-streaming turns running per caller. */
+  readonly turnSlots: CallerSlots;
   /** Turns prepared at once on this instance. */
   readonly admission: TurnAdmission;
   /** What a turn about a patient shares with the model, and how. */
@@ -85,11 +87,11 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
     const chat = parseChatRequest(request.body, services.limits);
     const idempotencyKey = idempotencyKeyOf(request);
     // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
-    const releaseSlot = chat.stream ? services.streamSlots.take(`${caller.project.id} ${caller.profile.reference}`) : undefined;
+    const releaseSlot = (chat.stream ? services.streamSlots : services.turnSlots).take(`${caller.project.id} ${caller.profile.reference}`);
     try {
       await runTurn(services, response, caller, chat, idempotencyKey, leavePreparation);
     } finally {
-      releaseSlot?.();
+      releaseSlot();
     }
   } finally {
     leavePreparation();

@@ -51,7 +51,7 @@ const standalone = await createStandaloneHost({
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
     replyJournalDir: join(config.dataDir, 'journal'),
-    chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxPreparingTurns: config.maxPreparingTurns },
+    chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
   },
 });
 // Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first

@@ -33,6 +33,8 @@ export interface StandaloneConfig {
   readonly storeCacheMiB: number;
   /** Streams one caller may hold open at once (the plugin's `chatLimits.maxConcurrentStreams`; unset: its default). */
   readonly maxConcurrentStreams: number | undefined;
+  /** Non-streaming turns one caller may have running at once (`chatLimits.maxConcurrentTurns`; unset: its default). */
+  readonly maxConcurrentTurns: number | undefined;
   /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`; unset: its default). */
   readonly maxPreparingTurns: number | undefined;
 }
@@ -53,6 +55,7 @@ const environmentSchema = z.object({
   FHIRGATE_STORE_CACHE_MB: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_CACHE_SIZE_MIB),
   // Unset: the plugin's own defaults (options.ts) apply.
   FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_MAX_CONCURRENT_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
 });
 
@@ -80,6 +83,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,
     storeCacheMiB: values.FHIRGATE_STORE_CACHE_MB,
     maxConcurrentStreams: values.FHIRGATE_MAX_CONCURRENT_STREAMS,
+    maxConcurrentTurns: values.FHIRGATE_MAX_CONCURRENT_TURNS,
     maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
   };
 }

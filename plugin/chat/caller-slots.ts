@@ -1,23 +1,26 @@
 /**
- * Open streams per caller on this instance: a caller (project and profile) may hold at most `limit` at once, so one
- * account cannot tie up the instance's connections and provider capacity. Beyond it a new stream is refused with
- * 429 before anything is stored.
+ * Chat turns per caller on this instance: a caller (project and profile) may have at most `limit` of one kind
+ * (open streams, or non-streaming turns) running at once, so one account cannot tie up the instance's connections
+ * and provider capacity. Beyond it a new turn is refused with 429 before anything is stored.
  */
 import { AppError } from '../errors.ts';
 
-export class StreamSlots {
+export class CallerSlots {
   readonly #limit: number;
+  readonly #what: string;
   readonly #open = new Map<string, number>();
 
-  constructor(limit: number) {
+  /** `what` names the kind in the refusal, e.g. `open streams`. */
+  constructor(limit: number, what: string) {
     this.#limit = limit;
+    this.#what = what;
   }
 
   /** Takes a slot for `caller`, or throws 429; give it back with the returned function, once. */
   take(caller: string): () => void {
     const open = this.#open.get(caller) ?? 0;
     if (open >= this.#limit) {
-      throw new AppError('rate_limited', `Too many open streams: at most ${this.#limit} at once per caller. Retry when one has finished.`, {
+      throw new AppError('rate_limited', `Too many ${this.#what}: at most ${this.#limit} at once per caller. Retry when one has finished.`, {
         isRetryable: true,
         retryAfterSeconds: 1,
       });
