@@ -19,6 +19,7 @@ import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
 import { ReplyJournal } from './chat/reply-journal.ts';
 import { ReplyRecords } from './chat/reply-records.ts';
+import { TurnRegistry } from './chat/turn-registry.ts';
 import { TurnAdmission } from './chat/turn-admission.ts';
 import { CallerSlots } from './chat/caller-slots.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
@@ -84,10 +85,13 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
     { systemRepo: (projectId) => host.getSystemRepo(projectId), deviceRepo: (projectId, policy, device) => host.getDeviceRepo(projectId, policy, device) },
     options.agentDeviceName
   );
+  // With the host's Redis, the turns of an instance lost for good are recorded by another (chat/turn-registry.ts).
+  const registry = host.redis ? new TurnRegistry(host.redis, host.logger, { keyPrefix: options.redisKeyPrefix }) : undefined;
   const records = new ReplyRecords({
     journal,
     agentRepo: (projectId) => agents.repoFor(projectId),
     systemRepo: (projectId) => host.getSystemRepo(projectId),
+    registry,
     logger: host.logger,
   });
   const recovered = records.recover().catch((error: unknown) => {
@@ -151,6 +155,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
     const { stopped } = await inFlight.drain(graceMs);
     await recovered;
     await records.close();
+    registry?.close();
     journal.close();
     host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
   };

@@ -29,13 +29,16 @@ export interface HostLogger {
 
 /**
  * The host's Redis client, typed by what fhirgate asks of it (rate-limiter-flexible's calls on an ioredis
- * client), so the client of whichever ioredis major the server runs fits: Medplum 5 hands over ioredis 5's.
+ * client, and plain commands), so the client of whichever ioredis major the server runs fits: Medplum 5 hands over
+ * ioredis 5's.
  */
 export interface HostRedis {
   /** ioredis's connection state; `ready` when commands go through. */
   readonly status: string;
   defineCommand(name: string, definition: { readonly lua: string; readonly numberOfKeys?: number }): void;
   multi(): unknown;
+  /** Sends one command (ioredis's `call`), e.g. `call('HSET', key, field, value)`. */
+  call(command: string, ...args: (string | number)[]): Promise<unknown>;
 }
 
 /**

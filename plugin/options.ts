@@ -33,6 +33,11 @@ export const fhirgateOptionsSchema = z
      * (chat/reply-journal.ts). Without it, both are kept in memory only.
      */
     replyJournalDir: z.string().min(1).optional(),
+    /**
+     * Prefix of the keys fhirgate keeps in the host's Redis (the turns of each instance: chat/turn-registry.ts).
+     * Instances of one server share it; give deployments that share one Redis different prefixes.
+     */
+    redisKeyPrefix: z.string().min(1).max(100).default('fhirgate:'),
     /** Bounds on each chat request and caller; beyond them a request is refused before anything is stored. */
     chatLimits: z
       .object({

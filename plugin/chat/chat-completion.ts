@@ -148,6 +148,7 @@ async function runTurn(
     projectId: caller.project.id,
     parties,
     reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 } },
+    promptSent: sent.toISOString(),
   });
   let accepted = false;
   try {

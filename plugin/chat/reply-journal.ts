@@ -30,6 +30,8 @@ export interface OpenTurn {
   readonly projectId: string;
   readonly parties: ConversationParties;
   readonly reply: Omit<ReplyRecord, 'text' | 'status' | 'reason' | 'usage' | 'sent'>;
+  /** When the turn's prompt was sent (ISO 8601): a reply recorded later is placed right after it. */
+  readonly promptSent?: string;
 }
 
 /** A turn found unfinished in the journal of an earlier process. */

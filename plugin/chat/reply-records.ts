@@ -8,6 +8,10 @@
  * Every reply is written as the project's AI agent (agent-device.ts), so its `meta.author` marks it as fhirgate's.
  * - At start-up, the turns an earlier process left unfinished (killed mid-stream) are recorded: their outbox reply
  *   if they had one, otherwise a `stopped` reply with the text that process had delivered.
+ * - With a turn registry (turn-registry.ts, in the Redis instances share), the turns of an instance lost for good
+ *   are taken over by a live instance and recorded the same way, within the registry's bound.
+ * A reply recorded after its turn's process stopped is placed right after its prompt (`sent`), in the
+ * conversation's order, whenever it is written.
  * Every write names the reply's id (assigned before the provider is called), and the drain reads before it writes,
  * so a retry never makes a second record.
  */
@@ -18,10 +22,14 @@ import { outcomeStatusOf } from '../medplum-errors.ts';
 import type { HostLogger } from '../host.ts';
 import { buildReply, type FhirToolRecord } from './communication-builders.ts';
 import { findCommunication } from './conversation.ts';
-import type { OpenTurn, ReplyJournal } from './reply-journal.ts';
+import type { OpenTurn, ReplyJournal, UnfinishedTurn } from './reply-journal.ts';
+import type { TurnRegistry } from './turn-registry.ts';
 
 /** The reason recorded on a reply whose process stopped before it finished. */
 export const RECOVERED_REASON = 'The server stopped before the reply finished; recorded at the next start with the text delivered.';
+/** The reason recorded on a reply whose instance was lost, recorded by another instance. */
+export const LOST_INSTANCE_REASON =
+  'The server instance running the reply was lost before it finished; recorded by another instance with the text delivered as far as it was shared.';
 
 /** How writes are retried. */
 export interface ReplyRecordsOptions {
@@ -30,6 +38,8 @@ export interface ReplyRecordsOptions {
   readonly agentRepo: (projectId: string) => Promise<FhirRepository>;
   /** Reads whether a prompt or reply is on record, whoever wrote it. */
   readonly systemRepo: (projectId: string) => Promise<FhirRepository>;
+  /** The turns of every instance, shared through Redis; absent without Redis (the journal alone recovers). */
+  readonly registry?: TurnRegistry;
   readonly logger?: HostLogger;
   /** Waits between the tries of a write while the client waits (default 25, 100, 400 ms: four tries). */
   readonly retryDelaysMs?: readonly number[];
@@ -50,17 +60,42 @@ export class ReplyRecords {
   readonly #options: ReplyRecordsOptions;
   readonly #outbox = new Map<string, OutboxEntry>();
   #timer: NodeJS.Timeout | undefined;
+  #sweeper: NodeJS.Timeout | undefined;
   #delayMs: number;
   #draining: Promise<void> | undefined;
-  #closed = false;
+  #closing = false;
 
   constructor(options: ReplyRecordsOptions) {
     this.#options = options;
     this.#delayMs = options.drainDelayMs ?? 1_000;
-    for (const turn of options.journal.unfinished) {
+    this.#adopt(options.journal.unfinished, RECOVERED_REASON);
+    const registry = options.registry;
+    if (registry) {
+      this.#sweeper = setInterval(() => void this.sweep(), registry.sweepMs);
+      this.#sweeper.unref();
+    }
+  }
+
+  /** Takes over the turns of instances lost for good and records them; resolves how many it took. */
+  async sweep(): Promise<number> {
+    const claimed = (await this.#options.registry?.claimLost()) ?? [];
+    if (claimed.length > 0) {
+      this.#adopt(claimed, LOST_INSTANCE_REASON);
+      this.#options.logger?.info('fhirgate took over the unfinished replies of a lost instance', { replies: claimed.length });
+      await this.#drainOnce();
+      if (this.#outbox.size > 0) {
+        this.#schedule();
+      }
+    }
+    return claimed.length;
+  }
+
+  /** Unfinished turns of a process that stopped: their outbox reply if they had one, else a `stopped` one. */
+  #adopt(turns: readonly UnfinishedTurn[], reason: string): void {
+    for (const turn of turns) {
       const entry: OutboxEntry = turn.outbox
         ? { projectId: turn.projectId, resource: { ...turn.outbox, id: turn.reply.id } }
-        : { projectId: turn.projectId, resource: stoppedReply(turn), promptId: turn.reply.promptId };
+        : { projectId: turn.projectId, resource: stoppedReply(turn, reason), promptId: turn.reply.promptId };
       this.#outbox.set(turn.reply.id, entry);
     }
   }
@@ -89,26 +124,30 @@ export class ReplyRecords {
   /** A turn is about to write its prompt (with the ids in `turn`). */
   open(turn: OpenTurn): void {
     this.#options.journal.open(turn);
+    this.#options.registry?.open(turn);
   }
 
   /** The history (and patient context) the model is sent, for the reply's record. */
   history(replyId: string, history: OpenTurn['reply']['history'], patientContext?: OpenTurn['reply']['patientContext']): void {
     this.#options.journal.history(replyId, history, patientContext);
+    this.#options.registry?.history(replyId, history, patientContext);
   }
 
   /** A FHIR tool call ran for the model, and its result is about to be given to it (for the reply's record). */
   toolCall(replyId: string, call: FhirToolRecord): void {
     this.#options.journal.toolCall(replyId, call);
+    this.#options.registry?.toolCall(replyId, call);
   }
 
   /** The turn's prompt was not stored: the turn was refused and needs no reply. */
   abandon(replyId: string): void {
-    this.#options.journal.closed(replyId);
+    this.#closed(replyId);
   }
 
   /** Reply text is about to go to the client. */
   delivered(replyId: string, text: string): void {
     this.#options.journal.delivered(replyId, text);
+    this.#options.registry?.delivered(replyId, text);
   }
 
   /**
@@ -118,10 +157,11 @@ export class ReplyRecords {
   async record(projectId: string, resource: Communication & { id: string }): Promise<'stored' | 'outbox'> {
     try {
       await withRetries(async () => (await this.#options.agentRepo(projectId)).createResource(resource, { assignedId: true }), this.#options.retryDelaysMs);
-      this.#options.journal.closed(resource.id);
+      this.#closed(resource.id);
       return 'stored';
     } catch (error) {
       this.#options.journal.outbox(resource.id, resource);
+      this.#options.registry?.outbox(resource.id, resource);
       this.#outbox.set(resource.id, { projectId, resource });
       this.#options.logger?.warn('fhirgate kept a reply in the outbox: the store did not take it', {
         replyId: resource.id,
@@ -134,16 +174,23 @@ export class ReplyRecords {
 
   /** Stops the background drain after one last round; what is still pending stays in the journal for the next start. */
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#closing = true;
     clearTimeout(this.#timer);
+    clearInterval(this.#sweeper);
     await this.#draining;
     if (this.#outbox.size > 0) {
       await this.#drainOnce();
     }
   }
 
+  /** Nothing is left to do for the turn: its reply is on record, or it needs none. */
+  #closed(replyId: string): void {
+    this.#options.journal.closed(replyId);
+    this.#options.registry?.closed(replyId);
+  }
+
   #schedule(): void {
-    if (this.#timer || this.#closed) {
+    if (this.#timer || this.#closing) {
       return;
     }
     this.#timer = setTimeout(() => {
@@ -176,7 +223,7 @@ export class ReplyRecords {
           await (await this.#options.agentRepo(entry.projectId)).createResource(entry.resource, { assignedId: true });
         }
         this.#outbox.delete(id);
-        this.#options.journal.closed(id);
+        this.#closed(id);
       } catch (error) {
         this.#options.logger?.warn('fhirgate could not write a reply from the outbox yet', { replyId: id, status: outcomeStatusOf(error) });
         if (this.#outbox.size > 0) {
@@ -235,13 +282,19 @@ export async function communicationExists(repo: FhirRepository, id: string): Pro
   return (await findCommunication(repo, id)) !== undefined;
 }
 
-function stoppedReply(turn: { readonly parties: OpenTurn['parties']; readonly reply: OpenTurn['reply']; readonly delivered: string }): Communication & { id: string } {
+function stoppedReply(turn: UnfinishedTurn, reason: string): Communication & { id: string } {
   const reply = buildReply(turn.parties, {
     ...turn.reply,
     text: turn.delivered,
     status: 'stopped',
-    reason: RECOVERED_REASON,
-    sent: new Date().toISOString(),
+    reason,
+    sent: justAfter(turn.promptSent),
   });
   return { ...reply, id: turn.reply.id };
+}
+
+/** A millisecond after `sent` (so the reply sorts right after its prompt); now, for a journal that did not say. */
+function justAfter(sent: string | undefined): string {
+  const time = sent === undefined ? Number.NaN : Date.parse(sent);
+  return new Date(Number.isNaN(time) ? Date.now() : time + 1).toISOString();
 }

@@ -2,6 +2,7 @@
  * The standalone host as its own process (`plugin/hosts/standalone/main.ts`), for tests that signal or kill it:
  * started on a free port with the given environment, its JSON log lines collected.
  */
+import { createHash } from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { waitFor } from './wait-for.ts';
@@ -22,10 +23,14 @@ export function until(condition: () => boolean, timeoutMs = 10_000): Promise<tru
   return waitFor(async () => (condition() ? true : undefined), timeoutMs);
 }
 
-/** Starts the host with `env` over the test's environment (PORT 0, info logs) and waits for its start-up line. */
+/**
+ * Starts the host with `env` over the test's environment (PORT 0, info logs) and waits for its start-up line. Hosts
+ * on one data directory share their keys in Redis (when the environment has one), and no others do.
+ */
 export async function startHostProcess(env: Readonly<Record<string, string>>): Promise<HostProcess> {
+  const keyPrefix = `fhirgate:test:${createHash('sha256').update(env.FHIRGATE_DATA_DIR ?? 'default').digest('hex').slice(0, 16)}:`;
   const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', FHIRGATE_REDIS_KEY_PREFIX: keyPrefix, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let logs = '';

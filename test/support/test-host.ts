@@ -2,6 +2,7 @@
  * Starts a standalone host on a fresh SQLite file and a loopback port, for end-to-end tests; each test loads
  * its own project from the demo fixture (fresh ids), so tests never share records.
  */
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,7 +75,7 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     baseUrl: options.issuer ?? TEST_ISSUER,
     logger: options.logger ?? createJsonLogger('silent'),
     metrics: options.metrics,
-    plugin: project && options.pluginFor ? options.pluginFor(project) : options.plugin,
+    plugin: withOwnRedisKeys(project && options.pluginFor ? options.pluginFor(project) : options.plugin, dataDir, options.redis),
     redis: options.redis,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,
   });
@@ -99,4 +100,12 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
       }
     },
   };
+}
+
+/** A host with Redis keeps its keys apart from every other test's (they share one Redis): per data directory. */
+function withOwnRedisKeys(plugin: FhirgateOptionsInput | undefined, dataDir: string, redis: Redis | undefined): FhirgateOptionsInput | undefined {
+  if (!redis || !plugin || plugin.redisKeyPrefix) {
+    return plugin;
+  }
+  return { ...plugin, redisKeyPrefix: `fhirgate:test:${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}:` };
 }

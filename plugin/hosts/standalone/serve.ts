@@ -50,7 +50,8 @@ const standalone = await createStandaloneHost({
     llm: configuredLlm ?? demoProvider?.llm,
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
-    replyJournalDir: join(config.dataDir, 'journal'),
+    replyJournalDir: config.journalDir,
+    redisKeyPrefix: config.redisKeyPrefix,
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
   },
 });

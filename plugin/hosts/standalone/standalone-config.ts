@@ -1,7 +1,7 @@
 /**
  * Configuration of the standalone host, read once from the environment at start-up.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseLogLevel, type LogLevel } from './logger.ts';
 import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
@@ -15,7 +15,11 @@ export interface StandaloneConfig {
   readonly baseUrl: string;
   /** Folder of the SQLite file (`fhirgate.sqlite`). */
   readonly dataDir: string;
+  /** The reply journal's folder (the plugin's `replyJournalDir`): a disk of this instance's own; default `<dataDir>/journal`. */
+  readonly journalDir: string;
   readonly redisUrl?: string;
+  /** Prefix of fhirgate's keys in Redis (the plugin's `redisKeyPrefix`; unset: its default). */
+  readonly redisKeyPrefix: string | undefined;
   readonly logLevel: LogLevel;
   /** Load the demo project at start-up (default on). */
   readonly seedDemo: boolean;
@@ -45,7 +49,9 @@ const environmentSchema = z.object({
   FHIRGATE_BASE_URL: z.url().optional(),
   FHIRGATE_DATA_DIR: z.string().min(1).default('./data'),
   FHIRGATE_SEED_DEMO: z.enum(['true', 'false']).default('true'),
+  FHIRGATE_JOURNAL_DIR: z.string().min(1).optional(),
   REDIS_URL: z.string().min(1).optional(),
+  FHIRGATE_REDIS_KEY_PREFIX: z.string().min(1).max(100).optional(),
   LOG_LEVEL: z.string().optional(),
   FHIRGATE_DEVICE_AUTH: z.string().min(1).optional(),
   FHIRGATE_METRICS: z.enum(['on', 'off']).default('on'),
@@ -73,7 +79,9 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     hostname: values.HOST,
     baseUrl: baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
     dataDir: resolve(values.FHIRGATE_DATA_DIR),
+    journalDir: resolve(values.FHIRGATE_JOURNAL_DIR ?? join(values.FHIRGATE_DATA_DIR, 'journal')),
     redisUrl: values.REDIS_URL,
+    redisKeyPrefix: values.FHIRGATE_REDIS_KEY_PREFIX,
     logLevel: parseLogLevel(values.LOG_LEVEL),
     seedDemo: values.FHIRGATE_SEED_DEMO === 'true',
     deviceAuthFile: values.FHIRGATE_DEVICE_AUTH ? resolve(values.FHIRGATE_DEVICE_AUTH) : undefined,
