@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProjectMembership } from '@medplum/fhirtypes';
 import { startLogin } from '../../plugin/hosts/standalone/auth/logins.ts';
-import { createStandaloneHost, type StandaloneHost } from '../../plugin/hosts/standalone/create-standalone-host.ts';
+import { createStandaloneHost, type StandaloneHost, type StandaloneHostOptions } from '../../plugin/hosts/standalone/create-standalone-host.ts';
 import { createJsonLogger } from '../../plugin/hosts/standalone/logger.ts';
 import { openStandaloneStore, type StandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
 import { readProjectFixture, seedProject, type SeededProject } from '../../plugin/hosts/standalone/seed.ts';
@@ -53,6 +53,8 @@ export interface TestHostOptions {
   readonly metrics?: boolean;
   /** Where the host logs; silent unless given. */
   readonly logger?: HostLogger;
+  /** The host's own bounds on bodies and unauthenticated requests (its defaults otherwise). */
+  readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests'>;
   /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
   readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }
@@ -77,6 +79,7 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     plugin: project && options.pluginFor ? options.pluginFor(project) : options.plugin,
     redis: options.redis,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,
+    ...options.hostLimits,
   });
   const { url } = await standalone.listen(0);
   return {

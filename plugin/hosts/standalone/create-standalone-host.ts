@@ -24,7 +24,10 @@ import { createFhirRoutes } from './fhir-routes.ts';
 import { createJsonLogger } from './logger.ts';
 import { ProjectRepository } from './project-repository.ts';
 import { createHealthcheck } from './healthcheck.ts';
+import { answerNotFound, createOutcomeErrorHandler } from './outcome-errors.ts';
 import { registerPrometheusMetrics } from './prometheus-metrics.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from '../../http/json-body.ts';
+import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS, UnauthenticatedRequests } from '../../http/unauthenticated-requests.ts';
 
 // After the chat turns are drained, how long other responses may take to finish before their connections close.
 const CONNECTION_LINGER_MS = 2000;
@@ -43,7 +46,20 @@ export interface StandaloneHostOptions {
   readonly callerCache?: CallerCacheOptions;
   /** Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider). */
   readonly metrics?: boolean;
+  /** Largest JSON body of `/fhir/R4` and `/admin` (Medplum's `maxJsonSize`; default 1 MiB, as Medplum's). */
+  readonly maxJsonBytes?: number;
+  /** Most arrays and objects a JSON body of the host's own routes may nest (default 64). */
+  readonly maxJsonDepth?: number;
+  /** Sign-ins and token requests the host works on at once before their caller is known (default 64). */
+  readonly maxUnauthenticatedRequests?: number;
 }
+
+/** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
+export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
+
+// How long a client may take to send a whole request (headers and body) before it is answered 408 and closed:
+// a request still arriving may hold a place among the unauthenticated ones. Node's default is 300 s.
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** A built host: the Express app, the host port given to the plugin, and the token service (for tools and tests). */
 export interface StandaloneHost {
@@ -78,21 +94,27 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     logger,
   };
   // The meter provider goes first: the plugin makes its instruments when it is created.
-  const metricsHandler = options.metrics ? registerPrometheusMetrics() : undefined;
+  const metricsRoute = options.metrics ? registerPrometheusMetrics() : undefined;
   const plugin = createFhirgatePlugin(host, options.plugin);
+  const body = { maxBytes: options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH };
+  const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests ?? DEFAULT_MAX_UNAUTHENTICATED_REQUESTS);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
   app.get('/healthcheck', createHealthcheck(store, options.redis));
-  if (metricsHandler) {
-    app.get('/metrics', metricsHandler);
+  if (metricsRoute) {
+    app.get('/metrics', metricsRoute);
   }
-  app.use(createOAuthRoutes({ store, tokens, keys, callers }));
-  app.use(createPasswordLoginRoutes(store));
-  app.use('/admin/projects', createProjectAdminRoutes(store, host.authenticate));
-  app.use('/fhir/R4', createFhirRoutes(host.authenticate));
+  app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
+  app.use(createPasswordLoginRoutes(store, { unauthenticated, maxJsonDepth: body.maxDepth, logger }));
+  app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
+  app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger }));
   app.use(plugin);
+  // Last: a path nobody serves, and any error no route answered, leave as Medplum's OperationOutcome, never as
+  // Express's default page (HTML, and the error, with a body parser's copy of the body, printed to stderr).
+  app.use(answerNotFound());
+  app.use(createOutcomeErrorHandler(logger));
 
   const servers: Server[] = [];
   return {
@@ -108,6 +130,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
             reject(error);
             return;
           }
+          server.requestTimeout = REQUEST_TIMEOUT_MS;
           servers.push(server);
           const address = server.address() as AddressInfo;
           resolve({ server, url: `http://${hostname}:${address.port}/` });

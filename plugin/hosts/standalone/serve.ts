@@ -46,7 +46,10 @@ const standalone = await createStandaloneHost({
   logger,
   redis,
   metrics: config.metrics,
+  maxJsonBytes: config.maxJsonBytes,
+  maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
   plugin: {
+    maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
