@@ -24,7 +24,8 @@ const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
-mkdirSync(config.dataDir, { recursive: true });
+// Owner-only: the store holds signing keys, client secrets and PHI (the files inside are 0600 in any case).
+mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs, cacheSizeMiB: config.storeCacheMiB });
 const configuredLlm = readProviderConfigFromEnvironment(process.env);
 const demoProvider = configuredLlm ? undefined : await startDemoProvider();
