@@ -49,7 +49,7 @@ export interface TestHostOptions {
   readonly accessTokenLifetimeSeconds?: number;
   /** Token issuer; all test hosts share `TEST_ISSUER` unless told otherwise. */
   readonly issuer?: string;
-  /** Serve `/metrics` (registers this test file's global meter provider). */
+  /** Serve `/metrics` to `TEST_METRICS_TOKEN` (registers this test file's global meter provider). */
   readonly metrics?: boolean;
   /** Where the host logs; silent unless given. */
   readonly logger?: HostLogger;
@@ -58,6 +58,9 @@ export interface TestHostOptions {
   /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
   readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }
+
+/** The bearer token of a test host's `/metrics`. */
+export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789abcdef';
 
 /** The issuer test hosts sign with, whatever port they listen on. */
 export const TEST_ISSUER = 'http://localhost:8103/';
@@ -75,7 +78,7 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     store: options.wrapStore ? options.wrapStore(store) : store,
     baseUrl: options.issuer ?? TEST_ISSUER,
     logger: options.logger ?? createJsonLogger('silent'),
-    metrics: options.metrics,
+    metrics: options.metrics ? { bearerToken: TEST_METRICS_TOKEN } : undefined,
     plugin: project && options.pluginFor ? options.pluginFor(project) : options.plugin,
     redis: options.redis,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,

@@ -25,7 +25,7 @@ import { createJsonLogger } from './logger.ts';
 import { ProjectRepository } from './project-repository.ts';
 import { createHealthcheck } from './healthcheck.ts';
 import { answerNotFound, createOutcomeErrorHandler } from './outcome-errors.ts';
-import { registerPrometheusMetrics } from './prometheus-metrics.ts';
+import { createMetricsRoute, registerPrometheusMetrics } from './prometheus-metrics.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../../http/json-body.ts';
 import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS, UnauthenticatedRequests } from '../../http/unauthenticated-requests.ts';
 
@@ -44,8 +44,11 @@ export interface StandaloneHostOptions {
   readonly accessTokenLifetimeSeconds?: number;
   /** How long (default 5 s) and how many resolved callers are kept; `{ ttlMs: 0 }` resolves every request afresh. */
   readonly callerCache?: CallerCacheOptions;
-  /** Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider). */
-  readonly metrics?: boolean;
+  /**
+   * Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider), to a
+   * scraper that sends `Authorization: Bearer <bearerToken>` (at least 16 characters); anyone else gets 401.
+   */
+  readonly metrics?: { readonly bearerToken: string };
   /** Largest JSON body of `/fhir/R4` and `/admin` (Medplum's `maxJsonSize`; default 1 MiB, as Medplum's). */
   readonly maxJsonBytes?: number;
   /** Most arrays and objects a JSON body of the host's own routes may nest (default 64). */
@@ -94,7 +97,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     logger,
   };
   // The meter provider goes first: the plugin makes its instruments when it is created.
-  const metricsRoute = options.metrics ? registerPrometheusMetrics() : undefined;
+  const metricsRoute = options.metrics ? createMetricsRoute(registerPrometheusMetrics(), options.metrics.bearerToken) : undefined;
   const plugin = createFhirgatePlugin(host, options.plugin);
   const body = { maxBytes: options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH };
   const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests ?? DEFAULT_MAX_UNAUTHENTICATED_REQUESTS);
