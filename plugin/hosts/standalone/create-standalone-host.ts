@@ -60,8 +60,9 @@ export interface StandaloneHostOptions {
 /** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
 export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
 
-// How long a client may take to send a whole request (headers and body) before it is answered 408 and closed:
-// a request still arriving may hold a place among the unauthenticated ones. Node's default is 300 s.
+// How long a client may take to send a whole request (headers and body) before it is answered 408 and closed
+// (Node checks every 30 s): a request still arriving may hold a place among the unauthenticated ones. Node's
+// default is 300 s.
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /** A built host: the Express app, the host port given to the plugin, and the token service (for tools and tests). */
