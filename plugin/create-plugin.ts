@@ -5,6 +5,7 @@
  */
 import express, { type Response, type Router } from 'express';
 import { AgentDevices } from './chat/agent-device.ts';
+import { authenticateCaller } from './chat/authenticate-caller.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
 import { AppError } from './errors.ts';
@@ -13,7 +14,10 @@ import { createDeviceTokenRoute } from './devices/device-token-route.ts';
 import { createGraphqlRoute } from './graphql/graphql-route.ts';
 import { createModelRegistry } from './llm/model-registry.ts';
 import type { FhirgateHost } from './host.ts';
+import { authenticateFirst, authenticatingOncePerRequest } from './http/authenticate-first.ts';
+import { readJsonBody } from './http/json-body.ts';
 import { createOpenAiErrorHandler, sendOpenAiError } from './http/openai-error-response.ts';
+import { holdUnauthenticatedPlace, UnauthenticatedRequests } from './http/unauthenticated-requests.ts';
 import { sendGraphqlError } from './graphql/graphql-response.ts';
 import { parseFhirgateOptions, type FhirgateOptionsInput } from './options.ts';
 import { InFlightTurns, shuttingDownError } from './chat/in-flight-turns.ts';
@@ -72,9 +76,13 @@ function requireHostDefinitions(host: FhirgateHost): void {
 }
 
 /** Creates the plugin router for a server; options are validated here, once. */
-export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateOptionsInput = {}): FhirgatePlugin {
+export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: FhirgateOptionsInput = {}): FhirgatePlugin {
   const options = parseFhirgateOptions(optionsInput);
-  requireHostDefinitions(host);
+  requireHostDefinitions(serverHost);
+  // Routes check the caller before they read the body, and the chat pipeline's step 1 asks again: one check.
+  const host = authenticatingOncePerRequest(serverHost);
+  const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests);
+  const jsonLimits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth };
   const telemetry = createTelemetry(FHIRGATE_VERSION);
   const inFlight = new InFlightTurns();
   const journal = ReplyJournal.open(options.replyJournalDir);
@@ -110,7 +118,6 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
     next();
   });
   const v1 = express.Router();
-  v1.use(express.json({ limit: options.maxBodyBytes }));
   if (options.llm) {
     const chat: ChatServices = {
       host,
@@ -128,6 +135,8 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
       turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
     };
+    // The token and X-Project-ID are checked before the body is read: without them, a 401 or 403 and nothing read.
+    v1.post('/chat/completions', authenticateFirst((request) => authenticateCaller(host, request)), readJsonBody(jsonLimits));
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {
     v1.use(['/chat/completions', '/models'], (_request, _response, next) =>
@@ -140,7 +149,9 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
 
   const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry) : undefined;
   const deviceToken = express.Router();
-  deviceToken.use(express.json({ limit: DEVICE_TOKEN_BODY_LIMIT }));
+  // No bearer token here: the credentials are in the body, so the body is read unauthenticated, small and with a
+  // place among the unauthenticated requests in flight.
+  deviceToken.post('/', holdUnauthenticatedPlace(unauthenticated), readJsonBody({ maxBytes: DEVICE_TOKEN_BODY_LIMIT, maxDepth: options.maxJsonDepth }));
   if (devices) {
     deviceToken.use(createDeviceTokenRoute(devices, telemetry, host.logger));
   } else {
@@ -148,7 +159,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
   }
   deviceToken.use(createOpenAiErrorHandler(host.logger));
   router.use('/account/api/token/device', deviceToken);
-  router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, maxBodyBytes: options.maxBodyBytes }));
+  router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, body: jsonLimits }));
   let closed: Promise<void> | undefined;
   const close = async (graceMs: number): Promise<void> => {
     closing = true;

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
 import { PATIENT_CONTEXT_MODES, PATIENT_CONTEXT_TYPES } from './chat/patient-context.ts';
 import { deviceAuthSchema } from './devices/device-auth-config.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from './http/json-body.ts';
+import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS } from './http/unauthenticated-requests.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
 
 /** Schema of the options a server passes to `createFhirgatePlugin`. */
@@ -13,6 +15,13 @@ export const fhirgateOptionsSchema = z
   .object({
     /** Largest JSON body the plugin's routes accept; larger bodies get 413 before they are parsed. */
     maxBodyBytes: z.number().int().positive().default(1024 * 1024),
+    /** Most arrays and objects a JSON body may nest in one another; a deeper body gets 400 before anything else. */
+    maxJsonDepth: z.number().int().min(1).max(10_000).default(DEFAULT_MAX_JSON_DEPTH),
+    /**
+     * Requests this instance works on at once before anyone is authenticated (the device token exchange reads its
+     * body to learn who calls); beyond it they get 429 with Retry-After at once (http/unauthenticated-requests.ts).
+     */
+    maxUnauthenticatedRequests: z.number().int().positive().default(DEFAULT_MAX_UNAUTHENTICATED_REQUESTS),
     /** LLM providers and models (`plugin/llm/provider-config.ts`); without it the chat routes answer 503. */
     llm: providerConfigSchema.optional(),
     /** The spec's `device_auth`: device keys, token signing and expiry, the devices' project (`devices/device-auth-config.ts`). Without it the device routes answer 503. */

@@ -1,8 +1,10 @@
 /**
  * `npm run security`: attacks on a standalone host (a real SQLite file, real HTTP on loopback, the LLM emulator):
- * forged and misused tokens, reaching another project's records, resource consumption, device key guessing and
- * timing, device writes into charts, and fuzzing; then the host's logs are scanned for secrets. Prints the attacks tried by kind, how many
- * were let through and how many 5xx answers were seen: both must be 0 (exit 1 otherwise).
+ * forged and misused tokens, reaching another project's records, forged records of what the AI said, resource
+ * consumption, bodies that do not parse or are too large or too deep, work before authentication, what is exposed
+ * (search pages, file modes, `/metrics`), device key guessing and timing, device writes into charts, and fuzzing;
+ * then the host's logs are scanned for secrets. Prints the attacks tried by kind, how many were let through and how
+ * many 5xx answers were seen: both must be 0 (exit 1 otherwise).
  *
  *   npm run security
  *   npm run security -- --fuzz-runs 3000 --json results.json
@@ -19,7 +21,9 @@ import type { SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, deviceAttacks } from './device-attacks.ts';
 import { deviceWriteAttacks } from './device-write-attacks.ts';
 import { chartInjectionAttack, forgeryAttacks } from './forgery-attacks.ts';
+import { exposureAttacks } from './exposure-attacks.ts';
 import { fuzzAttacks } from './fuzz-attacks.ts';
+import { inputAttacks, SECRET_IN_BODY } from './input-attacks.ts';
 import { isolationAttacks } from './isolation-attacks.ts';
 import { AttackLog } from './suite.ts';
 import { tokenAttacks } from './token-attacks.ts';
@@ -33,6 +37,7 @@ const log = new AttackLog();
 const logLines: string[] = [];
 const emulator = await startLlmEmulator();
 const host = await startTestHost({
+  metrics: true,
   logger: createJsonLogger('info', (line) => logLines.push(line)),
   pluginFor: (project) => ({
     llm: {
@@ -70,7 +75,7 @@ const context: SecurityContext = {
   tokenB,
   deviceTokenA,
   hostKeys: await loadSigningKeys(host.store),
-  secrets: [PROVIDER_KEY, DEVICE_KEY, DEVICE_SECRET, tokenA, tokenB, deviceTokenA, PROMPT_TEXT],
+  secrets: [PROVIDER_KEY, DEVICE_KEY, DEVICE_SECRET, tokenA, tokenB, deviceTokenA, PROMPT_TEXT, SECRET_IN_BODY],
   storedCommunications: async () => (await host.store.search({ resourceType: 'Communication', total: 'accurate', count: 0 })).total ?? 0,
   providerCalls: () => emulator.received.length,
   chat: (token, body, headers = { 'X-Project-ID': projectA.projectId }) =>
@@ -87,6 +92,8 @@ await isolationAttacks(context);
 await forgeryAttacks(context);
 await chartInjectionAttack(context);
 await consumptionAttacks(context);
+await inputAttacks(context);
+await exposureAttacks(context);
 await deviceAttacks(context);
 await deviceWriteAttacks(context);
 await fuzzAttacks(context, Number(args['fuzz-runs']));

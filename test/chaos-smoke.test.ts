@@ -14,7 +14,7 @@ const run = promisify(execFile);
 interface ChaosSummary {
   requests: number;
   faults: Record<string, number>;
-  events: { sigkill: number; storeLockWindows: number; recoveredAfterRestart: number; repliesKeptInOutbox: number };
+  events: { sigkill: number; storeLockWindows: number; recoveredAfterRestart: number; repliesKeptInOutbox: number; hostStalls: number };
   clientEnds: Record<string, number>;
   prompts: number;
   replies: number;
@@ -39,6 +39,7 @@ test('a short chaos run loses, duplicates and misreports nothing', async () => {
     // The run met what it is meant to: every kind of fault, the kill, and a store that refused writes.
     expect(Object.keys(summary.faults).sort()).toEqual(
       [
+        'client-leaves-during-stall',
         'client-leaves-early',
         'client-leaves-mid-stream',
         'none',
@@ -54,6 +55,7 @@ test('a short chaos run loses, duplicates and misreports nothing', async () => {
     );
     expect(summary.events.sigkill).toBe(1);
     expect(summary.events.storeLockWindows).toBe(1);
+    expect(summary.events.hostStalls).toBeGreaterThan(0);
     expect((summary.clientEnds['http 503'] ?? 0) + summary.events.repliesKeptInOutbox).toBeGreaterThan(0);
     expect(summary.prompts).toBeGreaterThan(summary.requests / 2);
   } finally {

@@ -13,7 +13,7 @@ import OpenAI from 'openai';
 import { createJsonLogger } from '../plugin/hosts/standalone/logger.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
-import { startTestHost, type TestHost } from './support/test-host.ts';
+import { startTestHost, TEST_METRICS_TOKEN, type TestHost } from './support/test-host.ts';
 
 const PROVIDER_KEY = 'sk-observability-provider-key-0001';
 const DEVICE_KEY = 'device-key-observability-0002';
@@ -75,7 +75,7 @@ describe('observability of the standalone host', () => {
   });
 
   async function metrics(): Promise<string> {
-    const response = await fetch(`${host.url}metrics`);
+    const response = await fetch(`${host.url}metrics`, { headers: { Authorization: `Bearer ${TEST_METRICS_TOKEN}` } });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/plain');
     return response.text();
@@ -124,6 +124,19 @@ describe('observability of the standalone host', () => {
     expect(sample(after, 'fhirgate_llm_time_to_first_token_count', model)).toBeGreaterThanOrEqual(1);
     expect(sample(after, 'fhirgate_chat_active_streams')).toBe(0);
     expect(sample(after, 'fhirgate_chat_waiting_turns')).toBe(0);
+  });
+
+  test('/metrics (it names projects and models) is served only to the configured bearer token', async () => {
+    await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Count me' }] });
+    for (const headers of [{}, { Authorization: 'Bearer wrong-metrics-token-0123456789' }, { Authorization: `Bearer ${accessToken}` }, { Authorization: `Basic ${Buffer.from(`x:${TEST_METRICS_TOKEN}`).toString('base64')}` }]) {
+      const response = await fetch(`${host.url}metrics`, { headers });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
+      const text = await response.text();
+      expect(text).not.toContain('fhirgate_');
+      expect(text).not.toContain(project.projectId);
+    }
+    expect(await metrics()).toContain(project.projectId);
   });
 
   test('an upstream failure is counted by kind, and the request by its 502', async () => {

@@ -21,6 +21,8 @@ const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
 /** Maria Lopez, in Dr. Carter's care team: the AccessPolicy lets her chat about this patient. */
 const DEMO_PATIENT = 'a1f0c0de-0000-4000-8000-000000000301';
 const ISSUER = 'http://fhirgate.bench.test/';
+/** The bearer token the bench's hosts serve `/metrics` to. */
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 /** Earlier turns of each prepared conversation, so each measured request sends history to the model. */
 const EARLIER_TURNS = 3;
 const PREPARE_CONCURRENCY = 8;
@@ -118,6 +120,7 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     // limits would refuse most of them.
     FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
     FHIRGATE_MAX_CONCURRENT_TURNS: '2000',
+    FHIRGATE_METRICS_TOKEN: METRICS_TOKEN,
   };
   const child = startNodeProcess(standaloneHostArgs(options.nodeFlags), { core: options.core, env });
   const stderrTail = keepTail(child.stderr);
@@ -135,7 +138,7 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
 
 /** Sums the request-duration histogram's counts of fhirgate's `/graphql` route on the host's Prometheus text. */
 async function countGraphqlRequests(baseUrl: string): Promise<number> {
-  const response = await fetch(`${baseUrl}/metrics`);
+  const response = await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   if (!response.ok) throw new Error(`fhirgate /metrics answered ${response.status}`);
   let count = 0;
   for (const line of (await response.text()).split('\n')) {

@@ -51,6 +51,9 @@ type Entry =
   | { readonly op: 'closed'; readonly id: string };
 
 const FILE = 'replies.jsonl';
+// The journal holds prompts' parties and reply text: owner-only, whatever the process's umask.
+const OWNER_ONLY_DIRECTORY = 0o700;
+const OWNER_ONLY_FILE = 0o600;
 const LOCK = 'LOCK';
 /** The file is rewritten with only unfinished turns once it grows past this. */
 const DEFAULT_ROTATE_BYTES = 8 * 1024 * 1024;
@@ -88,10 +91,10 @@ export class ReplyJournal {
     if (!root) {
       return new ReplyJournal(undefined, rotateBytes, []);
     }
-    mkdirSync(root, { recursive: true });
+    mkdirSync(root, { recursive: true, mode: OWNER_ONLY_DIRECTORY });
     const dir = join(root, `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
-    mkdirSync(dir);
-    writeFileSync(join(dir, LOCK), String(process.pid), { flush: true });
+    mkdirSync(dir, { mode: OWNER_ONLY_DIRECTORY });
+    writeFileSync(join(dir, LOCK), String(process.pid), { flush: true, mode: OWNER_ONLY_FILE });
     const adopted = adoptOrphans(root, dir);
     const unfinished = adopted.flatMap((orphan) => {
       const path = join(orphan, FILE);
@@ -223,13 +226,13 @@ export class ReplyJournal {
       }
     }
     const content = lines.length ? `${lines.join('\n')}\n` : '';
-    writeFileSync(next, content, { flush: true });
+    writeFileSync(next, content, { flush: true, mode: OWNER_ONLY_FILE });
     if (this.#fd !== undefined) {
       closeSync(this.#fd);
     }
     renameSync(next, path);
     fsyncDirectory(this.#dir);
-    this.#fd = openSync(path, 'a');
+    this.#fd = openSync(path, 'a', OWNER_ONLY_FILE);
     this.#bytes = Buffer.byteLength(content);
   }
 }

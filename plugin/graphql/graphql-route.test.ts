@@ -28,7 +28,7 @@ describe('POST /graphql with the fast path', () => {
     authenticate: async () => caller,
     fhir: { createRouter: (options: { introspectionEnabled: boolean }) => new FhirRouter(options), isResourceType },
   } as unknown as FhirgateHost;
-  const app = express().use(createGraphqlRoute({ host, limits: { maxDepth: 3 }, maxBodyBytes: 100_000 }));
+  const app = express().use(createGraphqlRoute({ host, limits: { maxDepth: 3 }, body: { maxBytes: 100_000, maxDepth: 64 } }));
 
   beforeAll(() => loadFhirDefinitions());
 

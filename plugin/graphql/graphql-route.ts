@@ -1,8 +1,8 @@
 /**
  * `POST /graphql`: the spec's device dialect (and Medplum's own) on Medplum's GraphQL engine, step by step:
- *   1. read the body (one request; batching is off)            → 400
- *   2. authenticate: a device token, or a user's Medplum token  → 401 / 403
+ *   1. authenticate, from the headers alone: a device token, or a user's Medplum token  → 401 / 403
  *      (a device is also rate limited → 429, and must still be an active Device)
+ *   2. read the body, within its size and depth (one request; batching is off)          → 400 / 413
  *   3. translate the document to Medplum's dialect, within fhirgate's limits (planned once per document text)
  *   4. for a device: only Observation writes that name the device itself, linked to its Device, about its
  *      assigned patient (Device.patient), itself or no one → else FORBIDDEN
@@ -19,7 +19,7 @@ import { looksLikeDeviceToken } from '../devices/device-tokens.ts';
 import { AppError, toAppError } from '../errors.ts';
 import type { FhirgateHost } from '../host.ts';
 import { readBearerToken } from '../http/bearer-token.ts';
-import { fromBodyParserError } from '../http/openai-error-response.ts';
+import { fromBodyParserError, readJsonBody, type BodyLimits } from '../http/json-body.ts';
 import { guardDeviceWrites } from './device-write-guard.ts';
 import type { DocumentLimits } from './document-limits.ts';
 import { executeGraphql } from './execute-graphql.ts';
@@ -35,7 +35,8 @@ export interface GraphqlRouteOptions {
   /** Absent when `device_auth` is not configured: device tokens are then refused. */
   readonly devices?: DeviceServices;
   readonly limits: DocumentLimits;
-  readonly maxBodyBytes: number;
+  /** The body's size and depth bounds. */
+  readonly body: BodyLimits;
 }
 
 /** The route, mounted at the plugin's root. */
@@ -49,9 +50,15 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
     onUnsupportedDocument: (reason) => options.host.logger?.debug('GraphQL document left to Medplum\'s handler', { reason }),
   });
   const translator = new DocumentTranslator(options.limits);
-  router.post('/graphql', express.json({ limit: options.maxBodyBytes }), async (request, response) => {
+  // The caller is known before the body is read: without a valid token, a 401 and nothing read.
+  const callers = new WeakMap<Request, AuthenticatedGraphqlCaller>();
+  const resolveCallerFirst = async (request: Request, _response: Response, next: NextFunction): Promise<void> => {
+    callers.set(request, await authenticate(options, request));
+    next();
+  };
+  router.post('/graphql', resolveCallerFirst, readJsonBody(options.body), async (request, response) => {
     const body = parseGraphqlRequestBody(request.body);
-    const { repo, prepare } = await authenticate(options, request);
+    const { repo, prepare } = callers.get(request) ?? (await authenticate(options, request));
     let translated: MedplumGraphqlRequest;
     try {
       translated = prepare(translator.translate(body));

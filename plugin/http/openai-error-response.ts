@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { AppError, toAppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
 import { requestIdOf } from '../telemetry/request-telemetry.ts';
+import { fromBodyParserError } from './json-body.ts';
 
 /** The spec's error body: `{error: {message, type, code}}`, as OpenAI clients expect it. */
 export interface OpenAiErrorBody {
@@ -55,24 +56,6 @@ export function createOpenAiErrorHandler(logger: HostLogger | undefined) {
     }
     sendOpenAiError(response, error);
   };
-}
-
-/** Maps the errors of Express's body parser (malformed JSON, oversized body) onto AppErrors. */
-export function fromBodyParserError(thrown: unknown): AppError | undefined {
-  if (typeof thrown !== 'object' || thrown === null || !('type' in thrown)) {
-    return undefined;
-  }
-  const { type } = thrown as { type: unknown };
-  if (type === 'entity.too.large') {
-    return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
-  }
-  if (type === 'entity.parse.failed') {
-    return new AppError('invalid_request', 'The request body is not valid JSON.');
-  }
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-    return new AppError('invalid_request', 'The request body encoding is not supported.');
-  }
-  return undefined;
 }
 
 function describeCause(cause: unknown): string | undefined {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ProjectMembership } from '@medplum/fhirtypes';
 import { startLogin } from '../../plugin/hosts/standalone/auth/logins.ts';
-import { createStandaloneHost, type StandaloneHost } from '../../plugin/hosts/standalone/create-standalone-host.ts';
+import { createStandaloneHost, type StandaloneHost, type StandaloneHostOptions } from '../../plugin/hosts/standalone/create-standalone-host.ts';
 import { createJsonLogger } from '../../plugin/hosts/standalone/logger.ts';
 import { openStandaloneStore, type StandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
 import { readProjectFixture, seedProject, type SeededProject } from '../../plugin/hosts/standalone/seed.ts';
@@ -50,13 +50,18 @@ export interface TestHostOptions {
   readonly accessTokenLifetimeSeconds?: number;
   /** Token issuer; all test hosts share `TEST_ISSUER` unless told otherwise. */
   readonly issuer?: string;
-  /** Serve `/metrics` (registers this test file's global meter provider). */
+  /** Serve `/metrics` to `TEST_METRICS_TOKEN` (registers this test file's global meter provider). */
   readonly metrics?: boolean;
   /** Where the host logs; silent unless given. */
   readonly logger?: HostLogger;
+  /** The host's own bounds on bodies and unauthenticated requests (its defaults otherwise). */
+  readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests'>;
   /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
   readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }
+
+/** The bearer token of a test host's `/metrics`. */
+export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789abcdef';
 
 /** The issuer test hosts sign with, whatever port they listen on. */
 export const TEST_ISSUER = 'http://localhost:8103/';
@@ -74,10 +79,11 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     store: options.wrapStore ? options.wrapStore(store) : store,
     baseUrl: options.issuer ?? TEST_ISSUER,
     logger: options.logger ?? createJsonLogger('silent'),
-    metrics: options.metrics,
+    metrics: options.metrics ? { bearerToken: TEST_METRICS_TOKEN } : undefined,
     plugin: withOwnRedisKeys(project && options.pluginFor ? options.pluginFor(project) : options.plugin, dataDir, options.redis),
     redis: options.redis,
     accessTokenLifetimeSeconds: options.accessTokenLifetimeSeconds,
+    ...options.hostLimits,
   });
   const { url } = await standalone.listen(0);
   return {

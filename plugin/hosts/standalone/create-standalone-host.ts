@@ -24,7 +24,10 @@ import { createFhirRoutes } from './fhir-routes.ts';
 import { createJsonLogger } from './logger.ts';
 import { ProjectRepository } from './project-repository.ts';
 import { createHealthcheck } from './healthcheck.ts';
-import { registerPrometheusMetrics } from './prometheus-metrics.ts';
+import { answerNotFound, createOutcomeErrorHandler } from './outcome-errors.ts';
+import { createMetricsRoute, registerPrometheusMetrics } from './prometheus-metrics.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from '../../http/json-body.ts';
+import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS, UnauthenticatedRequests } from '../../http/unauthenticated-requests.ts';
 
 /** How long an idle keep-alive connection stays open (Node's own default is 5 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
@@ -43,9 +46,26 @@ export interface StandaloneHostOptions {
   readonly accessTokenLifetimeSeconds?: number;
   /** How long (default 5 s) and how many resolved callers are kept; `{ ttlMs: 0 }` resolves every request afresh. */
   readonly callerCache?: CallerCacheOptions;
-  /** Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider). */
-  readonly metrics?: boolean;
+  /**
+   * Serve `/metrics` in Prometheus's text format (registers the process's OpenTelemetry meter provider), to a
+   * scraper that sends `Authorization: Bearer <bearerToken>` (at least 16 characters); anyone else gets 401.
+   */
+  readonly metrics?: { readonly bearerToken: string };
+  /** Largest JSON body of `/fhir/R4` and `/admin` (Medplum's `maxJsonSize`; default 1 MiB, as Medplum's). */
+  readonly maxJsonBytes?: number;
+  /** Most arrays and objects a JSON body of the host's own routes may nest (default 64). */
+  readonly maxJsonDepth?: number;
+  /** Sign-ins and token requests the host works on at once before their caller is known (default 64). */
+  readonly maxUnauthenticatedRequests?: number;
 }
+
+/** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
+export const DEFAULT_MAX_JSON_BYTES = 1024 * 1024;
+
+// How long a client may take to send a whole request (headers and body) before it is answered 408 and closed
+// (Node checks every 30 s): a request still arriving may hold a place among the unauthenticated ones. Node's
+// default is 300 s.
+const REQUEST_TIMEOUT_MS = 30_000;
 
 /** A built host: the Express app, the host port given to the plugin, and the token service (for tools and tests). */
 export interface StandaloneHost {
@@ -80,21 +100,27 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     logger,
   };
   // The meter provider goes first: the plugin makes its instruments when it is created.
-  const metricsHandler = options.metrics ? registerPrometheusMetrics() : undefined;
+  const metricsRoute = options.metrics ? createMetricsRoute(registerPrometheusMetrics(), options.metrics.bearerToken) : undefined;
   const plugin = createFhirgatePlugin(host, options.plugin);
+  const body = { maxBytes: options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH };
+  const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests ?? DEFAULT_MAX_UNAUTHENTICATED_REQUESTS);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
   app.get('/healthcheck', createHealthcheck(store, options.redis));
-  if (metricsHandler) {
-    app.get('/metrics', metricsHandler);
+  if (metricsRoute) {
+    app.get('/metrics', metricsRoute);
   }
-  app.use(createOAuthRoutes({ store, tokens, keys, callers }));
-  app.use(createPasswordLoginRoutes(store));
-  app.use('/admin/projects', createProjectAdminRoutes(store, host.authenticate));
-  app.use('/fhir/R4', createFhirRoutes(host.authenticate));
+  app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
+  app.use(createPasswordLoginRoutes(store, { unauthenticated, maxJsonDepth: body.maxDepth, logger }));
+  app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
+  app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger }));
   app.use(plugin);
+  // Last: a path nobody serves, and any error no route answered, leave as Medplum's OperationOutcome, never as
+  // Express's default page (HTML, and the error, with a body parser's copy of the body, printed to stderr).
+  app.use(answerNotFound());
+  app.use(createOutcomeErrorHandler(logger));
 
   const servers: Server[] = [];
   return {
@@ -115,7 +141,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
           // same connection, which then fails with a reset, the request neither answered nor refused. Medplum's server
           // keeps them 90 s for the same reason.
           server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-          server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
+          server.requestTimeout = REQUEST_TIMEOUT_MS;
           servers.push(server);
           const address = server.address() as AddressInfo;
           resolve({ server, url: `http://${hostname}:${address.port}/` });

@@ -4,10 +4,9 @@
  * demo device `demo-monitor-1` (a Device of the demo fixture) gets a key and the host a signing secret, both
  * generated once into `<data dir>/secrets/` (mode 0600) and referenced as `file:`, never printed in logs.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { DeviceAuthInput } from '../../devices/device-auth-config.ts';
+import { ensureSecretFile } from './secret-files.ts';
 
 /** The demo device's id (its Device identifier value) and identifier system. */
 export const DEMO_DEVICE = { id: 'demo-monitor-1', identifierSystem: 'urn:fhirgate:demo:device' } as const;
@@ -45,21 +44,5 @@ export function readDemoDeviceKey(dataDir: string): string {
 }
 
 function ensureDemoSecrets(dataDir: string): { keyFile: string; secretFile: string } {
-  const folder = join(dataDir, 'secrets');
-  mkdirSync(folder, { recursive: true, mode: 0o700 });
-  const keyFile = join(folder, `${DEMO_DEVICE.id}.key`);
-  const secretFile = join(folder, 'device-jwt-secret');
-  for (const [file, bytes] of [[keyFile, 24], [secretFile, 48]] as const) {
-    if (!existsSync(file)) {
-      try {
-        writeFileSync(file, `${randomBytes(bytes).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
-      } catch (error) {
-        // Another process (the token command, a second instance) wrote it first: theirs is kept.
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw error;
-        }
-      }
-    }
-  }
-  return { keyFile, secretFile };
+  return { keyFile: ensureSecretFile(dataDir, `${DEMO_DEVICE.id}.key`, 24), secretFile: ensureSecretFile(dataDir, 'device-jwt-secret', 48) };
 }

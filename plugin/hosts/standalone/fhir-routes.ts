@@ -2,35 +2,51 @@
  * `/fhir/R4/*` served by Medplum's own `FhirRouter` (REST, batch, `$graphql`) over the caller's repository, so
  * every FHIR call a client makes is checked against its AccessPolicy exactly as the plugin's own writes are.
  */
-import { OperationOutcomeError, getStatus, isOk, normalizeOperationOutcome, unauthorized } from '@medplum/core';
+import { getStatus, isOk } from '@medplum/core';
 import { FhirRouter, type FhirRepository, type FhirRequest, type HttpMethod } from '@medplum/fhir-router';
 import type { OperationOutcome, Resource } from '@medplum/fhirtypes';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { CallerContext } from '../../host.ts';
-import { outcomeOf } from '../../medplum-errors.ts';
+import express, { type Request, type Response, type Router } from 'express';
+import { AppError } from '../../errors.ts';
+import type { CallerContext, HostLogger } from '../../host.ts';
+import { authenticateFirst } from '../../http/authenticate-first.ts';
+import { readJsonBody, type BodyLimits } from '../../http/json-body.ts';
+import { createOutcomeErrorHandler } from './outcome-errors.ts';
 
 const FHIR_JSON = 'application/fhir+json';
+// Medplum's JSON_TYPE (app.ts): FHIR JSON and JSON Patch are both `application/*+json`.
+const JSON_TYPES = ['application/json', 'application/*+json'];
 
-/** Creates the `/fhir/R4` router; `authenticate` resolves the caller of each request. */
-export function createFhirRoutes(authenticate: (request: Request) => Promise<CallerContext | undefined>): Router {
+/** How the FHIR routes are built. */
+export interface FhirRoutesOptions {
+  /** Resolves the caller of a request from its headers (undefined: none). */
+  readonly authenticate: (request: Request) => Promise<CallerContext | undefined>;
+  /** The body's bounds: Medplum's `maxJsonSize` (1 MB by default) and a nesting depth. */
+  readonly body: Omit<BodyLimits, 'type'>;
+  readonly logger?: HostLogger;
+}
+
+/**
+ * Creates the `/fhir/R4` router. The caller is resolved from the bearer token before the body is read: a request
+ * without a valid token gets Medplum's 401 whatever its body holds, and its body is never parsed.
+ */
+export function createFhirRoutes(options: FhirRoutesOptions): Router {
   const fhirRouter = new FhirRouter();
+  const callers = new WeakMap<Request, CallerContext>();
   const router = express.Router();
-  router.use(express.json({ type: [FHIR_JSON, 'application/json', 'application/json-patch+json'], limit: '16mb' }));
-  router.use(async (request, response) => {
-    const caller = await authenticate(request);
+  const requireCaller = async (request: Request): Promise<CallerContext> => {
+    const caller = callers.get(request) ?? (await options.authenticate(request));
     if (!caller) {
-      sendOutcome(response, unauthorized);
-      return;
+      throw new AppError('unauthenticated', 'Unauthorized');
     }
-    await handleFhirRequest(fhirRouter, caller.repo, request, response);
+    callers.set(request, caller);
+    return caller;
+  };
+  router.use(authenticateFirst(requireCaller));
+  router.use(readJsonBody({ ...options.body, type: JSON_TYPES }));
+  router.use(async (request, response) => {
+    await handleFhirRequest(fhirRouter, (await requireCaller(request)).repo, request, response);
   });
-  router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
-    if (response.headersSent) {
-      next(error);
-      return;
-    }
-    sendOutcome(response, outcomeOf(error) ?? normalizeOperationOutcome(toBadBody(error)));
-  });
+  router.use(createOutcomeErrorHandler(options.logger));
   return router;
 }
 
@@ -68,21 +84,4 @@ function sendOutcome(response: Response, outcome: OperationOutcome): void {
 
 function sendResource(response: Response, status: number, resource: Resource): void {
   response.status(status).type(FHIR_JSON).send(JSON.stringify(resource));
-}
-
-function toBadBody(error: unknown): OperationOutcomeError | unknown {
-  const type = typeof error === 'object' && error !== null && 'type' in error ? (error as { type: unknown }).type : undefined;
-  if (type === 'entity.parse.failed') {
-    return new OperationOutcomeError({
-      resourceType: 'OperationOutcome',
-      issue: [{ severity: 'error', code: 'invalid', details: { text: 'The request body is not valid JSON.' } }],
-    });
-  }
-  if (type === 'entity.too.large') {
-    return new OperationOutcomeError({
-      resourceType: 'OperationOutcome',
-      issue: [{ severity: 'error', code: 'too-costly', details: { text: 'The request body is too large.' } }],
-    });
-  }
-  return error;
 }

@@ -4,7 +4,8 @@
  * host's keys in the data folder, for curl and the openai SDK. `--client` prints the demo integration's client
  * credentials instead (for `MedplumClient.startClientLogin`), `--admin-client` those of the demo project's
  * administrator client (made on first use; for `fhirgate provision` and `npm run e2e`), `--device` the demo
- * device's id and API key (for `POST /account/api/token/device/`). `--membership <id>` picks another membership.
+ * device's id and API key (for `POST /account/api/token/device/`), `--metrics` the bearer token of `/metrics` (the
+ * one the host generated, or `FHIRGATE_METRICS_TOKEN`). `--membership <id>` picks another membership.
  */
 import { parseArgs } from 'node:util';
 import type { ProjectMembership } from '@medplum/fhirtypes';
@@ -17,34 +18,45 @@ import { readProjectFixture, seedProject } from './seed.ts';
 import { readStandaloneConfig } from './standalone-config.ts';
 import { DEMO_DEVICE, readDemoDeviceKey } from './demo-devices.ts';
 import { ensureAdminClient } from './admin-client.ts';
+import { readGeneratedMetricsToken } from './secret-files.ts';
 
 const { values } = parseArgs({
   options: {
     client: { type: 'boolean', default: false },
     'admin-client': { type: 'boolean', default: false },
     device: { type: 'boolean', default: false },
+    metrics: { type: 'boolean', default: false },
     membership: { type: 'string' },
   },
 });
 const config = readStandaloneConfig();
-loadFhirDefinitions();
-const store = openStandaloneStore(config.dataDir);
-try {
-  const demo = await seedProject(store, await readProjectFixture(), { freshIds: false });
-  if (values.device) {
-    process.stdout.write(`${JSON.stringify({ device_id: DEMO_DEVICE.id, api_key: readDemoDeviceKey(config.dataDir) })}\n`);
-  } else if (values['admin-client']) {
-    const admin = await ensureAdminClient(store, demo.projectId);
-    process.stdout.write(`${JSON.stringify({ client_id: admin.id, client_secret: admin.secret, project_id: demo.projectId })}\n`);
-  } else if (values.client) {
-    process.stdout.write(`${JSON.stringify({ client_id: demo.client?.id, client_secret: demo.client?.secret, project_id: demo.projectId })}\n`);
-  } else {
-    const membershipId = values.membership ?? demo.ids['practitioner-membership'];
-    const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);
-    const tokens = createAccessTokenService({ keys: await loadSigningKeys(store), issuer: config.baseUrl });
-    const issued = await startLogin(store, tokens, { membership, authMethod: 'pre-authorized' });
-    process.stdout.write(`${issued.accessToken}\n`);
+if (values.metrics) {
+  // Needs no store: the token is configuration, or a file of the data folder.
+  process.stdout.write(`${config.metricsToken ?? readGeneratedMetricsToken(config.dataDir)}\n`);
+} else {
+  await printDemoCredentials();
+}
+
+async function printDemoCredentials(): Promise<void> {
+  loadFhirDefinitions();
+  const store = openStandaloneStore(config.dataDir);
+  try {
+    const demo = await seedProject(store, await readProjectFixture(), { freshIds: false });
+    if (values.device) {
+      process.stdout.write(`${JSON.stringify({ device_id: DEMO_DEVICE.id, api_key: readDemoDeviceKey(config.dataDir) })}\n`);
+    } else if (values['admin-client']) {
+      const admin = await ensureAdminClient(store, demo.projectId);
+      process.stdout.write(`${JSON.stringify({ client_id: admin.id, client_secret: admin.secret, project_id: demo.projectId })}\n`);
+    } else if (values.client) {
+      process.stdout.write(`${JSON.stringify({ client_id: demo.client?.id, client_secret: demo.client?.secret, project_id: demo.projectId })}\n`);
+    } else {
+      const membershipId = values.membership ?? demo.ids['practitioner-membership'];
+      const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);
+      const tokens = createAccessTokenService({ keys: await loadSigningKeys(store), issuer: config.baseUrl });
+      const issued = await startLogin(store, tokens, { membership, authMethod: 'pre-authorized' });
+      process.stdout.write(`${issued.accessToken}\n`);
+    }
+  } finally {
+    store.close();
   }
-} finally {
-  store.close();
 }

@@ -129,4 +129,19 @@ describe('ProjectRepository', () => {
     expect(await statusOf(system.deleteResource('Communication', foreign.id))).toBe(404);
     expect(await system.searchResources({ resourceType: 'Communication' })).toHaveLength(0);
   });
+
+  test('a search page holds at most 1,000 resources, and 20 unless asked, as on Medplum', async () => {
+    for (let created = 0; created < 1005; created += 201) {
+      await Promise.all(Array.from({ length: 201 }, () => system.createResource(communicationAbout('p1'))));
+    }
+    for (const repository of [system, practitioner]) {
+      expect((await repository.searchResources({ resourceType: 'Communication', count: 100_000 })).length).toBe(1000);
+      expect((await repository.searchResources({ resourceType: 'Communication', count: 1001 })).length).toBe(1000);
+      expect((await repository.searchResources({ resourceType: 'Communication', count: 999 })).length).toBe(999);
+      expect((await repository.searchResources({ resourceType: 'Communication' })).length).toBe(20);
+    }
+    const counted = await practitioner.search({ resourceType: 'Communication', count: 100_000, total: 'accurate' });
+    expect(counted.entry).toHaveLength(1000);
+    expect(counted.total).toBe(1005);
+  });
 });

@@ -6,6 +6,7 @@
  */
 import {
   AccessPolicyInteraction,
+  DEFAULT_MAX_SEARCH_COUNT,
   DEFAULT_SEARCH_COUNT,
   OperationOutcomeError,
   Operator,
@@ -160,8 +161,10 @@ export class ProjectRepository extends FhirRepository {
     this.#options.onWrite?.(resourceType);
   }
 
-  async search<T extends Resource>(searchRequest: SearchRequest<T>, options?: SearchOptions): Promise<Bundle<WithId<T>>> {
-    this.#requireTypeInteraction(searchRequest.resourceType, AccessPolicyInteraction.SEARCH);
+  async search<T extends Resource>(request: SearchRequest<T>, options?: SearchOptions): Promise<Bundle<WithId<T>>> {
+    this.#requireTypeInteraction(request.resourceType, AccessPolicyInteraction.SEARCH);
+    // As Medplum's server (fhir/search.ts): 20 results unless asked, and never more than 1,000 in one page.
+    const searchRequest: SearchRequest<T> = { ...request, count: Math.min(request.count ?? DEFAULT_SEARCH_COUNT, DEFAULT_MAX_SEARCH_COUNT) };
     const scoped: SearchRequest<T> = {
       ...searchRequest,
       filters: [...(searchRequest.filters ?? []), { code: '_project', operator: Operator.EQUALS, value: this.projectId }],

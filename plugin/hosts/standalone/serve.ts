@@ -16,6 +16,7 @@ import { Redis } from 'ioredis';
 import { FhirRouter } from '@medplum/fhir-router';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 import { compactHeap } from './compact-heap.ts';
+import { readGeneratedMetricsToken } from './secret-files.ts';
 
 // From the sources (`npm start`) the token command is an npm script; from the package or the image, a command.
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
@@ -24,7 +25,8 @@ const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
-mkdirSync(config.dataDir, { recursive: true });
+// Owner-only: the store holds signing keys, client secrets and PHI (the files inside are 0600 in any case).
+mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
 const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs, cacheSizeMiB: config.storeCacheMiB });
 const configuredLlm = readProviderConfigFromEnvironment(process.env);
 const demoProvider = configuredLlm ? undefined : await startDemoProvider();
@@ -45,8 +47,11 @@ const standalone = await createStandaloneHost({
   baseUrl: config.baseUrl,
   logger,
   redis,
-  metrics: config.metrics,
+  metrics: config.metrics ? { bearerToken: config.metricsToken ?? readGeneratedMetricsToken(config.dataDir) } : undefined,
+  maxJsonBytes: config.maxJsonBytes,
+  maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
   plugin: {
+    maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
@@ -78,6 +83,7 @@ if (demo) {
       `  Access token for Dr. Alice Carter:  ${TOKEN_COMMAND}`,
       `  Client credentials of the demo integration:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--client`,
       ...(deviceAuth && !config.deviceAuthFile ? [`  Demo device ${DEMO_DEVICE.id}, its API key:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--device`] : []),
+      ...(config.metrics && !config.metricsToken ? [`  Bearer token of ${url}metrics:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--metrics`] : []),
       '',
     ].join('\n')
   );

@@ -25,8 +25,14 @@ export interface StandaloneConfig {
   readonly seedDemo: boolean;
   /** A JSON file with the spec's `device_auth` object. */
   readonly deviceAuthFile?: string;
-  /** Serve `/metrics` in Prometheus's text format (default on). */
+  /** Serve `/metrics` in Prometheus's text format (default on), to a scraper with the bearer token. */
   readonly metrics: boolean;
+  /** The `/metrics` bearer token; unset: one generated into `<data dir>/secrets/metrics-token`. */
+  readonly metricsToken?: string;
+  /** Largest JSON body of `/fhir/R4` and `/admin` (unset: Medplum's default, 1 MiB). */
+  readonly maxJsonBytes: number | undefined;
+  /** Sign-ins, token requests and device token exchanges worked on at once before the caller is known (unset: 64). */
+  readonly maxUnauthenticatedRequests: number | undefined;
   /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
   readonly shutdownGraceMs: number;
   /** Build Medplum's GraphQL schema before listening (default on); off: on the first GraphQL request, if any. */
@@ -55,6 +61,9 @@ const environmentSchema = z.object({
   LOG_LEVEL: z.string().optional(),
   FHIRGATE_DEVICE_AUTH: z.string().min(1).optional(),
   FHIRGATE_METRICS: z.enum(['on', 'off']).default('on'),
+  FHIRGATE_METRICS_TOKEN: z.string().trim().min(16, 'at least 16 characters').optional(),
+  FHIRGATE_MAX_JSON_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
+  FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
@@ -86,6 +95,9 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     seedDemo: values.FHIRGATE_SEED_DEMO === 'true',
     deviceAuthFile: values.FHIRGATE_DEVICE_AUTH ? resolve(values.FHIRGATE_DEVICE_AUTH) : undefined,
     metrics: values.FHIRGATE_METRICS === 'on',
+    metricsToken: values.FHIRGATE_METRICS_TOKEN,
+    maxJsonBytes: values.FHIRGATE_MAX_JSON_BYTES,
+    maxUnauthenticatedRequests: values.FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS,
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
     graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
     storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,

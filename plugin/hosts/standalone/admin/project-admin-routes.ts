@@ -5,25 +5,36 @@
  * - `POST /:projectId/settings`, `/secrets`: replace `Project.setting` / `Project.secret`, answer the Project;
  * - `POST /:projectId/invite`: a user, its profile and membership (invite-user.ts), answer the membership;
  * - `GET` / `POST /:projectId/members/:membershipId`: read / replace a membership of the project.
- * Anyone else gets Medplum's answers: 401 without a valid token, 403 otherwise. Errors are OperationOutcomes.
+ * Anyone else gets Medplum's answers: 401 without a valid token, 403 otherwise, both before the body is read.
+ * Errors are OperationOutcomes.
  */
-import { OperationOutcomeError, badRequest, forbidden, getStatus, normalizeOperationOutcome, unauthorized, type WithId } from '@medplum/core';
+import { OperationOutcomeError, badRequest, forbidden, unauthorized, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { OperationOutcome, Project, ProjectMembership, ProjectSetting } from '@medplum/fhirtypes';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { Project, ProjectMembership, ProjectSetting } from '@medplum/fhirtypes';
+import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import type { CallerContext } from '../../../host.ts';
-import { outcomeOf } from '../../../medplum-errors.ts';
+import type { CallerContext, HostLogger } from '../../../host.ts';
+import { readJsonBody, type BodyLimits } from '../../../http/json-body.ts';
+import { createOutcomeErrorHandler } from '../outcome-errors.ts';
 import { inviteBody, inviteUser } from './invite-user.ts';
 
 const settings = z.array(
   z.object({ name: z.string().min(1).max(200), valueString: z.string().optional(), valueBoolean: z.boolean().optional(), valueDecimal: z.number().optional(), valueInteger: z.number().int().optional() }).strict()
 );
 
-/** The router for `/admin/projects`; `authenticate` resolves the caller of a request (undefined: none). */
-export function createProjectAdminRoutes(store: FhirRepository, authenticate: (request: Request) => Promise<CallerContext | undefined>): Router {
+/** What the admin routes work with. */
+export interface ProjectAdminRoutesOptions {
+  /** Resolves the caller of a request from its headers (undefined: none). */
+  readonly authenticate: (request: Request) => Promise<CallerContext | undefined>;
+  /** The body's bounds (Medplum's `maxJsonSize`, 1 MB by default, and a nesting depth). */
+  readonly body: Omit<BodyLimits, 'type'>;
+  readonly logger?: HostLogger;
+}
+
+/** The router for `/admin/projects`. */
+export function createProjectAdminRoutes(store: FhirRepository, options: ProjectAdminRoutesOptions): Router {
+  const { authenticate } = options;
   const router = express.Router();
-  router.use(express.json({ type: ['application/json', 'application/*+json'], limit: '1mb' }));
   router.use('/:projectId', async (request, _response, next) => {
     const caller = await authenticate(request);
     if (!caller) {
@@ -34,6 +45,7 @@ export function createProjectAdminRoutes(store: FhirRepository, authenticate: (r
     }
     next();
   });
+  router.use('/:projectId', readJsonBody({ ...options.body, type: ['application/json', 'application/*+json'] }));
   const project = (request: Request): Promise<WithId<Project>> => store.readResource<Project>('Project', String(request.params.projectId));
 
   router.get('/:projectId', async (request, response) => {
@@ -60,16 +72,7 @@ export function createProjectAdminRoutes(store: FhirRepository, authenticate: (r
     }
     response.json(await store.updateResource({ ...body, meta: current.meta } as ProjectMembership));
   });
-  router.use((error: unknown, _request: Request, response: Response, next: NextFunction) => {
-    if (response.headersSent) {
-      next(error);
-      return;
-    }
-    // A body that does not parse is Medplum's 400; a refusal keeps its status; anything else is a 500 without text.
-    const outcome: OperationOutcome =
-      (error as { type?: unknown }).type === 'entity.parse.failed' ? badRequest('Content could not be parsed') : (outcomeOf(error) ?? normalizeOperationOutcome(new Error('Internal server error')));
-    response.status(getStatus(outcome)).json(outcome);
-  });
+  router.use(createOutcomeErrorHandler(options.logger));
   return router;
 }
 

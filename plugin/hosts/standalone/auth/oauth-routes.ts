@@ -8,7 +8,10 @@ import { Operator, createReference, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { ClientApplication, ProjectMembership, Resource } from '@medplum/fhirtypes';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { CallerContext } from '../../../host.ts';
+import { AppError, toAppError } from '../../../errors.ts';
+import type { CallerContext, HostLogger } from '../../../host.ts';
+import { fromBodyParserError, readFormBody, readJsonBody } from '../../../http/json-body.ts';
+import { holdUnauthenticatedPlace, type UnauthenticatedRequests } from '../../../http/unauthenticated-requests.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import { authenticateRequest } from './authenticate-request.ts';
 import type { CallerCache } from './caller-cache.ts';
@@ -23,30 +26,41 @@ export interface OAuthRoutesOptions {
   readonly keys: SigningKeys;
   /** The host's cache of resolved callers, shared with its other routes. */
   readonly callers?: CallerCache;
+  /** Places of the unauthenticated requests in flight: a token request is read before its client is known. */
+  readonly unauthenticated: UnauthenticatedRequests;
+  readonly maxJsonDepth: number;
+  readonly logger?: HostLogger;
 }
+
+// A token request is a grant type, a client id and secret or a code and its verifier.
+const TOKEN_BODY_LIMIT = 16 * 1024;
 
 /** Creates the router for `/oauth2/token`, `/.well-known/jwks.json` and `/auth/me`. */
 export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
-  const { store, tokens, keys, callers } = options;
+  const { store, tokens, keys, callers, logger } = options;
   const router = express.Router();
   router.get('/.well-known/jwks.json', (_request, response) => {
     response.json(keys.jwks);
   });
   router.post(
     '/oauth2/token',
-    express.urlencoded({ extended: false, limit: '16kb' }),
-    express.json({ limit: '16kb' }),
+    holdUnauthenticatedPlace(options.unauthenticated),
+    readFormBody(TOKEN_BODY_LIMIT),
+    readJsonBody({ maxBytes: TOKEN_BODY_LIMIT, maxDepth: options.maxJsonDepth }),
     async (request: Request, response: Response) => {
       await handleTokenRequest(request, response, store, tokens);
     },
-    // A body that does not parse gets the OAuth error shape; the body is never echoed or logged (it may hold a
-    // client secret).
-    (_error: unknown, _request: Request, response: Response, next: NextFunction) => {
+    // Every failure gets the OAuth error shape; the body is never echoed or logged (it may hold a client secret).
+    (thrown: unknown, _request: Request, response: Response, next: NextFunction) => {
       if (response.headersSent) {
-        next(_error);
+        next(thrown);
         return;
       }
-      sendTokenError(response, 400, 'invalid_request', 'The request body could not be parsed.');
+      const error = toAppError(fromBodyParserError(thrown) ?? thrown);
+      if (error.status >= 500) {
+        logger?.error('Token request failed', { code: error.code, cause: error.cause instanceof Error ? error.cause.name : undefined });
+      }
+      sendTokenFailure(response, error);
     }
   );
   router.get('/auth/me', async (request, response) => {
@@ -118,7 +132,11 @@ function readClientCredentials(request: Request, body: Record<string, unknown>):
     const decoded = Buffer.from(basic, 'base64').toString('utf8');
     const separator = decoded.indexOf(':');
     if (separator > 0) {
-      return { id: decodeURIComponent(decoded.slice(0, separator)), secret: decodeURIComponent(decoded.slice(separator + 1)) };
+      try {
+        return { id: decodeURIComponent(decoded.slice(0, separator)), secret: decodeURIComponent(decoded.slice(separator + 1)) };
+      } catch {
+        throw new AppError('invalid_request', 'The Basic credentials are not valid percent-encoding.');
+      }
     }
   }
   const { client_id: id, client_secret: secret } = body;
@@ -141,6 +159,15 @@ async function findClientMembership(store: FhirRepository, client: WithId<Client
 
 function sendTokenError(response: Response, status: number, error: string, description: string): void {
   response.status(status).set('Cache-Control', 'no-store').json({ error, error_description: description });
+}
+
+/** An AppError in OAuth's error shape (RFC 6749, 5.2), with its status. */
+function sendTokenFailure(response: Response, error: AppError): void {
+  if (error.retryAfterSeconds !== undefined) {
+    response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+  }
+  const code = error.status >= 500 ? 'server_error' : error.code === 'rate_limited' ? 'temporarily_unavailable' : 'invalid_request';
+  sendTokenError(response, error.status, code, error.status >= 500 ? 'The server could not complete the request.' : error.message);
 }
 
 /** The session as Medplum's `/auth/me` answers it; never a secret (client secrets, password hashes). */

@@ -13,8 +13,12 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Operator, badRequest, createReference, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Login, OperationOutcome, ProjectMembership, User } from '@medplum/fhirtypes';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import { z } from 'zod';
+import type { HostLogger } from '../../../host.ts';
+import { readJsonBody } from '../../../http/json-body.ts';
+import { holdUnauthenticatedPlace, type UnauthenticatedRequests } from '../../../http/unauthenticated-requests.ts';
+import { createOutcomeErrorHandler } from '../outcome-errors.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import { signLoginToken, type IssuedLogin } from './logins.ts';
 import { verifyPassword } from './passwords.ts';
@@ -37,10 +41,25 @@ const loginBody = z.object({
 
 const profileBody = z.object({ login: z.string().min(1).max(64), profile: z.string().min(1).max(64) });
 
+// A sign-in is an email, a password and a PKCE challenge.
+const LOGIN_BODY_LIMIT = 16 * 1024;
+
+/** What the sign-in routes work with. */
+export interface PasswordLoginRoutesOptions {
+  /** Places of the unauthenticated requests in flight: a sign-in is read, and its password hashed, before anyone is known. */
+  readonly unauthenticated: UnauthenticatedRequests;
+  readonly maxJsonDepth: number;
+  readonly logger?: HostLogger;
+}
+
 /** `POST /auth/login` and `POST /auth/profile`. */
-export function createPasswordLoginRoutes(store: FhirRepository): Router {
+export function createPasswordLoginRoutes(store: FhirRepository, options: PasswordLoginRoutesOptions): Router {
   const router = express.Router();
-  router.use(['/auth/login', '/auth/profile'], express.json({ type: ['application/json', 'application/*+json'], limit: '16kb' }));
+  router.post(
+    ['/auth/login', '/auth/profile'],
+    holdUnauthenticatedPlace(options.unauthenticated),
+    readJsonBody({ maxBytes: LOGIN_BODY_LIMIT, maxDepth: options.maxJsonDepth, type: ['application/json', 'application/*+json'] })
+  );
   router.post('/auth/login', async (request, response) => {
     const body = loginBody.safeParse(request.body);
     if (!body.success) {
@@ -91,14 +110,8 @@ export function createPasswordLoginRoutes(store: FhirRepository): Router {
     }
     response.json(await withMembership(store, login, membership));
   });
-  router.use(['/auth/login', '/auth/profile'], (_error: unknown, _request: Request, response: Response, next: NextFunction) => {
-    // A body that is not JSON, or too large: Medplum's own error shape, never the body itself.
-    if (response.headersSent) {
-      next(_error);
-      return;
-    }
-    sendOutcome(response, 400, badRequest('Content could not be parsed'));
-  });
+  // A body that is not JSON, too large or too deep: Medplum's error shape, never the body itself.
+  router.use(['/auth/login', '/auth/profile'], createOutcomeErrorHandler(options.logger));
   return router;
 }
 

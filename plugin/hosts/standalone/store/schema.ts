@@ -8,6 +8,7 @@
  * - `store_info`: key/value facts about the file (which search parameters `search_index` was built for).
  */
 import { DatabaseSync } from 'node:sqlite';
+import { prepareOwnerOnlyDatabaseFile } from './owner-only-files.ts';
 
 /** The schema version this code writes; kept in `PRAGMA user_version`. */
 export const STORE_SCHEMA_VERSION = 1;
@@ -80,10 +81,11 @@ const MIGRATIONS: readonly string[] = [
 ];
 
 /**
- * Opens (creating if missing) a store file, or ':memory:', with WAL, a busy timeout so that several processes
+ * Opens (creating if missing, owner-only) a store file, or ':memory:', with WAL, a busy timeout so that several processes
  * can share the file, the requested durability, and the schema migrated to {@link STORE_SCHEMA_VERSION}.
  */
 export function openStoreDatabase(path: string, options: StoreDatabaseOptions = {}): DatabaseSync {
+  prepareOwnerOnlyDatabaseFile(path);
   const database = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
   try {
     database.exec('PRAGMA journal_mode = WAL');
