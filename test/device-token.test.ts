@@ -1,8 +1,13 @@
 /**
  * The device token exchange end to end: real HTTP to a standalone host, the spec's exact request and response,
- * every refusal, the AuditEvents read back with MedplumClient, and the rate limit in memory and on Redis.
+ * every refusal, the AuditEvents read back with MedplumClient, the rate limit in memory and on Redis, and weak
+ * keys refused at start.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MedplumClient } from '@medplum/core';
 import type { AuditEvent, Device } from '@medplum/fhirtypes';
 import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
@@ -14,15 +19,15 @@ import type { DeviceAuthInput } from '../plugin/devices/device-auth-config.ts';
 
 const SYSTEM = 'urn:example:devices';
 const JWT_SECRET = 'test-device-signing-secret-0123456789abcdef';
-const MONITOR_KEY = 'Monitor-Key-1111-aaaa';
+const MONITOR_KEY = 'Monitor-Key-1111-aaaa-Qz7';
 
 function deviceAuth(project: SeededProject, overrides: Partial<DeviceAuthInput> = {}): DeviceAuthInput {
   return {
     valid_keys: {
       'monitor-1': `env:FHIRGATE_TEST_MONITOR_KEY`,
-      'monitor-2': ['old-key-2222', 'new-key-2222'],
-      'pump-off': 'pump-key-3333',
-      'scale-new': 'scale-key-4444',
+      'monitor-2': ['old-key-2222-monitor-2-Rt5w', 'new-key-2222-monitor-2-Yp8k'],
+      'pump-off': 'pump-key-3333-pump-off-Hs2q',
+      'scale-new': 'scale-key-4444-scale-new-Jb6m',
     },
     jwt_secret: JWT_SECRET,
     token_expiry_minutes: 60,
@@ -114,7 +119,7 @@ describe('POST /account/api/token/device/', () => {
   });
 
   test('an unknown device and a wrong key get the same 403 body; both are audited with their reason, never the key', async () => {
-    const wrongKey = await exchange(host, { device_id: 'monitor-1', api_key: 'monitor-key-1111-AAAA' });
+    const wrongKey = await exchange(host, { device_id: 'monitor-1', api_key: 'monitor-key-1111-AAAA-qZ7' });
     const unknown = await exchange(host, { device_id: 'intruder-9', api_key: MONITOR_KEY });
 
     expect(wrongKey.status).toBe(403);
@@ -127,12 +132,12 @@ describe('POST /account/api/token/device/', () => {
     expect(reasons).toEqual(expect.arrayContaining(['wrong_key', 'unknown_device']));
     const refusedUnknown = events.find((event) => event.entity?.[0]?.detail?.[0]?.valueString === 'unknown_device');
     expect(refusedUnknown?.agent?.[0]?.who).toMatchObject({ identifier: { system: SYSTEM, value: 'intruder-9' } });
-    expect(JSON.stringify(events)).not.toContain('monitor-key-1111-AAAA');
+    expect(JSON.stringify(events)).not.toContain('monitor-key-1111-AAAA-qZ7');
     expect(JSON.stringify(events)).not.toContain(MONITOR_KEY);
   });
 
   test.each([
-    ['a key in another case', 'MONITOR-KEY-1111-AAAA'],
+    ['a key in another case', 'MONITOR-KEY-1111-AAAA-QZ7'],
     ['a shorter key', 'Monitor'],
     ['a much longer key', `${MONITOR_KEY}${'x'.repeat(3000)}`],
     ['a one-character key', 'M'],
@@ -143,10 +148,10 @@ describe('POST /account/api/token/device/', () => {
   });
 
   test('both keys of a device in rotation work, and an inactive Device gets 403 with a valid key', async () => {
-    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222' })).status).toBe(200);
-    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'new-key-2222' })).status).toBe(200);
+    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222-monitor-2-Rt5w' })).status).toBe(200);
+    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'new-key-2222-monitor-2-Yp8k' })).status).toBe(200);
 
-    const inactive = await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333' });
+    const inactive = await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' });
     expect(inactive.status).toBe(403);
     expect(inactive.body.error.message).toContain('not active');
     const event = (await auditEvents()).find((candidate) => candidate.entity?.[0]?.detail?.[0]?.valueString === 'inactive_device');
@@ -154,7 +159,7 @@ describe('POST /account/api/token/device/', () => {
   });
 
   test('a device with a valid key but no Device resource is refused when auto-registration is off', async () => {
-    const { status, body } = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+    const { status, body } = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
     expect(status).toBe(403);
     expect(body.error.code).toBe('forbidden');
   });
@@ -192,8 +197,8 @@ describe('device auto-registration', () => {
       pluginFor: (project) => ({ device_auth: { ...deviceAuth(project), auto_register: true, manufacturer: 'Acme Medical' } }),
     });
     try {
-      const first = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
-      const second = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+      const first = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
+      const second = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
       expect(first.status).toBe(200);
       expect(second.status).toBe(200);
       expect(decodeJwt(first.body.access).entity_id).toBe(decodeJwt(second.body.access).entity_id);
@@ -213,16 +218,48 @@ describe('device rate limit in memory', () => {
   test('over the per-device limit is a 429 with Retry-After; another device is not affected', async () => {
     const host = await startTestHost({ pluginFor: (project) => ({ device_auth: { ...deviceAuth(project), rate_limit_per_second: 3 } }) });
     try {
-      const statuses = await Promise.all(Array.from({ length: 5 }, () => exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222' })));
+      const statuses = await Promise.all(Array.from({ length: 5 }, () => exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222-monitor-2-Rt5w' })));
       const limited = statuses.filter((response) => response.status === 429);
       expect(limited).toHaveLength(2);
       expect(Number(limited[0].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(limited[0].body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
-      expect((await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333' })).status).toBe(403);
+      expect((await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' })).status).toBe(403);
     } finally {
       await host.close();
     }
   });
+});
+
+describe('a device key too weak', () => {
+  test('refuses to start, with one line naming the device and the rule', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'fhirgate-weak-key-'));
+    try {
+      const file = join(directory, 'device-auth.json');
+      await writeFile(
+        file,
+        JSON.stringify({ valid_keys: { 'ward-3-monitor': 'env:WEAK_DEVICE_KEY' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: 'a1f0c0de-0000-4000-8000-000000000001' }),
+      );
+      const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
+        env: { ...process.env, PORT: '0', FHIRGATE_DATA_DIR: join(directory, 'data'), FHIRGATE_DEVICE_AUTH: file, WEAK_DEVICE_KEY: 'Monitor-Key-1111', FHIRGATE_GRAPHQL_WARMUP: 'off' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+
+      expect(code).toBe(1);
+      const refusal = stderr.split('\n').filter((line) => line.startsWith('fhirgate cannot start:'));
+      expect(refusal).toHaveLength(1);
+      expect(refusal[0]).toContain('device_auth.valid_keys.ward-3-monitor: the key of device ward-3-monitor is too weak');
+      expect(refusal[0]).toContain('at least 128 bits');
+      expect(stderr).not.toContain('Monitor-Key-1111');
+      expect(stderr).not.toContain('    at ');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describeWithRedis('device rate limit on Redis', () => {
@@ -240,7 +277,7 @@ describeWithRedis('device rate limit on Redis', () => {
 
   test('two plugin instances sharing one Redis share the limit of a device', async () => {
     const deviceId = `shared-${randomUUID().slice(0, 8)}`;
-    const options = (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555' }, rate_limit_per_second: 4 } });
+    const options = (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555-instances-Nd3c' }, rate_limit_per_second: 4 } });
     const first = await startTestHost({ pluginFor: options, redis: redisA });
     const second = await startTestHost({ pluginFor: options, redis: redisB });
     try {

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { describeWeakKey } from './device-key-strength.ts';
 
 /** A secret as written in the configuration: a literal, `env:NAME` or `file:/path`. */
 const secretReference = z.string().min(1);
@@ -64,7 +65,7 @@ const MIN_JWT_SECRET_BYTES = 32;
 
 /**
  * Resolves every secret reference. Throws an Error listing each problem by setting (a missing variable or file,
- * a short signing secret); returns the settings that hold literal secrets as warnings.
+ * a weak device key, a short signing secret), on one line; returns the settings that hold literal secrets as warnings.
  */
 export function resolveDeviceAuth(
   options: DeviceAuthOptions,
@@ -101,7 +102,15 @@ export function resolveDeviceAuth(
   for (const [device, keys] of Object.entries(options.valid_keys)) {
     validKeys.set(
       device,
-      list(keys).map((key, index) => resolve(key, `device_auth.valid_keys.${device}${Array.isArray(keys) ? `[${index}]` : ''}`)),
+      list(keys).map((key, index) => {
+        const setting = `device_auth.valid_keys.${device}${Array.isArray(keys) ? `[${index}]` : ''}`;
+        const value = resolve(key, setting);
+        const weakness = value ? describeWeakKey(value) : undefined;
+        if (weakness) {
+          problems.push(`${setting}: the key of device ${device} is ${weakness}`);
+        }
+        return value;
+      }),
     );
   }
   const jwtSecrets = list(options.jwt_secret).map((secret, index) => {
