@@ -141,6 +141,7 @@ export function createFhirgatePlugin(host: FhirgateHost, optionsInput: FhirgateO
     const { stopped } = await inFlight.drain(graceMs);
     await recovered;
     await records.close();
+    await devices?.close();
     journal.close();
     host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
   };

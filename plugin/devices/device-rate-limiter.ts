@@ -1,12 +1,11 @@
 /**
- * The per-device request limit (default 10 per second) across the token route and `/graphql`, through
- * rate-limiter-flexible: counters in the host's Redis when there is one, so the limit holds across several
- * server instances, in memory otherwise. If Redis fails, an in-memory limiter takes over for that instance
- * rather than letting every request through or refusing them all.
+ * The per-device request limit (default 10 per second) across the token route and `/graphql`, counted in a
+ * `LimiterStore`: the host's Redis when there is one (each call with a deadline, the instance's memory while Redis
+ * does not answer), memory otherwise.
  */
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
-import type { HostRedis } from '../host.ts';
+import type { LimiterStore } from './limiter-store.ts';
 
 /** Counts a device's requests. */
 export interface DeviceRateLimiter {
@@ -17,17 +16,13 @@ export interface DeviceRateLimiter {
   consume(deviceId: string): Promise<void>;
 }
 
-/** A limiter of `perSecond` requests per device and second, on `redis` when given; `onRefused` sees each refusal. */
-export function createDeviceRateLimiter(perSecond: number, redis: HostRedis | undefined, onRefused: () => void = () => undefined): DeviceRateLimiter {
-  const keyPrefix = 'fhirgate:device-rate';
-  const memory = new RateLimiterMemory({ keyPrefix, points: perSecond, duration: 1 });
-  const limiter: RateLimiterAbstract = redis
-    ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points: perSecond, duration: 1, insuranceLimiter: memory })
-    : memory;
+/** A limiter of `perSecond` requests per device and second, in `store`; `onRefused` sees each refusal. */
+export function createDeviceRateLimiter(perSecond: number, store: LimiterStore, onRefused: () => void = () => undefined): DeviceRateLimiter {
+  const limit = store.limit({ keyPrefix: 'fhirgate:device-rate', points: perSecond, durationSeconds: 1 });
   return {
     consume: async (deviceId) => {
       try {
-        await limiter.consume(deviceId);
+        await limit.consume(deviceId);
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) {
           onRefused();

@@ -1,7 +1,8 @@
 /**
  * Everything the device routes share, built once from `device_auth` and the host: the resolved configuration,
- * the key check, the token service, the rate limiter, the device mapping (the device-mapping bot's logic, run
- * in-process on the project's system repository), the device's own repository and AuditEvent writes.
+ * the key check, the token service, the rate limiter (on the host's Redis, each call with a deadline, or in
+ * memory), the device mapping (the device-mapping bot's logic, run in-process on the project's system repository),
+ * the device's own repository and AuditEvent writes.
  */
 import type { WithId } from '@medplum/core';
 import { parseSearchRequest } from '@medplum/core';
@@ -12,6 +13,7 @@ import type { FhirgateHost } from '../host.ts';
 import { resolveDeviceAuth, type DeviceAuthConfig, type DeviceAuthOptions } from './device-auth-config.ts';
 import { createDeviceKeyCheck, type DeviceKeyCheck } from './device-keys.ts';
 import { createDeviceRateLimiter, type DeviceRateLimiter } from './device-rate-limiter.ts';
+import { createLimiterStore } from './limiter-store.ts';
 import { createDeviceTokenService, type DeviceTokenService } from './device-tokens.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
@@ -30,6 +32,8 @@ export interface DeviceServices {
   deviceRepo(deviceResourceId: string): Promise<FhirRepository>;
   /** Writes an AuditEvent in the devices' project, with system rights. */
   audit(event: AuditEvent): Promise<void>;
+  /** Stops probing Redis. For shutdown. */
+  close(): Promise<void>;
 }
 
 /** Builds the services; throws at start-up when `device_auth` is wrong, and logs literal secrets as warnings. */
@@ -39,11 +43,16 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
     host.logger?.warn(warning);
   }
   const systemRepo = (): Promise<FhirRepository> => host.getSystemRepo(config.projectId);
+  const limits = createLimiterStore(host.redis, { logger: host.logger });
+  const guard = limits.guard;
+  if (guard) {
+    telemetry.redisAvailable.addCallback((result) => result.observe(guard.available ? 1 : 0));
+  }
   return {
     config,
     checkKey: createDeviceKeyCheck(config.validKeys),
     tokens: createDeviceTokenService(config.jwtSecrets, config.tokenExpiryMinutes),
-    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, host.redis, () =>
+    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, limits, () =>
       telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': 'device' })
     ),
     findDevice: async (deviceId) => {
@@ -69,6 +78,9 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
       host.getDeviceRepo(config.projectId, buildDevicePolicy(deviceResourceId), { reference: `Device/${deviceResourceId}` }),
     audit: async (event) => {
       await (await systemRepo()).createResource(event);
+    },
+    close: async () => {
+      limits.close();
     },
   };
 }
