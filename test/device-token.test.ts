@@ -1,7 +1,8 @@
 /**
  * The device token exchange end to end: real HTTP to a standalone host, the spec's exact request and response,
- * every refusal, the AuditEvents read back with MedplumClient, the rate limit in memory and on Redis, and weak
- * keys refused at start.
+ * every refusal, the AuditEvents read back with MedplumClient, the rate limit in memory and on Redis, the limits on
+ * failed attempts (callers on distinct loopback addresses), the bounded record of refusals, and weak keys refused
+ * at start.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -14,6 +15,8 @@ import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { Redis } from 'ioredis';
 import { startTestHost, type TestHost } from './support/test-host.ts';
 import { connectTestRedis, describeWithRedis } from './support/redis.ts';
+import { postJsonFrom } from './support/from-address.ts';
+import { waitFor } from './support/wait-for.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import type { DeviceAuthInput } from '../plugin/devices/device-auth-config.ts';
 
@@ -151,9 +154,10 @@ describe('POST /account/api/token/device/', () => {
     expect((await exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222-monitor-2-Rt5w' })).status).toBe(200);
     expect((await exchange(host, { device_id: 'monitor-2', api_key: 'new-key-2222-monitor-2-Yp8k' })).status).toBe(200);
 
-    const inactive = await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' });
+    // From an address of its own: the refusals above from 127.0.0.1 are past the few recorded one by one.
+    const inactive = await postJsonFrom(`${host.url}account/api/token/device/`, '127.0.0.6', { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' });
     expect(inactive.status).toBe(403);
-    expect(inactive.body.error.message).toContain('not active');
+    expect((inactive.body as { error: { message: string } }).error.message).toContain('not active');
     const event = (await auditEvents()).find((candidate) => candidate.entity?.[0]?.detail?.[0]?.valueString === 'inactive_device');
     expect(event?.agent?.[0]?.who?.reference).toBe(`Device/${devices['pump-off'].id}`);
   });
@@ -230,6 +234,100 @@ describe('device rate limit in memory', () => {
   });
 });
 
+describe('failed attempts', () => {
+  const TOKEN_ROUTE = 'account/api/token/device/';
+  const from = (host: TestHost, address: string, deviceId: string, apiKey: string) => postJsonFrom(`${host.url}${TOKEN_ROUTE}`, address, { device_id: deviceId, api_key: apiKey });
+  // Each host registers a device's Device at its first valid exchange.
+  const options = (overrides: Partial<DeviceAuthInput>) => (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), auto_register: true, ...overrides } });
+
+  test("a stranger's wrong keys for a device id do not spend the device's budget: the device keeps getting tokens", async () => {
+    const host = await startTestHost({ pluginFor: options({ rate_limit_per_second: 3 }) });
+    try {
+      // 40 wrong keys at once from one address, and the device's own 3 exchanges in the same second from another.
+      const stranger = Promise.all(Array.from({ length: 40 }, (_, index) => from(host, '127.0.0.2', 'monitor-2', `guess-${index}-${randomUUID()}`)));
+      const device = Promise.all(Array.from({ length: 3 }, () => from(host, '127.0.0.3', 'monitor-2', 'old-key-2222-monitor-2-Rt5w')));
+      const [guesses, exchanges] = await Promise.all([stranger, device]);
+
+      expect(exchanges.map((response) => response.status)).toEqual([200, 200, 200]);
+      expect(guesses.every((response) => response.status === 403 || response.status === 429)).toBe(true);
+      // The stranger runs into the failure limits, not the device's budget.
+      expect(guesses.filter((response) => response.status === 429).length).toBeGreaterThan(0);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('past the per-source limit a source is locked out (429, Retry-After), another source is not, and the right key still passes', async () => {
+    const host = await startTestHost({ pluginFor: options({ failed_attempts_per_source: 3, failed_attempts_per_device: 100, lockout_seconds: 120 }) });
+    try {
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 5; attempt++) {
+        statuses.push((await from(host, '127.0.0.4', 'monitor-1', `wrong-${attempt}`)).status);
+      }
+      expect(statuses).toEqual([403, 403, 403, 429, 429]);
+      const locked = await from(host, '127.0.0.4', 'intruder-9', 'wrong');
+      expect(locked.status).toBe(429);
+      expect(Number(locked.headers['retry-after'])).toBeGreaterThan(60);
+      expect(locked.body).toEqual({ error: { message: 'Too many failed attempts; try again later.', type: 'rate_limit_error', code: 'rate_limited' } });
+
+      expect((await from(host, '127.0.0.5', 'monitor-1', 'wrong')).status).toBe(403);
+      expect((await from(host, '127.0.0.4', 'monitor-1', MONITOR_KEY)).status).toBe(200);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('past the per-device limit, wrong keys for that id are 429 from any source; its key still passes; an unknown id is answered alike', async () => {
+    const host = await startTestHost({ pluginFor: options({ failed_attempts_per_source: 100, failed_attempts_per_device: 3 }) });
+    try {
+      const spread = async (deviceId: string, firstAddress: number): Promise<number[]> => {
+        const statuses: number[] = [];
+        for (let index = 0; index < 5; index++) {
+          statuses.push((await from(host, `127.0.1.${firstAddress + index}`, deviceId, `wrong-${index}`)).status);
+        }
+        return statuses;
+      };
+      expect(await spread('monitor-1', 10)).toEqual([403, 403, 403, 429, 429]);
+      expect(await spread('ghost-device-7', 20)).toEqual([403, 403, 403, 429, 429]);
+      expect((await from(host, '127.0.1.30', 'monitor-1', MONITOR_KEY)).status).toBe(200);
+      expect((await from(host, '127.0.1.31', 'monitor-2', 'wrong')).status).toBe(403);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('refusals past the first few of a source are summarised: a bounded number of AuditEvents, every refusal counted', async () => {
+    const host = await startTestHost({ pluginFor: options({ failed_attempts_window_seconds: 1 }) });
+    try {
+      const source = '127.0.2.1';
+      const started = Date.now();
+      const sent = 300;
+      for (let batch = 0; batch < sent / 20; batch++) {
+        await Promise.all(Array.from({ length: 20 }, (_, index) => from(host, source, `unknown-${batch}-${index}`, 'any-key')));
+      }
+      const periods = Math.ceil((Date.now() - started) / 1000) + 1;
+      const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
+      const recorded = async (): Promise<AuditEvent[]> =>
+        (await repo.searchResources<AuditEvent>({ resourceType: 'AuditEvent', count: 1000 })).filter((event) => event.agent?.[0]?.network?.address === source);
+      const detail = (event: AuditEvent, type: string) => event.entity?.[0]?.detail?.find((item) => item.type === type)?.valueString;
+      const counted = (events: AuditEvent[]) => events.reduce((sum, event) => sum + (detail(event, 'reason') === 'summary' ? Number(detail(event, 'count')) : 1), 0);
+      // The last period's summary is written once that period is over.
+      const events = await waitFor(async () => {
+        const found = await recorded();
+        return counted(found) === sent ? found : undefined;
+      }, 15_000);
+
+      expect(events.length).toBeLessThanOrEqual(6 * periods);
+      expect(events.filter((event) => detail(event, 'reason') === 'summary').length).toBeGreaterThan(0);
+      const summary = events.find((event) => detail(event, 'reason') === 'summary');
+      expect(summary).toMatchObject({ outcome: '4', period: { start: expect.any(String), end: expect.any(String) } });
+      expect(JSON.stringify(events)).not.toContain('any-key');
+    } finally {
+      await host.close();
+    }
+  }, 30_000);
+});
+
 describe('a device key too weak', () => {
   test('refuses to start, with one line naming the device and the rule', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'fhirgate-weak-key-'));
@@ -266,9 +364,10 @@ describeWithRedis('device rate limit on Redis', () => {
   let redisA: Redis;
   let redisB: Redis;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     redisA = connectTestRedis();
     redisB = connectTestRedis();
+    await Promise.all([redisA.ping(), redisB.ping()]);
   });
 
   afterAll(async () => {
@@ -281,8 +380,8 @@ describeWithRedis('device rate limit on Redis', () => {
     const first = await startTestHost({ pluginFor: options, redis: redisA });
     const second = await startTestHost({ pluginFor: options, redis: redisB });
     try {
-      // Wrong keys: the limit counts every request of the device, before the key is checked.
-      const body = { device_id: deviceId, api_key: 'wrong' };
+      // The right key: only the device's own requests spend its budget. No Device resource, so those within it are 403.
+      const body = { device_id: deviceId, api_key: 'shared-key-5555-instances-Nd3c' };
       const responses = await Promise.all([
         exchange(first, body),
         exchange(second, body),

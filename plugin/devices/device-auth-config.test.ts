@@ -54,10 +54,14 @@ function schemaErrorMessage(input: unknown): string {
 }
 
 describe('deviceAuthSchema', () => {
-  test('fills in the defaults: 5-minute tokens, 10 requests per second, no auto-registration', () => {
+  test('fills in the defaults: 5-minute tokens, 10 requests per second, failed-attempt limits, no auto-registration', () => {
     const options = deviceAuthSchema.parse(minimal);
     expect(options.token_expiry_minutes).toBe(5);
     expect(options.rate_limit_per_second).toBe(10);
+    expect(options.failed_attempts_per_source).toBe(10);
+    expect(options.failed_attempts_per_device).toBe(20);
+    expect(options.failed_attempts_window_seconds).toBe(60);
+    expect(options.lockout_seconds).toBe(300);
     expect(options.auto_register).toBe(false);
     expect(options.manufacturer).toBeUndefined();
   });
@@ -72,6 +76,16 @@ describe('deviceAuthSchema', () => {
 
   test.each([0, -1, 2.5])('refuses a rate limit of %s per second', (perSecond) => {
     expect(schemaErrorMessage({ ...minimal, rate_limit_per_second: perSecond })).toContain('rate_limit_per_second');
+  });
+
+  test.each([
+    ['failed_attempts_per_source', 0],
+    ['failed_attempts_per_device', 1.5],
+    ['failed_attempts_window_seconds', 0],
+    ['failed_attempts_window_seconds', 3601],
+    ['lockout_seconds', 0],
+  ])('refuses %s = %s, naming the setting', (field, value) => {
+    expect(schemaErrorMessage({ ...minimal, [field]: value })).toContain(field);
   });
 
   test('refuses unknown fields, such as a misspelt setting', () => {
@@ -133,6 +147,7 @@ describe('resolveDeviceAuth', () => {
       identifierSystem: 'urn:example:device-id',
       projectId: 'project-1',
       rateLimitPerSecond: 10,
+      failedAttempts: { perSource: 10, perDevice: 20, windowSeconds: 60, lockoutSeconds: 300 },
       autoRegister: true,
       manufacturer: 'Acme',
     });

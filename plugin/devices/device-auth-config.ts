@@ -27,8 +27,16 @@ export const deviceAuthSchema = z
     identifier_system: z.string().min(1),
     /** The Medplum project the devices belong to. */
     project_id: z.string().min(1),
-    /** Requests per second per device, across the token route and `/graphql`. */
+    /** Requests per second per device, across the token route and `/graphql`; only the device's own (a key that matched, a valid token) count. */
     rate_limit_per_second: z.number().int().positive().default(10),
+    /** Failed exchanges (wrong key, unknown device) from one source address per window before it is locked out. */
+    failed_attempts_per_source: z.number().int().positive().default(10),
+    /** Failed exchanges naming one device id, from any source, per window before that id is locked out for failing keys. */
+    failed_attempts_per_device: z.number().int().positive().default(20),
+    /** The window of the failed-attempt limits, and the period over which refusals past the first few are summarised. */
+    failed_attempts_window_seconds: z.number().int().min(1).max(3600).default(60),
+    /** How long a source or device id past its limit has its failing attempts answered 429. The right key always passes. */
+    lockout_seconds: z.number().int().min(1).max(86_400).default(300),
     /** Create an active Device on the first valid exchange of a device that has none. */
     auto_register: z.boolean().default(false),
     /** `deviceName` (type `manufacturer`) of auto-registered Devices. */
@@ -51,6 +59,7 @@ export interface DeviceAuthConfig {
   readonly identifierSystem: string;
   readonly projectId: string;
   readonly rateLimitPerSecond: number;
+  readonly failedAttempts: { readonly perSource: number; readonly perDevice: number; readonly windowSeconds: number; readonly lockoutSeconds: number };
   readonly autoRegister: boolean;
   readonly manufacturer?: string;
 }
@@ -132,6 +141,12 @@ export function resolveDeviceAuth(
       identifierSystem: options.identifier_system,
       projectId: options.project_id,
       rateLimitPerSecond: options.rate_limit_per_second,
+      failedAttempts: {
+        perSource: options.failed_attempts_per_source,
+        perDevice: options.failed_attempts_per_device,
+        windowSeconds: options.failed_attempts_window_seconds,
+        lockoutSeconds: options.lockout_seconds,
+      },
       autoRegister: options.auto_register,
       manufacturer: options.manufacturer,
     },

@@ -1,18 +1,16 @@
 /**
- * The per-device request limit (default 10 per second) across the token route and `/graphql`, counted in a
- * `LimiterStore`: the host's Redis when there is one (each call with a deadline, the instance's memory while Redis
- * does not answer), memory otherwise.
+ * A device's request budget (default 10 per second) across the token route and `/graphql`. Only requests that
+ * proved to be the device's spend it: an exchange whose key matched, a `/graphql` request with its valid token.
+ * Failed attempts are counted apart (failed-attempt-limiter.ts), so someone sending wrong keys for a device id
+ * cannot use up the device's own budget.
  */
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
 import type { LimiterStore } from './limiter-store.ts';
 
-/** Counts a device's requests. */
+/** Counts a device's authenticated requests. */
 export interface DeviceRateLimiter {
-  /**
-   * Counts one request; throws AppError `rate_limited` (429, with `retryAfterSeconds`) over the limit. The
-   * error's `details.firstRefusal` tells the first refusal of the window.
-   */
+  /** Counts one request; throws AppError `rate_limited` (429, with `retryAfterSeconds`) over the limit. */
   consume(deviceId: string): Promise<void>;
 }
 
@@ -29,7 +27,6 @@ export function createDeviceRateLimiter(perSecond: number, store: LimiterStore, 
           throw new AppError('rate_limited', `Too many requests for this device; at most ${perSecond} per second.`, {
             retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
             isRetryable: true,
-            details: { firstRefusal: rejection.consumedPoints === perSecond + 1 },
           });
         }
         throw rejection;

@@ -44,7 +44,7 @@ export interface Telemetry {
   readonly waitingTurns: UpDownCounter;
   /** Device token exchanges: `fhirgate.outcome` (`issued`, `refused`), `fhirgate.reason` for refusals. */
   readonly deviceTokenExchanges: Counter;
-  /** Requests refused by a rate limit: `fhirgate.limit` (e.g. `device`). */
+  /** Requests refused by a rate limit: `fhirgate.limit` (`device`, `failed_attempts_source`, `failed_attempts_device`). */
   readonly rateLimitRejections: Counter;
   /** 1 while the host's Redis answers fhirgate's calls within their deadline, 0 while limits count in memory; observed only with a Redis. */
   readonly redisAvailable: ObservableGauge;
