@@ -3,7 +3,9 @@
  * SQLite file) and the LLM emulator, each meeting a seeded random fault; during the run another process holds the
  * store's write lock for a while (the store refuses writes), and the host is killed with SIGKILL and restarted.
  * Afterwards the store is reconciled against what every client saw and what the emulator sent (reconcile.ts), and
- * the figures are printed. Exits 1 when a record is lost, duplicated or does not match.
+ * the figures are printed. Then the host's Redis (a redis-server of the run's own) is paused and killed while the
+ * demo device renews its token and writes Observations (redis-faults.ts). Exits 1 when a record is lost,
+ * duplicated or does not match, or a device request failed or was held up because of Redis.
  *
  *   npm run chaos                           # 3,000 requests, 16 at a time
  *   npm run chaos -- --requests 500 --concurrency 8 --seed 7
@@ -20,6 +22,9 @@ import { readUnfinished } from '../plugin/chat/reply-journal.ts';
 import { STORE_FILE_NAME } from '../plugin/hosts/standalone/open-store.ts';
 import { startLlmEmulator } from '../test/emulator/index.ts';
 import { demoToken, startHostProcess, until, type HostProcess } from '../test/support/host-process.ts';
+import { hasRedisServer, startOwnRedis } from '../test/support/own-redis.ts';
+import { readDemoDeviceKey } from '../plugin/hosts/standalone/demo-devices.ts';
+import { BLOCKED_AFTER_MS, runRedisFaults, type RedisFaultSummary } from './redis-faults.ts';
 import { sendChaosRequest, type ChaosRequest, type ClientSeen } from './client.ts';
 import { drawFault, providerBehaviour, seededRandom, type FaultKind } from './faults.ts';
 import { reconcile } from './reconcile.ts';
@@ -63,7 +68,13 @@ const lockAt = Math.floor(total * 0.25);
 
 const emulator = await startLlmEmulator({ models: ['echo'] });
 const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-chaos-'));
+// The host's Redis is the run's own, so that it can be paused and killed; the shared one is never touched.
+const redis = hasRedisServer() ? await startOwnRedis() : undefined;
+if (!redis) {
+  log('redis-server is not installed: the Redis faults are skipped');
+}
 const hostEnvironment = {
+  ...(redis ? { REDIS_URL: redis.url } : {}),
   FHIRGATE_DATA_DIR: dataDir,
   FHIRGATE_BASE_URL: ISSUER,
   FHIRGATE_GRAPHQL_WARMUP: 'off',
@@ -112,9 +123,13 @@ await Promise.all(running);
 log(`requests done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; waiting for the outbox to drain`);
 
 await until(() => unfinishedInJournals(join(dataDir, 'journal')) === 0, 60_000).catch(() => log('the journal still holds unfinished turns'));
+const redisFaults: RedisFaultSummary | undefined = redis
+  ? await runRedisFaults({ baseUrl: host.url, redis, deviceKey: readDemoDeviceKey(dataDir), phaseMs: args.short ? 2500 : 5000, hostLogs: () => host.logs(), log })
+  : undefined;
 const exited = new Promise<number | null>((resolve) => host.child.once('exit', resolve));
 host.child.kill('SIGTERM');
 const exitCode = await exited;
+await redis?.stop();
 hostLogs.push(host.logs());
 events.repliesKeptInOutbox = hostLogs.join('').split('"msg":"fhirgate kept a reply in the outbox').length - 1;
 const result = reconcile(join(dataDir, STORE_FILE_NAME), DEMO_PROJECT, seen, emulator.received);
@@ -142,15 +157,17 @@ const summary = {
   duplicates: result.duplicates,
   mismatches: result.mismatches.length,
   hostExitCode: exitCode,
+  redisFaults,
 };
 printSummary(summary, result.mismatches);
 if (args.json) writeFileSync(args.json, `${JSON.stringify({ ...summary, mismatchDetails: result.mismatches }, null, 2)}\n`);
+const redisHeldUp = redisFaults ? redisFaults.failed + redisFaults.blocked + redisFaults.hostLogged.unhandledRedisErrors : 0;
 if (result.lost === 0 && result.duplicates === 0 && result.mismatches.length === 0) {
   rmSync(dataDir, { recursive: true, force: true });
 } else {
   log(`data kept for inspection: ${dataDir}`);
 }
-process.exit(result.lost + result.duplicates + result.mismatches.length === 0 && exitCode === 0 ? 0 : 1);
+process.exit(result.lost + result.duplicates + result.mismatches.length === 0 && exitCode === 0 && redisHeldUp === 0 ? 0 : 1);
 
 /** SIGKILL mid-run, then the same data directory again; the new process records what the killed one left. */
 async function killAndRestart(): Promise<void> {
@@ -218,4 +235,17 @@ function printSummary(figures: typeof summary, mismatches: readonly string[]): v
   ];
   process.stdout.write(`\nfhirgate chaos run, ${figures.seconds} s\n\n| figure | value |\n|---|---|\n${rows.map(([name, value]) => `| ${name} | ${value} |`).join('\n')}\n`);
   for (const mismatch of mismatches.slice(0, 20)) process.stdout.write(`  mismatch: ${mismatch}\n`);
+  if (figures.redisFaults) printRedisFaults(figures.redisFaults);
+}
+
+function printRedisFaults(faults: RedisFaultSummary): void {
+  const lines = [
+    `\nDevice requests while the host's Redis was paused and killed (blocked: over ${BLOCKED_AFTER_MS} ms)\n`,
+    '| Redis | token renewals | Observation writes | failed (must be 0) | blocked (must be 0) | median | max |',
+    '|---|---|---|---|---|---|---|',
+    ...faults.phases.map((phase) => `| ${phase.name} | ${phase.exchanges} | ${phase.writes} | ${phase.failed} | ${phase.blocked} | ${phase.medianMs} ms | ${phase.maxMs} ms |`),
+    `\nhost log: Redis unavailable ${faults.hostLogged.unavailable}, Redis back ${faults.hostLogged.recovered}, ioredis unhandled-error reports ${faults.hostLogged.unhandledRedisErrors} (must be 0)`,
+    ...faults.phases.flatMap((phase) => phase.failures.map((failure) => `  ${phase.name}: ${failure}`)),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -166,6 +166,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     const { stopped } = await inFlight.drain(graceMs);
     await recovered;
     await records.close();
+    await devices?.close();
     registry?.close();
     journal.close();
     host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });

@@ -2,9 +2,10 @@
  * `npm run security`: attacks on a standalone host (a real SQLite file, real HTTP on loopback, the LLM emulator):
  * forged and misused tokens, reaching another project's records, forged records of what the AI said, resource
  * consumption, bodies that do not parse or are too large or too deep, work before authentication, what is exposed
- * (search pages, file modes, `/metrics`), device key guessing and timing, device writes into charts, and fuzzing;
- * then the host's logs are scanned for secrets. Prints the attacks tried by kind, how many were let through and how
- * many 5xx answers were seen: both must be 0 (exit 1 otherwise).
+ * (search pages, file modes, `/metrics`), device key guessing and timing, floods of wrong keys and unknown device
+ * ids, weak configured keys, device writes into charts, and fuzzing; then the host's logs are scanned for secrets.
+ * Prints the attacks tried by kind, how many were let through and how many 5xx answers were seen: both must be 0
+ * (exit 1 otherwise).
  *
  *   npm run security
  *   npm run security -- --fuzz-runs 3000 --json results.json
@@ -18,7 +19,8 @@ import { startTestHost } from '../test/support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
 import type { SecurityContext } from './context.ts';
-import { DEVICE_ID, DEVICE_KEY, deviceAttacks } from './device-attacks.ts';
+import { DEVICE_ID, DEVICE_KEY, DEVICE_SYSTEM, deviceAttacks, weakKeyAttacks } from './device-attacks.ts';
+import { deviceFloodAttacks } from './device-flood-attacks.ts';
 import { deviceWriteAttacks } from './device-write-attacks.ts';
 import { chartInjectionAttack, forgeryAttacks } from './forgery-attacks.ts';
 import { exposureAttacks } from './exposure-attacks.ts';
@@ -32,6 +34,7 @@ const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', d
 const PROVIDER_KEY = 'sk-security-suite-provider-key-0123456789';
 const DEVICE_SECRET = 'security-suite-device-signing-secret-0123456789abcdef';
 const PROMPT_TEXT = 'A private question of project B.';
+const DEVICE_FAILURE_WINDOW_SECONDS = 2;
 
 const log = new AttackLog();
 const logLines: string[] = [];
@@ -47,9 +50,12 @@ const host = await startTestHost({
     device_auth: {
       valid_keys: { [DEVICE_ID]: DEVICE_KEY },
       jwt_secret: DEVICE_SECRET,
-      identifier_system: 'urn:example:security-suite',
+      identifier_system: DEVICE_SYSTEM,
       project_id: project.projectId,
       rate_limit_per_second: 20,
+      // Short windows, so that refusal summaries are written within the run; a lockout that outlasts the attacks.
+      failed_attempts_window_seconds: DEVICE_FAILURE_WINDOW_SECONDS,
+      lockout_seconds: 30,
       auto_register: true,
     },
   }),
@@ -96,6 +102,8 @@ await inputAttacks(context);
 await exposureAttacks(context);
 await deviceAttacks(context);
 await deviceWriteAttacks(context);
+await deviceFloodAttacks(context, DEVICE_FAILURE_WINDOW_SECONDS);
+await weakKeyAttacks(context);
 await fuzzAttacks(context, Number(args['fuzz-runs']));
 for (const secret of context.secrets) {
   const leaked = logLines.filter((line) => line.includes(secret)).length;

@@ -1,13 +1,15 @@
 /**
  * The short form of `npm run chaos` (300 requests with seeded faults, a SIGKILL and restart, a window where the
- * store refuses writes): no record lost, none duplicated, none different from what its client saw. The figures
- * come from the run's JSON summary; the test asserts the guarantees, not timings.
+ * store refuses writes; then the host's Redis paused and killed under device traffic): no record lost, none
+ * duplicated, none different from what its client saw; no device request failed or was held up by Redis. The
+ * figures come from the run's JSON summary; the test asserts the guarantees, and for Redis a generous ceiling.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { hasRedisServer } from './support/own-redis.ts';
 
 const run = promisify(execFile);
 
@@ -23,6 +25,12 @@ interface ChaosSummary {
   mismatches: number;
   mismatchDetails: string[];
   hostExitCode: number;
+  redisFaults?: {
+    phases: { name: string; exchanges: number; writes: number; failed: number; blocked: number; maxMs: number }[];
+    failed: number;
+    blocked: number;
+    hostLogged: { unavailable: number; recovered: number; unhandledRedisErrors: number };
+  };
 }
 
 test('a short chaos run loses, duplicates and misreports nothing', async () => {
@@ -58,6 +66,18 @@ test('a short chaos run loses, duplicates and misreports nothing', async () => {
     expect(summary.events.hostStalls).toBeGreaterThan(0);
     expect((summary.clientEnds['http 503'] ?? 0) + summary.events.repliesKeptInOutbox).toBeGreaterThan(0);
     expect(summary.prompts).toBeGreaterThan(summary.requests / 2);
+    if (hasRedisServer()) {
+      const redis = summary.redisFaults;
+      expect(redis?.phases.map((phase) => phase.name)).toEqual(
+        expect.arrayContaining(['Redis paused (SIGSTOP)', 'Redis killed (SIGKILL)', 'Redis started again']),
+      );
+      // The device kept working through both faults: every request answered, none held up (over 2 s).
+      expect(redis?.phases.every((phase) => phase.exchanges > 0 && phase.writes > 0)).toBe(true);
+      expect({ failed: redis?.failed, blocked: redis?.blocked, unhandled: redis?.hostLogged.unhandledRedisErrors }).toEqual({ failed: 0, blocked: 0, unhandled: 0 });
+      // Each fault was noticed, and each outage logged ended in a recovery.
+      expect(redis?.hostLogged.unavailable).toBeGreaterThanOrEqual(2);
+      expect(redis?.hostLogged.recovered).toBe(redis?.hostLogged.unavailable);
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

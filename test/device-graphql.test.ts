@@ -29,7 +29,7 @@ describe('POST /graphql with device tokens', () => {
     host = await startTestHost({
       pluginFor: (seeded) => ({
         device_auth: {
-          valid_keys: { 'monitor-1': 'key-monitor-1-aaaa', 'monitor-2': 'key-monitor-2-bbbb' },
+          valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk', 'monitor-2': 'key-monitor-2-bbbb-Tz4Hw8Pm3Gd' },
           jwt_secret: JWT_SECRET,
           identifier_system: SYSTEM,
           project_id: seeded.projectId,
@@ -80,7 +80,7 @@ describe('POST /graphql with device tokens', () => {
   }
 
   test("the spec's mutation creates the Observation, linked to the device's Device and authored by it", async () => {
-    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa'));
+    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk'));
 
     const result = await client.mutation(CREATE_OBSERVATION, { input: observationInput('monitor-1') }).toPromise();
 
@@ -103,7 +103,7 @@ describe('POST /graphql with device tokens', () => {
     ['another identifier system', () => observationInput('monitor-1', 'urn:other')],
     ['no device at all', () => ({ status: 'final', code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] } })],
   ])('an Observation naming %s is FORBIDDEN and nothing is stored', async (_name, input) => {
-    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa'));
+    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk'));
     const before = (await storedObservations()).length;
 
     const result = await client.mutation(CREATE_OBSERVATION, { input: input() }).toPromise();
@@ -114,7 +114,7 @@ describe('POST /graphql with device tokens', () => {
   });
 
   test('other writes are FORBIDDEN for a device; it reads its own Device but not another one', async () => {
-    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa'));
+    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk'));
 
     const patient = await client.mutation(gql`mutation { PatientCreate(res: { resourceType: "Patient", name: [{ family: "X" }] }) { id } }`, {}).toPromise();
     expect(codesOf(patient.error)).toEqual(['FORBIDDEN']);
@@ -127,8 +127,8 @@ describe('POST /graphql with device tokens', () => {
   });
 
   test('a device lists only its own Observations', async () => {
-    const mine = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa'));
-    const theirs = graphqlClient(await deviceToken('monitor-2', 'key-monitor-2-bbbb'));
+    const mine = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk'));
+    const theirs = graphqlClient(await deviceToken('monitor-2', 'key-monitor-2-bbbb-Tz4Hw8Pm3Gd'));
     await theirs.mutation(CREATE_OBSERVATION, { input: observationInput('monitor-2') }).toPromise();
 
     const listed = await mine.query(gql`{ ObservationList(_count: 100) { id device { reference } } }`, {}).toPromise();
@@ -142,7 +142,7 @@ describe('POST /graphql with device tokens', () => {
   test.each([
     ['an expired token', async () => signDeviceToken({ exp: Math.floor(Date.now() / 1000) - 10 })],
     ['a token signed with another secret', async () => signDeviceToken({}, 'another-secret-another-secret-another-secret')],
-    ['a tampered token', async () => tamper(await deviceToken('monitor-1', 'key-monitor-1-aaaa'))],
+    ['a tampered token', async () => tamper(await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk'))],
     ['a user token without X-Project-ID', async () => host.accessTokenFor(project.ids['practitioner-membership'])],
     ['no token at all', async () => ''],
   ])('%s is a 401 with an UNAUTHENTICATED error, and nothing is stored', async (_name, makeToken) => {
@@ -183,7 +183,7 @@ describe('POST /graphql with device tokens', () => {
   });
 
   test('a batch (JSON array) is a 400, and an introspection query is refused', async () => {
-    const token = await deviceToken('monitor-1', 'key-monitor-1-aaaa');
+    const token = await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk');
     const batch = await fetch(`${host.url}graphql`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
@@ -208,7 +208,7 @@ describe('the device rate limit on /graphql', () => {
   test('counts the token exchange and the GraphQL requests of a device together', async () => {
     const host = await startTestHost({
       pluginFor: (seeded) => ({
-        device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: 2 },
+        device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: 2 },
       }),
     });
     try {
@@ -217,7 +217,7 @@ describe('the device rate limit on /graphql', () => {
       const exchange = await fetch(`${host.url}account/api/token/device/`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ device_id: 'monitor-1', api_key: 'key-monitor-1-aaaa' }),
+        body: JSON.stringify({ device_id: 'monitor-1', api_key: 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }),
       });
       const { access } = (await exchange.json()) as { access: string };
       const post = () =>

@@ -1,28 +1,36 @@
 /**
  * The device token exchange end to end: real HTTP to a standalone host, the spec's exact request and response,
- * every refusal, the AuditEvents read back with MedplumClient, and the rate limit in memory and on Redis.
+ * every refusal, the AuditEvents read back with MedplumClient, the rate limit in memory and on Redis, the limits on
+ * failed attempts (callers on distinct loopback addresses), the bounded record of refusals, and weak keys refused
+ * at start.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MedplumClient } from '@medplum/core';
 import type { AuditEvent, Device } from '@medplum/fhirtypes';
 import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { Redis } from 'ioredis';
 import { startTestHost, type TestHost } from './support/test-host.ts';
 import { connectTestRedis, describeWithRedis } from './support/redis.ts';
+import { postJsonFrom } from './support/from-address.ts';
+import { waitFor } from './support/wait-for.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import type { DeviceAuthInput } from '../plugin/devices/device-auth-config.ts';
 
 const SYSTEM = 'urn:example:devices';
 const JWT_SECRET = 'test-device-signing-secret-0123456789abcdef';
-const MONITOR_KEY = 'Monitor-Key-1111-aaaa';
+const MONITOR_KEY = 'Monitor-Key-1111-aaaa-Qz7';
 
 function deviceAuth(project: SeededProject, overrides: Partial<DeviceAuthInput> = {}): DeviceAuthInput {
   return {
     valid_keys: {
       'monitor-1': `env:FHIRGATE_TEST_MONITOR_KEY`,
-      'monitor-2': ['old-key-2222', 'new-key-2222'],
-      'pump-off': 'pump-key-3333',
-      'scale-new': 'scale-key-4444',
+      'monitor-2': ['old-key-2222-monitor-2-Rt5w', 'new-key-2222-monitor-2-Yp8k'],
+      'pump-off': 'pump-key-3333-pump-off-Hs2q',
+      'scale-new': 'scale-key-4444-scale-new-Jb6m',
     },
     jwt_secret: JWT_SECRET,
     token_expiry_minutes: 60,
@@ -114,7 +122,7 @@ describe('POST /account/api/token/device/', () => {
   });
 
   test('an unknown device and a wrong key get the same 403 body; both are audited with their reason, never the key', async () => {
-    const wrongKey = await exchange(host, { device_id: 'monitor-1', api_key: 'monitor-key-1111-AAAA' });
+    const wrongKey = await exchange(host, { device_id: 'monitor-1', api_key: 'monitor-key-1111-AAAA-qZ7' });
     const unknown = await exchange(host, { device_id: 'intruder-9', api_key: MONITOR_KEY });
 
     expect(wrongKey.status).toBe(403);
@@ -127,12 +135,12 @@ describe('POST /account/api/token/device/', () => {
     expect(reasons).toEqual(expect.arrayContaining(['wrong_key', 'unknown_device']));
     const refusedUnknown = events.find((event) => event.entity?.[0]?.detail?.[0]?.valueString === 'unknown_device');
     expect(refusedUnknown?.agent?.[0]?.who).toMatchObject({ identifier: { system: SYSTEM, value: 'intruder-9' } });
-    expect(JSON.stringify(events)).not.toContain('monitor-key-1111-AAAA');
+    expect(JSON.stringify(events)).not.toContain('monitor-key-1111-AAAA-qZ7');
     expect(JSON.stringify(events)).not.toContain(MONITOR_KEY);
   });
 
   test.each([
-    ['a key in another case', 'MONITOR-KEY-1111-AAAA'],
+    ['a key in another case', 'MONITOR-KEY-1111-AAAA-QZ7'],
     ['a shorter key', 'Monitor'],
     ['a much longer key', `${MONITOR_KEY}${'x'.repeat(3000)}`],
     ['a one-character key', 'M'],
@@ -143,18 +151,19 @@ describe('POST /account/api/token/device/', () => {
   });
 
   test('both keys of a device in rotation work, and an inactive Device gets 403 with a valid key', async () => {
-    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222' })).status).toBe(200);
-    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'new-key-2222' })).status).toBe(200);
+    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222-monitor-2-Rt5w' })).status).toBe(200);
+    expect((await exchange(host, { device_id: 'monitor-2', api_key: 'new-key-2222-monitor-2-Yp8k' })).status).toBe(200);
 
-    const inactive = await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333' });
+    // From an address of its own: the refusals above from 127.0.0.1 are past the few recorded one by one.
+    const inactive = await postJsonFrom(`${host.url}account/api/token/device/`, '127.0.0.6', { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' });
     expect(inactive.status).toBe(403);
-    expect(inactive.body.error.message).toContain('not active');
+    expect((inactive.body as { error: { message: string } }).error.message).toContain('not active');
     const event = (await auditEvents()).find((candidate) => candidate.entity?.[0]?.detail?.[0]?.valueString === 'inactive_device');
     expect(event?.agent?.[0]?.who?.reference).toBe(`Device/${devices['pump-off'].id}`);
   });
 
   test('a device with a valid key but no Device resource is refused when auto-registration is off', async () => {
-    const { status, body } = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+    const { status, body } = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
     expect(status).toBe(403);
     expect(body.error.code).toBe('forbidden');
   });
@@ -192,8 +201,8 @@ describe('device auto-registration', () => {
       pluginFor: (project) => ({ device_auth: { ...deviceAuth(project), auto_register: true, manufacturer: 'Acme Medical' } }),
     });
     try {
-      const first = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
-      const second = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444' });
+      const first = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
+      const second = await exchange(host, { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
       expect(first.status).toBe(200);
       expect(second.status).toBe(200);
       expect(decodeJwt(first.body.access).entity_id).toBe(decodeJwt(second.body.access).entity_id);
@@ -213,25 +222,152 @@ describe('device rate limit in memory', () => {
   test('over the per-device limit is a 429 with Retry-After; another device is not affected', async () => {
     const host = await startTestHost({ pluginFor: (project) => ({ device_auth: { ...deviceAuth(project), rate_limit_per_second: 3 } }) });
     try {
-      const statuses = await Promise.all(Array.from({ length: 5 }, () => exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222' })));
+      const statuses = await Promise.all(Array.from({ length: 5 }, () => exchange(host, { device_id: 'monitor-2', api_key: 'old-key-2222-monitor-2-Rt5w' })));
       const limited = statuses.filter((response) => response.status === 429);
       expect(limited).toHaveLength(2);
       expect(Number(limited[0].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(limited[0].body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
-      expect((await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333' })).status).toBe(403);
+      expect((await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' })).status).toBe(403);
     } finally {
       await host.close();
     }
   });
 });
 
+describe('failed attempts', () => {
+  const TOKEN_ROUTE = 'account/api/token/device/';
+  const from = (host: TestHost, address: string, deviceId: string, apiKey: string) => postJsonFrom(`${host.url}${TOKEN_ROUTE}`, address, { device_id: deviceId, api_key: apiKey });
+  // Each host registers a device's Device at its first valid exchange.
+  const options = (overrides: Partial<DeviceAuthInput>) => (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), auto_register: true, ...overrides } });
+
+  test("a stranger's wrong keys for a device id do not spend the device's budget: the device keeps getting tokens", async () => {
+    const host = await startTestHost({ pluginFor: options({ rate_limit_per_second: 3 }) });
+    try {
+      // 40 wrong keys at once from one address, and the device's own 3 exchanges in the same second from another.
+      const stranger = Promise.all(Array.from({ length: 40 }, (_, index) => from(host, '127.0.0.2', 'monitor-2', `guess-${index}-${randomUUID()}`)));
+      const device = Promise.all(Array.from({ length: 3 }, () => from(host, '127.0.0.3', 'monitor-2', 'old-key-2222-monitor-2-Rt5w')));
+      const [guesses, exchanges] = await Promise.all([stranger, device]);
+
+      expect(exchanges.map((response) => response.status)).toEqual([200, 200, 200]);
+      expect(guesses.every((response) => response.status === 403 || response.status === 429)).toBe(true);
+      // The stranger runs into the failure limits, not the device's budget.
+      expect(guesses.filter((response) => response.status === 429).length).toBeGreaterThan(0);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('past the per-source limit a source is locked out (429, Retry-After), another source is not, and the right key still passes', async () => {
+    const host = await startTestHost({ pluginFor: options({ failed_attempts_per_source: 3, failed_attempts_per_device: 100, lockout_seconds: 120 }) });
+    try {
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 5; attempt++) {
+        statuses.push((await from(host, '127.0.0.4', 'monitor-1', `wrong-${attempt}`)).status);
+      }
+      expect(statuses).toEqual([403, 403, 403, 429, 429]);
+      const locked = await from(host, '127.0.0.4', 'intruder-9', 'wrong');
+      expect(locked.status).toBe(429);
+      expect(Number(locked.headers['retry-after'])).toBeGreaterThan(60);
+      expect(locked.body).toEqual({ error: { message: 'Too many failed attempts; try again later.', type: 'rate_limit_error', code: 'rate_limited' } });
+
+      expect((await from(host, '127.0.0.5', 'monitor-1', 'wrong')).status).toBe(403);
+      expect((await from(host, '127.0.0.4', 'monitor-1', MONITOR_KEY)).status).toBe(200);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('past the per-device limit, wrong keys for that id are 429 from any source; its key still passes; an unknown id is answered alike', async () => {
+    const host = await startTestHost({ pluginFor: options({ failed_attempts_per_source: 100, failed_attempts_per_device: 3 }) });
+    try {
+      const spread = async (deviceId: string, firstAddress: number): Promise<number[]> => {
+        const statuses: number[] = [];
+        for (let index = 0; index < 5; index++) {
+          statuses.push((await from(host, `127.0.1.${firstAddress + index}`, deviceId, `wrong-${index}`)).status);
+        }
+        return statuses;
+      };
+      expect(await spread('monitor-1', 10)).toEqual([403, 403, 403, 429, 429]);
+      expect(await spread('ghost-device-7', 20)).toEqual([403, 403, 403, 429, 429]);
+      expect((await from(host, '127.0.1.30', 'monitor-1', MONITOR_KEY)).status).toBe(200);
+      expect((await from(host, '127.0.1.31', 'monitor-2', 'wrong')).status).toBe(403);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test('refusals past the first few of a source are summarised: a bounded number of AuditEvents, every refusal counted', async () => {
+    const host = await startTestHost({ pluginFor: options({ failed_attempts_window_seconds: 1 }) });
+    try {
+      const source = '127.0.2.1';
+      const started = Date.now();
+      const sent = 300;
+      for (let batch = 0; batch < sent / 20; batch++) {
+        await Promise.all(Array.from({ length: 20 }, (_, index) => from(host, source, `unknown-${batch}-${index}`, 'any-key')));
+      }
+      const periods = Math.ceil((Date.now() - started) / 1000) + 1;
+      const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
+      const recorded = async (): Promise<AuditEvent[]> =>
+        (await repo.searchResources<AuditEvent>({ resourceType: 'AuditEvent', count: 1000 })).filter((event) => event.agent?.[0]?.network?.address === source);
+      const detail = (event: AuditEvent, type: string) => event.entity?.[0]?.detail?.find((item) => item.type === type)?.valueString;
+      const counted = (events: AuditEvent[]) => events.reduce((sum, event) => sum + (detail(event, 'reason') === 'summary' ? Number(detail(event, 'count')) : 1), 0);
+      // The last period's summary is written once that period is over.
+      const events = await waitFor(async () => {
+        const found = await recorded();
+        return counted(found) === sent ? found : undefined;
+      }, 15_000);
+
+      expect(events.length).toBeLessThanOrEqual(6 * periods);
+      expect(events.filter((event) => detail(event, 'reason') === 'summary').length).toBeGreaterThan(0);
+      const summary = events.find((event) => detail(event, 'reason') === 'summary');
+      expect(summary).toMatchObject({ outcome: '4', period: { start: expect.any(String), end: expect.any(String) } });
+      expect(JSON.stringify(events)).not.toContain('any-key');
+    } finally {
+      await host.close();
+    }
+  }, 30_000);
+});
+
+describe('a device key too weak', () => {
+  test('refuses to start, with one line naming the device and the rule', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'fhirgate-weak-key-'));
+    try {
+      const file = join(directory, 'device-auth.json');
+      await writeFile(
+        file,
+        JSON.stringify({ valid_keys: { 'ward-3-monitor': 'env:WEAK_DEVICE_KEY' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: 'a1f0c0de-0000-4000-8000-000000000001' }),
+      );
+      const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
+        env: { ...process.env, PORT: '0', FHIRGATE_DATA_DIR: join(directory, 'data'), FHIRGATE_DEVICE_AUTH: file, WEAK_DEVICE_KEY: 'Monitor-Key-1111', FHIRGATE_GRAPHQL_WARMUP: 'off' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+
+      expect(code).toBe(1);
+      const refusal = stderr.split('\n').filter((line) => line.startsWith('fhirgate cannot start:'));
+      expect(refusal).toHaveLength(1);
+      expect(refusal[0]).toContain('device_auth.valid_keys.ward-3-monitor: the key of device ward-3-monitor is too weak');
+      expect(refusal[0]).toContain('at least 128 bits');
+      expect(stderr).not.toContain('Monitor-Key-1111');
+      expect(stderr).not.toContain('    at ');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describeWithRedis('device rate limit on Redis', () => {
   let redisA: Redis;
   let redisB: Redis;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     redisA = connectTestRedis();
     redisB = connectTestRedis();
+    await Promise.all([redisA.ping(), redisB.ping()]);
   });
 
   afterAll(async () => {
@@ -240,12 +376,12 @@ describeWithRedis('device rate limit on Redis', () => {
 
   test('two plugin instances sharing one Redis share the limit of a device', async () => {
     const deviceId = `shared-${randomUUID().slice(0, 8)}`;
-    const options = (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555' }, rate_limit_per_second: 4 } });
+    const options = (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555-instances-Nd3c' }, rate_limit_per_second: 4 } });
     const first = await startTestHost({ pluginFor: options, redis: redisA });
     const second = await startTestHost({ pluginFor: options, redis: redisB });
     try {
-      // Wrong keys: the limit counts every request of the device, before the key is checked.
-      const body = { device_id: deviceId, api_key: 'wrong' };
+      // The right key: only the device's own requests spend its budget. No Device resource, so those within it are 403.
+      const body = { device_id: deviceId, api_key: 'shared-key-5555-instances-Nd3c' };
       const responses = await Promise.all([
         exchange(first, body),
         exchange(second, body),

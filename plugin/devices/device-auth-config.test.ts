@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,8 +8,8 @@ import type { DeviceAuthConfig, DeviceAuthInput, SecretSources } from './device-
 
 const SIGNING_SECRET = 'signing-secret-0123456789abcdefghij'; // 35 bytes
 const OLD_SIGNING_SECRET = 'old-signing-secret-0123456789abcdefgh';
-const MONITOR_KEY = 'monitor-key-Zx81q';
-const PUMP_KEY = 'pump-key-Qw72p';
+const MONITOR_KEY = 'monitor-key-Zx81q-7Hc2Lw9vTq4Rb';
+const PUMP_KEY = 'pump-key-Qw72p-K8sN3mXc5Vd1Jf';
 
 /** The smallest `device_auth` an operator can write, with every secret taken from the environment. */
 const minimal: DeviceAuthInput = {
@@ -53,10 +54,14 @@ function schemaErrorMessage(input: unknown): string {
 }
 
 describe('deviceAuthSchema', () => {
-  test('fills in the defaults: 5-minute tokens, 10 requests per second, no auto-registration', () => {
+  test('fills in the defaults: 5-minute tokens, 10 requests per second, failed-attempt limits, no auto-registration', () => {
     const options = deviceAuthSchema.parse(minimal);
     expect(options.token_expiry_minutes).toBe(5);
     expect(options.rate_limit_per_second).toBe(10);
+    expect(options.failed_attempts_per_source).toBe(10);
+    expect(options.failed_attempts_per_device).toBe(20);
+    expect(options.failed_attempts_window_seconds).toBe(60);
+    expect(options.lockout_seconds).toBe(300);
     expect(options.auto_register).toBe(false);
     expect(options.manufacturer).toBeUndefined();
   });
@@ -71,6 +76,16 @@ describe('deviceAuthSchema', () => {
 
   test.each([0, -1, 2.5])('refuses a rate limit of %s per second', (perSecond) => {
     expect(schemaErrorMessage({ ...minimal, rate_limit_per_second: perSecond })).toContain('rate_limit_per_second');
+  });
+
+  test.each([
+    ['failed_attempts_per_source', 0],
+    ['failed_attempts_per_device', 1.5],
+    ['failed_attempts_window_seconds', 0],
+    ['failed_attempts_window_seconds', 3601],
+    ['lockout_seconds', 0],
+  ])('refuses %s = %s, naming the setting', (field, value) => {
+    expect(schemaErrorMessage({ ...minimal, [field]: value })).toContain(field);
   });
 
   test('refuses unknown fields, such as a misspelt setting', () => {
@@ -132,6 +147,7 @@ describe('resolveDeviceAuth', () => {
       identifierSystem: 'urn:example:device-id',
       projectId: 'project-1',
       rateLimitPerSecond: 10,
+      failedAttempts: { perSource: 10, perDevice: 20, windowSeconds: 60, lockoutSeconds: 300 },
       autoRegister: true,
       manufacturer: 'Acme',
     });
@@ -261,5 +277,56 @@ describe('resolveDeviceAuth', () => {
     expect(message).not.toContain('device_auth.jwt_secret[0]');
     expect(message).not.toContain('too-short-old-secret');
     expect(message).not.toContain(SIGNING_SECRET);
+  });
+});
+
+describe('device key strength', () => {
+  /** The one error line a configuration with `key` for monitor-1 is refused with. */
+  function refusalOf(key: string): string {
+    return resolveErrorMessage({ valid_keys: { 'monitor-1': 'env:CANDIDATE_KEY' } }, { ...environment, CANDIDATE_KEY: key });
+  }
+
+  test.each([
+    ['the key `fhirgate provision` generates (32 random bytes, base64url)', randomBytes(32).toString('base64url')],
+    ["the standalone host's demo key (24 random bytes, base64url)", randomBytes(24).toString('base64url')],
+    ['`openssl rand -base64 32`', randomBytes(32).toString('base64')],
+    ['32 hex digits (`openssl rand -hex 16`)', randomBytes(16).toString('hex')],
+    ['39 decimal digits', '1'.repeat(39)],
+    ['25 lower-case letters and digits', 'k3'.repeat(12) + 'x'],
+    ['22 base64url characters', 'Ab3-_'.repeat(4) + 'Zz'],
+    ['20 visible ASCII characters with punctuation', '!Ab3#'.repeat(4)],
+  ])('accepts %s', (_name, key) => {
+    expect(resolveConfig({ valid_keys: { 'monitor-1': 'env:CANDIDATE_KEY' } }, { ...environment, CANDIDATE_KEY: key }).validKeys.get('monitor-1')).toEqual([key]);
+  });
+
+  test.each([
+    ['31 hex digits', randomBytes(16).toString('hex').slice(1)],
+    ['38 decimal digits', '7'.repeat(38)],
+    ['24 lower-case letters and digits', 'k3'.repeat(12)],
+    ['21 base64url characters', 'Ab3-_'.repeat(4) + 'Z'],
+    ['19 visible ASCII characters with punctuation', '!Ab3#'.repeat(4).slice(1)],
+    ['a short word', 'secret'],
+  ])('refuses %s on one line naming the device and the rule, never the key', (_name, key) => {
+    const message = refusalOf(key);
+    expect(message).toContain('device_auth.valid_keys.monitor-1: the key of device monitor-1 is too weak');
+    expect(message).toContain('at least 128 bits');
+    expect(message).toContain('32 hex digits');
+    expect(message).toContain('22 base64 or base64url characters');
+    expect(message).not.toContain('\n');
+    expect(message).not.toContain(key);
+  });
+
+  test.each([
+    ['spaces', 'correct horse battery staple and more words'],
+    ['non-ASCII characters', 'ключ-устройства-номер-один-и-два'],
+    ['a control character', `${randomBytes(32).toString('base64url')}\u0007`],
+  ])('refuses a key with %s, naming the device and the rule', (_name, key) => {
+    expect(refusalOf(key)).toContain('device_auth.valid_keys.monitor-1: the key of device monitor-1 is not allowed: a device key may hold visible ASCII characters only');
+  });
+
+  test('a weak key in a rotation list is named by its position; the strong one beside it is not', () => {
+    const message = resolveErrorMessage({ valid_keys: { 'monitor-1': ['env:MONITOR_KEY', 'env:WEAK_KEY'] } }, { ...environment, WEAK_KEY: 'old-key-2222' });
+    expect(message).toContain('device_auth.valid_keys.monitor-1[1]: the key of device monitor-1 is too weak');
+    expect(message).not.toContain('monitor-1[0]');
   });
 });

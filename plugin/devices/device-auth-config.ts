@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { describeWeakKey } from './device-key-strength.ts';
 
 /** A secret as written in the configuration: a literal, `env:NAME` or `file:/path`. */
 const secretReference = z.string().min(1);
@@ -26,8 +27,16 @@ export const deviceAuthSchema = z
     identifier_system: z.string().min(1),
     /** The Medplum project the devices belong to. */
     project_id: z.string().min(1),
-    /** Requests per second per device, across the token route and `/graphql`. */
+    /** Requests per second per device, across the token route and `/graphql`; only the device's own (a key that matched, a valid token) count. */
     rate_limit_per_second: z.number().int().positive().default(10),
+    /** Failed exchanges (wrong key, unknown device) from one source address per window before it is locked out. */
+    failed_attempts_per_source: z.number().int().positive().default(10),
+    /** Failed exchanges naming one device id, from any source, per window before that id is locked out for failing keys. */
+    failed_attempts_per_device: z.number().int().positive().default(20),
+    /** The window of the failed-attempt limits, and the period over which refusals past the first few are summarised. */
+    failed_attempts_window_seconds: z.number().int().min(1).max(3600).default(60),
+    /** How long a source or device id past its limit has its failing attempts answered 429. The right key always passes. */
+    lockout_seconds: z.number().int().min(1).max(86_400).default(300),
     /** Create an active Device on the first valid exchange of a device that has none. */
     auto_register: z.boolean().default(false),
     /** `deviceName` (type `manufacturer`) of auto-registered Devices. */
@@ -50,6 +59,7 @@ export interface DeviceAuthConfig {
   readonly identifierSystem: string;
   readonly projectId: string;
   readonly rateLimitPerSecond: number;
+  readonly failedAttempts: { readonly perSource: number; readonly perDevice: number; readonly windowSeconds: number; readonly lockoutSeconds: number };
   readonly autoRegister: boolean;
   readonly manufacturer?: string;
 }
@@ -64,7 +74,7 @@ const MIN_JWT_SECRET_BYTES = 32;
 
 /**
  * Resolves every secret reference. Throws an Error listing each problem by setting (a missing variable or file,
- * a short signing secret); returns the settings that hold literal secrets as warnings.
+ * a weak device key, a short signing secret), on one line; returns the settings that hold literal secrets as warnings.
  */
 export function resolveDeviceAuth(
   options: DeviceAuthOptions,
@@ -101,7 +111,15 @@ export function resolveDeviceAuth(
   for (const [device, keys] of Object.entries(options.valid_keys)) {
     validKeys.set(
       device,
-      list(keys).map((key, index) => resolve(key, `device_auth.valid_keys.${device}${Array.isArray(keys) ? `[${index}]` : ''}`)),
+      list(keys).map((key, index) => {
+        const setting = `device_auth.valid_keys.${device}${Array.isArray(keys) ? `[${index}]` : ''}`;
+        const value = resolve(key, setting);
+        const weakness = value ? describeWeakKey(value) : undefined;
+        if (weakness) {
+          problems.push(`${setting}: the key of device ${device} is ${weakness}`);
+        }
+        return value;
+      }),
     );
   }
   const jwtSecrets = list(options.jwt_secret).map((secret, index) => {
@@ -123,6 +141,12 @@ export function resolveDeviceAuth(
       identifierSystem: options.identifier_system,
       projectId: options.project_id,
       rateLimitPerSecond: options.rate_limit_per_second,
+      failedAttempts: {
+        perSource: options.failed_attempts_per_source,
+        perDevice: options.failed_attempts_per_device,
+        windowSeconds: options.failed_attempts_window_seconds,
+        lockoutSeconds: options.lockout_seconds,
+      },
       autoRegister: options.auto_register,
       manufacturer: options.manufacturer,
     },

@@ -1,40 +1,32 @@
 /**
- * The per-device request limit (default 10 per second) across the token route and `/graphql`, through
- * rate-limiter-flexible: counters in the host's Redis when there is one, so the limit holds across several
- * server instances, in memory otherwise. If Redis fails, an in-memory limiter takes over for that instance
- * rather than letting every request through or refusing them all.
+ * A device's request budget (default 10 per second) across the token route and `/graphql`. Only requests that
+ * proved to be the device's spend it: an exchange whose key matched, a `/graphql` request with its valid token.
+ * Failed attempts are counted apart (failed-attempt-limiter.ts), so someone sending wrong keys for a device id
+ * cannot use up the device's own budget.
  */
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors.ts';
-import type { HostRedis } from '../host.ts';
+import type { LimiterStore } from './limiter-store.ts';
 
-/** Counts a device's requests. */
+/** Counts a device's authenticated requests. */
 export interface DeviceRateLimiter {
-  /**
-   * Counts one request; throws AppError `rate_limited` (429, with `retryAfterSeconds`) over the limit. The
-   * error's `details.firstRefusal` tells the first refusal of the window.
-   */
+  /** Counts one request; throws AppError `rate_limited` (429, with `retryAfterSeconds`) over the limit. */
   consume(deviceId: string): Promise<void>;
 }
 
-/** A limiter of `perSecond` requests per device and second, on `redis` when given; `onRefused` sees each refusal. */
-export function createDeviceRateLimiter(perSecond: number, redis: HostRedis | undefined, onRefused: () => void = () => undefined): DeviceRateLimiter {
-  const keyPrefix = 'fhirgate:device-rate';
-  const memory = new RateLimiterMemory({ keyPrefix, points: perSecond, duration: 1 });
-  const limiter: RateLimiterAbstract = redis
-    ? new RateLimiterRedis({ storeClient: redis, keyPrefix, points: perSecond, duration: 1, insuranceLimiter: memory })
-    : memory;
+/** A limiter of `perSecond` requests per device and second, in `store`; `onRefused` sees each refusal. */
+export function createDeviceRateLimiter(perSecond: number, store: LimiterStore, onRefused: () => void = () => undefined): DeviceRateLimiter {
+  const limit = store.limit({ keyPrefix: 'fhirgate:device-rate', points: perSecond, durationSeconds: 1 });
   return {
     consume: async (deviceId) => {
       try {
-        await limiter.consume(deviceId);
+        await limit.consume(deviceId);
       } catch (rejection) {
         if (rejection instanceof RateLimiterRes) {
           onRefused();
           throw new AppError('rate_limited', `Too many requests for this device; at most ${perSecond} per second.`, {
             retryAfterSeconds: Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)),
             isRetryable: true,
-            details: { firstRefusal: rejection.consumedPoints === perSecond + 1 },
           });
         }
         throw rejection;

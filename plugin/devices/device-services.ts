@@ -1,7 +1,9 @@
 /**
  * Everything the device routes share, built once from `device_auth` and the host: the resolved configuration,
- * the key check, the token service, the rate limiter, the device mapping (the device-mapping bot's logic, run
- * in-process on the project's system repository), the device's own repository and AuditEvent writes.
+ * the key check, the token service, the device's request budget and the failed-attempt limits (on the host's
+ * Redis, each call with a deadline, or in memory), the device mapping (the device-mapping bot's logic, run
+ * in-process on the project's system repository), the device's own repository, AuditEvent writes and the bounded
+ * record of refusals.
  */
 import type { WithId } from '@medplum/core';
 import { parseSearchRequest } from '@medplum/core';
@@ -12,6 +14,9 @@ import type { FhirgateHost } from '../host.ts';
 import { resolveDeviceAuth, type DeviceAuthConfig, type DeviceAuthOptions } from './device-auth-config.ts';
 import { createDeviceKeyCheck, type DeviceKeyCheck } from './device-keys.ts';
 import { createDeviceRateLimiter, type DeviceRateLimiter } from './device-rate-limiter.ts';
+import { createFailedAttemptLimiter, type FailedAttemptLimiter } from './failed-attempt-limiter.ts';
+import { createLimiterStore } from './limiter-store.ts';
+import { RefusalAudit } from './refusal-audit.ts';
 import { createDeviceTokenService, type DeviceTokenService } from './device-tokens.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
@@ -21,7 +26,12 @@ export interface DeviceServices {
   readonly config: DeviceAuthConfig;
   readonly checkKey: DeviceKeyCheck;
   readonly tokens: DeviceTokenService;
+  /** The device's own request budget: spent only by requests that proved to be the device's. */
   readonly rateLimiter: DeviceRateLimiter;
+  /** Failed exchanges by source address and by device id, with their lockout. */
+  readonly failedAttempts: FailedAttemptLimiter;
+  /** Refused exchanges on record: the first ones of each source one by one, the rest summarised per period. */
+  readonly refusals: RefusalAudit;
   /** The Device of a device id (registering it when `auto_register` is on), or undefined. */
   findDevice(deviceId: string): Promise<WithId<Device> | undefined>;
   /** The Device resource by id, or undefined when it is gone. */
@@ -36,6 +46,8 @@ export interface DeviceServices {
   deviceRepo(deviceResourceId: string, assignedPatientId?: string): Promise<FhirRepository>;
   /** Writes an AuditEvent in the devices' project, with system rights. */
   audit(event: AuditEvent): Promise<void>;
+  /** Writes the refusal summaries still open and stops probing Redis. For shutdown. */
+  close(): Promise<void>;
 }
 
 /** Builds the services; throws at start-up when `device_auth` is wrong, and logs literal secrets as warnings. */
@@ -45,13 +57,31 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
     host.logger?.warn(warning);
   }
   const systemRepo = (): Promise<FhirRepository> => host.getSystemRepo(config.projectId);
+  const audit = async (event: AuditEvent): Promise<void> => {
+    await (await systemRepo()).createResource(event);
+  };
+  const limits = createLimiterStore(host.redis, { logger: host.logger });
+  const guard = limits.guard;
+  if (guard) {
+    telemetry.redisAvailable.addCallback((result) => result.observe(guard.available ? 1 : 0));
+  }
+  const refusals = new RefusalAudit({
+    periodSeconds: config.failedAttempts.windowSeconds,
+    identifierSystem: config.identifierSystem,
+    write: audit,
+    logger: host.logger,
+  });
   return {
     config,
     checkKey: createDeviceKeyCheck(config.validKeys),
     tokens: createDeviceTokenService(config.jwtSecrets, config.tokenExpiryMinutes),
-    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, host.redis, () =>
+    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, limits, () =>
       telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': 'device' })
     ),
+    failedAttempts: createFailedAttemptLimiter(config.failedAttempts, limits, (limit) =>
+      telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': limit })
+    ),
+    refusals,
     findDevice: async (deviceId) => {
       const { device } = await mapDevice(repositoryLookupClient(await systemRepo()), {
         deviceId,
@@ -89,8 +119,10 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
     },
     deviceRepo: async (deviceResourceId, assignedPatientId) =>
       host.getDeviceRepo(config.projectId, buildDevicePolicy(deviceResourceId, assignedPatientId), { reference: `Device/${deviceResourceId}` }),
-    audit: async (event) => {
-      await (await systemRepo()).createResource(event);
+    audit,
+    close: async () => {
+      limits.close();
+      await refusals.close();
     },
   };
 }

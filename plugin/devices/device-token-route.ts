@@ -1,18 +1,21 @@
 /**
  * `POST /account/api/token/device/`: a pre-registered API key for a short-lived device token, step by step:
- *   1. read the body                         → 400 with the spec's error body
- *   2. count the request against the device  → 429 with Retry-After
- *   3. check the key (constant time)         → 403, the same for an unknown device and a wrong key
- *   4. map the device to its FHIR Device     → 403 when there is none, or it is not active
+ *   1. read the body                          → 400 with the spec's error body
+ *   2. check the key (constant time)          → 403, the same for an unknown device and a wrong key; a failure is
+ *                                               counted by source address and by device id, and past either
+ *                                               limit it is a 429 (the lockout; the right key still passes)
+ *   3. count the request against the device   → 429 with Retry-After (only the device's own requests count)
+ *   4. map the device to its FHIR Device      → 403 when there is none, or it is not active
  *   5. record the AuditEvent, issue the token → 200 {access, expires_in}
- * Every refusal after step 1 is recorded as an AuditEvent too. No bearer token is read here.
+ * Every refusal after step 1 is on record: the first ones of each source as AuditEvents of their own, the rest in
+ * a summary per source and period (refusal-audit.ts). No bearer token is read here.
  */
 import type { Device, Reference } from '@medplum/fhirtypes';
 import express, { type Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
-import { buildTokenIssuedEvent, buildTokenRefusedEvent, type DeviceAuthAttempt, type DeviceAuthFailure } from './device-audit.ts';
+import { buildTokenIssuedEvent, type DeviceAuthAttempt, type DeviceAuthFailure } from './device-audit.ts';
 import type { DeviceServices } from './device-services.ts';
 import { annotateRequest, requestIdOf } from '../telemetry/request-telemetry.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
@@ -39,25 +42,27 @@ export function createDeviceTokenRoute(services: DeviceServices, telemetry: Tele
     const refuse = async (reason: DeviceAuthFailure, error: AppError, device?: Reference<Device>): Promise<never> => {
       telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'refused', 'fhirgate.reason': reason });
       annotateRequest(response, { refusal: reason });
-      await services.audit(buildTokenRefusedEvent({ ...attempt, device }, reason)).catch((auditError: unknown) => {
+      await services.refusals.record({ ...attempt, device }, reason).catch((auditError: unknown) => {
         logger?.error('Could not record a refused device token exchange', { reason, error: String(auditError) });
       });
       throw error;
     };
 
+    if (!services.checkKey(body.device_id, body.api_key)) {
+      const lockout = await services.failedAttempts.count({ sourceAddress: request.ip, deviceId: body.device_id });
+      if (lockout) {
+        return refuse('too_many_failures', lockout);
+      }
+      const known = services.config.validKeys.has(body.device_id);
+      return refuse(known ? 'wrong_key' : 'unknown_device', new AppError('forbidden', INVALID_CREDENTIALS));
+    }
     try {
       await services.rateLimiter.consume(body.device_id);
     } catch (error) {
-      if (AppError.isInstance(error) && error.code === 'rate_limited' && error.details?.firstRefusal !== true) {
-        // Recorded once per window (the first refusal), counted every time.
-        telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'refused', 'fhirgate.reason': 'rate_limited' });
-        throw error;
+      if (AppError.isInstance(error) && error.code === 'rate_limited') {
+        return refuse('rate_limited', error);
       }
-      return refuse('rate_limited', error as AppError);
-    }
-    if (!services.checkKey(body.device_id, body.api_key)) {
-      const known = services.config.validKeys.has(body.device_id);
-      return refuse(known ? 'wrong_key' : 'unknown_device', new AppError('forbidden', INVALID_CREDENTIALS));
+      throw error;
     }
     const device = await services.findDevice(body.device_id);
     if (!device) {

@@ -7,7 +7,17 @@
  * Attributes carry ids and names only (route, status, project id, provider, model, reasons): never a key, a
  * token or message text.
  */
-import { metrics, trace, type Counter, type Histogram, type MeterProvider, type Tracer, type TracerProvider, type UpDownCounter } from '@opentelemetry/api';
+import {
+  metrics,
+  trace,
+  type Counter,
+  type Histogram,
+  type MeterProvider,
+  type ObservableGauge,
+  type Tracer,
+  type TracerProvider,
+  type UpDownCounter,
+} from '@opentelemetry/api';
 
 /** The instrumentation scope's name: the meter and tracer `fhirgate`. */
 export const TELEMETRY_SCOPE = 'fhirgate';
@@ -34,8 +44,10 @@ export interface Telemetry {
   readonly waitingTurns: UpDownCounter;
   /** Device token exchanges: `fhirgate.outcome` (`issued`, `refused`), `fhirgate.reason` for refusals. */
   readonly deviceTokenExchanges: Counter;
-  /** Requests refused by a rate limit: `fhirgate.limit` (e.g. `device`). */
+  /** Requests refused by a rate limit: `fhirgate.limit` (`device`, `failed_attempts_source`, `failed_attempts_device`). */
   readonly rateLimitRejections: Counter;
+  /** 1 while the host's Redis answers fhirgate's calls within their deadline, 0 while limits count in memory; observed only with a Redis. */
+  readonly redisAvailable: ObservableGauge;
 }
 
 /** Where the instruments come from: the globally registered providers unless given (as tests do). */
@@ -72,5 +84,8 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
       description: 'Device token exchanges, issued or refused (with the reason).',
     }),
     rateLimitRejections: meter.createCounter('fhirgate.rate_limit.rejections', { description: 'Requests refused by a rate limit.' }),
+    redisAvailable: meter.createObservableGauge('fhirgate.redis.available', {
+      description: "1 while the host's Redis answers within fhirgate's deadline; 0 while device limits count in this instance's memory.",
+    }),
   };
 }

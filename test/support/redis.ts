@@ -4,6 +4,7 @@
  */
 import { describe } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { hasRedisServer } from './own-redis.ts';
 
 /** `describe` when REDIS_URL is set; otherwise a skipped block and a notice saying why. */
 export function describeWithRedis(name: string, body: () => void): void {
@@ -22,4 +23,17 @@ export function connectTestRedis(): Redis {
     throw new Error('REDIS_URL is not set');
   }
   return new Redis(url, { maxRetriesPerRequest: 1 });
+}
+
+/**
+ * `describe` when `redis-server` can be run, for tests that start their own (own-redis.ts) to pause or kill it;
+ * otherwise a skipped block and a notice saying why.
+ */
+export function describeWithRedisServer(name: string, body: () => void): void {
+  if (hasRedisServer()) {
+    describe(name, body);
+    return;
+  }
+  console.warn(`Skipping "${name}": it starts its own redis-server, which is not installed here.`);
+  describe.skip(name, body);
 }

@@ -16,7 +16,16 @@ if (process.argv[2] === 'provision') {
   const { runProvisionCommand } = await import('../../provision/provision-command.ts');
   process.exitCode = await runProvisionCommand(process.argv.slice(3));
 } else {
-  await import('./serve.ts');
+  try {
+    await import('./serve.ts');
+  } catch (error) {
+    // A wrong setting (the host's variables, the plugin's options, device_auth) is one line naming it, not a stack.
+    if (error instanceof Error && error.message.startsWith('Invalid ')) {
+      process.stderr.write(`fhirgate cannot start: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
 }
 
 export {};

@@ -12,7 +12,7 @@ import { readProjectFixture, seedProject } from './seed.ts';
 import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
 import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
 import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
-import { Redis } from 'ioredis';
+import { connectStandaloneRedis } from './redis-client.ts';
 import { FhirRouter } from '@medplum/fhir-router';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 import { compactHeap } from './compact-heap.ts';
@@ -41,7 +41,7 @@ const deviceAuth = readStandaloneDeviceAuth({
   dataDir: config.dataDir,
   demoProjectId: demoFixture?.entry?.find((entry) => entry.resource?.resourceType === 'Project')?.resource?.id,
 });
-const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1 }) : undefined;
+const redis = config.redisUrl ? connectStandaloneRedis(config.redisUrl, logger) : undefined;
 const standalone = await createStandaloneHost({
   store,
   baseUrl: config.baseUrl,
