@@ -13,6 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { Communication } from '@medplum/fhirtypes';
 import type { ReceivedRequest } from '../test/emulator/index.ts';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
+import { LOST_INSTANCE_REASON } from '../plugin/chat/reply-records.ts';
 import type { ClientSeen } from './client.ts';
 
 const TERMINAL = new Set(['completed', 'stopped', 'not-done']);
@@ -96,6 +97,10 @@ function checkClient(client: ClientSeen, stored: boolean, reply: Communication |
     case 'broken':
       if (!stored) return undefined;
       if (!reply) return 'the prompt has no reply';
+      // An instance lost for good shared its reply text at most a moment behind what its client got.
+      if (reply.statusReason?.text === LOST_INSTANCE_REASON) {
+        return client.text.startsWith(text) || text.startsWith(client.text) ? undefined : 'reply text and what the client received differ';
+      }
       if (client.fault === 'client-leaves-during-stall' && reply.status === 'completed' && text !== client.text) {
         return 'reply is completed, though the client left before the end of it';
       }

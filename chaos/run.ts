@@ -65,6 +65,7 @@ const requests: ChaosRequest[] = Array.from({ length: total }, (_, index) => {
 });
 const killAt = Math.floor(total * 0.5);
 const lockAt = Math.floor(total * 0.25);
+const loseAt = Math.floor(total * 0.75);
 
 const emulator = await startLlmEmulator({ models: ['echo'] });
 const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-chaos-'));
@@ -73,6 +74,8 @@ const redis = hasRedisServer() ? await startOwnRedis() : undefined;
 if (!redis) {
   log('redis-server is not installed: the Redis faults are skipped');
 }
+// The reply journal's disk: the instance lost for good loses it, and its replacement starts on a fresh one.
+let journalDir = join(dataDir, 'journal');
 const hostEnvironment = {
   ...(redis ? { REDIS_URL: redis.url } : {}),
   FHIRGATE_DATA_DIR: dataDir,
@@ -91,9 +94,9 @@ const hostEnvironment = {
   AI_TOTAL_TIMEOUT_MS: '8000',
   AI_MAX_RETRIES: '1',
 };
-let host: HostProcess = await startHostProcess(hostEnvironment);
+let host: HostProcess = await startHostProcess({ ...hostEnvironment, FHIRGATE_JOURNAL_DIR: journalDir });
 const token = await demoToken(dataDir, ISSUER);
-const events = { sigkill: 0, storeLockWindows: 0, recoveredAfterRestart: 0, repliesKeptInOutbox: 0, hostStalls: 0 };
+const events = { sigkill: 0, storeLockWindows: 0, recoveredAfterRestart: 0, repliesKeptInOutbox: 0, hostStalls: 0, instancesLost: 0, recoveredByAnotherInstance: 0 };
 // True while the host is stopped by stallHost: one stall at a time.
 let stalled = false;
 const hostLogs: string[] = [];
@@ -114,6 +117,9 @@ const worker = async (): Promise<void> => {
     if (request.index === killAt) {
       hostReady = killAndRestart();
     }
+    if (request.index === loseAt && redis) {
+      hostReady = loseAndReplace();
+    }
     await hostReady;
     seen.push(await sendChaosRequest(host.url, token, DEMO_PROJECT, request, { onLeave: stallHost }));
   }
@@ -122,7 +128,11 @@ await Promise.all(Array.from({ length: concurrency }, worker));
 await Promise.all(running);
 log(`requests done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; waiting for the outbox to drain`);
 
-await until(() => unfinishedInJournals(join(dataDir, 'journal')) === 0, 60_000).catch(() => log('the journal still holds unfinished turns'));
+await until(() => unfinishedInJournals(journalDir) === 0, 60_000).catch(() => log('the journal still holds unfinished turns'));
+if (events.instancesLost > 0) {
+  // The lost instance's turns are recorded by its replacement once its beat has expired (about 20 s).
+  await until(() => promptsWithoutReply(join(dataDir, STORE_FILE_NAME)) === 0, 60_000).catch(() => log('prompts of the lost instance still lack a reply'));
+}
 const redisFaults: RedisFaultSummary | undefined = redis
   ? await runRedisFaults({ baseUrl: host.url, redis, deviceKey: readDemoDeviceKey(dataDir), phaseMs: args.short ? 2500 : 5000, hostLogs: () => host.logs(), log })
   : undefined;
@@ -132,6 +142,7 @@ const exitCode = await exited;
 await redis?.stop();
 hostLogs.push(host.logs());
 events.repliesKeptInOutbox = hostLogs.join('').split('"msg":"fhirgate kept a reply in the outbox').length - 1;
+events.recoveredByAnotherInstance = [...hostLogs.join('').matchAll(/"msg":"fhirgate took over the unfinished replies of a lost instance".*?"replies":(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
 const result = reconcile(join(dataDir, STORE_FILE_NAME), DEMO_PROJECT, seen, emulator.received);
 await emulator.close();
 
@@ -178,7 +189,7 @@ async function killAndRestart(): Promise<void> {
   await gone;
   events.sigkill++;
   log('host killed with SIGKILL; restarting');
-  host = await startHostProcess(hostEnvironment);
+  host = await startHostProcess({ ...hostEnvironment, FHIRGATE_JOURNAL_DIR: journalDir });
   await until(() => /"msg":"fhirgate recovered unfinished replies"/.test(host.logs()), 5_000).catch(() => undefined);
   const recovered = /"msg":"fhirgate recovered unfinished replies".*?"recovered":(\d+)/.exec(host.logs());
   events.recoveredAfterRestart = Number(recovered?.[1] ?? 0);
@@ -198,6 +209,38 @@ function stallHost(request: ChaosRequest): void {
     stalledHost.child.kill('SIGCONT');
     stalled = false;
   }, STALL_MS);
+}
+
+/**
+ * An instance lost for good: SIGKILL, and its disk (the reply journal) gone with it. A replacement starts on a fresh
+ * disk, sharing only the store and Redis; the lost instance's turns are recorded by the replacement's sweep.
+ */
+async function loseAndReplace(): Promise<void> {
+  const lost = host;
+  hostLogs.push(lost.logs());
+  const gone = new Promise((resolve) => lost.child.once('exit', resolve));
+  lost.child.kill('SIGKILL');
+  await gone;
+  rmSync(journalDir, { recursive: true, force: true });
+  events.instancesLost++;
+  journalDir = join(dataDir, `journal-replacement-${events.instancesLost}`);
+  log('host lost for good (SIGKILL, its journal gone); a replacement starts on a fresh journal');
+  host = await startHostProcess({ ...hostEnvironment, FHIRGATE_JOURNAL_DIR: journalDir });
+}
+
+/** Prompts in the store that no reply answers yet. */
+function promptsWithoutReply(file: string): number {
+  const database = new DatabaseSync(file, { readOnly: true });
+  try {
+    const communications = database
+      .prepare("SELECT content FROM resources WHERE resource_type = 'Communication' AND deleted = 0")
+      .all()
+      .map((row) => JSON.parse(String(row.content)) as { id: string; category?: { coding?: { code?: string }[] }[]; inResponseTo?: { reference?: string }[] });
+    const answered = new Set(communications.map((item) => item.inResponseTo?.[0]?.reference).filter(Boolean));
+    return communications.filter((item) => item.category?.[0]?.coding?.[0]?.code === 'ai-prompt' && !answered.has(`Communication/${item.id}`)).length;
+  } finally {
+    database.close();
+  }
 }
 
 /** Another process's transaction on the store file holds its write lock: fhirgate's writes fail meanwhile. */
@@ -225,7 +268,7 @@ function printSummary(figures: typeof summary, mismatches: readonly string[]): v
   const rows: [string, string][] = [
     ['requests', String(figures.requests)],
     ['faults injected', Object.entries(figures.faults).map(([kind, count]) => `${kind} ${count}`).join(', ')],
-    ['events', `SIGKILL + restart ${figures.events.sigkill} (replies recovered at the restart ${figures.events.recoveredAfterRestart}), store write-lock windows ${figures.events.storeLockWindows} (replies kept in the outbox ${figures.events.repliesKeptInOutbox}), host stalls ${figures.events.hostStalls}`],
+    ['events', `SIGKILL + restart ${figures.events.sigkill} (replies recovered at the restart ${figures.events.recoveredAfterRestart}), store write-lock windows ${figures.events.storeLockWindows} (replies kept in the outbox ${figures.events.repliesKeptInOutbox}), host stalls ${figures.events.hostStalls}, instances lost for good ${figures.events.instancesLost} (replies recorded by the replacement ${figures.events.recoveredByAnotherInstance})`],
     ['what clients saw', Object.entries(figures.clientEnds).map(([end, count]) => `${end} ${count}`).join(', ')],
     ['accepted (prompts stored)', String(figures.prompts)],
     ['replies', `${figures.replies} (${Object.entries(figures.repliesByStatus).map(([status, count]) => `${status} ${count}`).join(', ')})`],

@@ -16,7 +16,7 @@ const run = promisify(execFile);
 interface ChaosSummary {
   requests: number;
   faults: Record<string, number>;
-  events: { sigkill: number; storeLockWindows: number; recoveredAfterRestart: number; repliesKeptInOutbox: number; hostStalls: number };
+  events: { sigkill: number; storeLockWindows: number; recoveredAfterRestart: number; repliesKeptInOutbox: number; hostStalls: number; instancesLost: number; recoveredByAnotherInstance: number };
   clientEnds: Record<string, number>;
   prompts: number;
   replies: number;
@@ -67,6 +67,9 @@ test('a short chaos run loses, duplicates and misreports nothing', async () => {
     expect((summary.clientEnds['http 503'] ?? 0) + summary.events.repliesKeptInOutbox).toBeGreaterThan(0);
     expect(summary.prompts).toBeGreaterThan(summary.requests / 2);
     if (hasRedisServer()) {
+      // An instance lost for good, its journal with it: its replacement recorded its turns (none lost, above).
+      expect(summary.events.instancesLost).toBe(1);
+      expect(summary.events.recoveredByAnotherInstance).toBeGreaterThan(0);
       const redis = summary.redisFaults;
       expect(redis?.phases.map((phase) => phase.name)).toEqual(
         expect.arrayContaining(['Redis paused (SIGSTOP)', 'Redis killed (SIGKILL)', 'Redis started again']),

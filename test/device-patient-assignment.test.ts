@@ -14,7 +14,7 @@ import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 
 const SYSTEM = 'urn:example:devices';
 const DEVICE_ID = 'bedside-1';
-const DEVICE_KEY = 'key-bedside-1-aaaa';
+const DEVICE_KEY = 'key-bedside-1-7f3c9a61d2e84b05a6c1';
 
 describe('a device writes only about the patient it is assigned to', () => {
   let host: TestHost;
