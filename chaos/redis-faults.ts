@@ -74,8 +74,8 @@ export async function runRedisFaults(options: {
     failed: phases.reduce((sum, item) => sum + item.failed, 0),
     blocked: phases.reduce((sum, item) => sum + item.blocked, 0),
     hostLogged: {
-      unavailable: count(logs, 'Redis did not answer'),
-      recovered: count(logs, 'Redis answers again'),
+      unavailable: count(logs, '"msg":"fhirgate: Redis did not answer'),
+      recovered: count(logs, '"msg":"fhirgate: Redis answers again'),
       unhandledRedisErrors: count(logs, '[ioredis] Unhandled error event'),
     },
   };

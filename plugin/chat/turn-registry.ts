@@ -92,6 +92,8 @@ export class TurnRegistry {
   #failing = false;
   /** True when commands were lost since the last time every open turn was shared. */
   #outOfStep = false;
+  /** True once the connection was ready: before, a connection still being made is not an outage. */
+  #everReady = false;
 
   constructor(redis: HostRedis, logger: HostLogger | undefined, options: TurnRegistryOptions = {}) {
     this.#redis = redis;
@@ -231,9 +233,15 @@ export class TurnRegistry {
   /** Sends a command without waiting for it; none while the connection is not ready (they would only queue up). */
   #send(command: string, ...args: (string | number)[]): void {
     if (this.#redis.status !== 'ready') {
-      this.#failed(new Error(`Redis is ${this.#redis.status}`));
+      if (this.#everReady) {
+        this.#failed(new Error(`Redis is ${this.#redis.status}`));
+      } else {
+        // Still connecting at start-up: nothing has failed; what is not sent now is shared once it is ready.
+        this.#outOfStep = true;
+      }
       return;
     }
+    this.#everReady = true;
     this.#redis.call(command, ...args).then(
       () => this.#recovered(),
       (error: unknown) => this.#failed(error)
