@@ -4,15 +4,12 @@
 
 ARG NODE_IMAGE=node:24-slim
 
-# npm install, not npm ci: npm ci rejects this npm's lockfiles (they leave out other platforms' optional binaries,
-# see .ci/run); npm install installs exactly the locked versions all the same.
-
 # Build: compile plugin/, bots/ and the LLM emulator to dist/. --ignore-scripts skips the install scripts of the
 # development tools, among them the `node` devDependency's download of a second Node: the image already has one.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --ignore-scripts --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npm run build
 
@@ -25,7 +22,7 @@ ENV NODE_ENV=production \
     FHIRGATE_DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The package's commands on PATH: `fhirgate` (the host) and `fhirgate-token` (for `docker exec`).
 RUN chmod 0755 dist/plugin/hosts/standalone/main.js dist/plugin/hosts/standalone/print-token.js \

@@ -4,7 +4,7 @@
  *   2. continue the conversation, streaming the answer;
  *   3. read what was stored back with MedplumClient, as an auditor would.
  *
- *   TOKEN=$(npm run -s token) CLIENT=$(npm run -s token -- --client) node examples/round-trip.ts
+ *   TOKEN=$(npm run -s token) CLIENT=$(npm run -s token -- --client) npm run -s example
  *
  * Settings (environment): FHIRGATE_URL (default http://127.0.0.1:8103/), TOKEN (a Medplum access token), CLIENT
  * (the JSON `npm run -s token -- --client` prints), PATIENT_ID (default: Maria Lopez of the demo project).

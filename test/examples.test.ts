@@ -1,8 +1,11 @@
 /**
- * The README's round trip, run as a user runs it: `node examples/round-trip.ts` in its own process against a
- * listening host, with a token and client credentials as `npm run -s token` prints them.
+ * The README's round trip, run as a user runs it: `npm run -s example` from a shell whose Node is the user's own
+ * (the machine's, which may be older than the project's), against a listening host, with a token and client
+ * credentials as `npm run -s token` prints them.
  */
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { delimiter, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
@@ -32,9 +35,13 @@ describe('examples/round-trip.ts', () => {
 
   test('asks, continues the conversation streaming, and lists the stored records in order', async () => {
     const project = await host.seedProject();
-    const { stdout } = await run(process.execPath, ['examples/round-trip.ts'], {
+    // The README's line, as written after its two settings (which the test gives from its own host).
+    const readme = await readFile('README.md', 'utf8');
+    const command = /^TOKEN=\$\(npm run -s token\) CLIENT=\$\(npm run -s token -- --client\) (.+)$/m.exec(readme)?.[1];
+    expect(command).toBeDefined();
+    const { stdout } = await run('sh', ['-c', command ?? 'false'], {
       env: {
-        ...process.env,
+        ...usersShell(),
         FHIRGATE_URL: host.url,
         TOKEN: await host.accessTokenFor(project.ids['practitioner-membership']),
         CLIENT: JSON.stringify({ client_id: project.client?.id, client_secret: project.client?.secret, project_id: project.projectId }),
@@ -57,3 +64,18 @@ describe('examples/round-trip.ts', () => {
     expect(emulator.received[1].messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
 });
+
+/**
+ * The environment of a user's shell: npm's own additions for this test run taken out of PATH (its node_modules/.bin,
+ * where the project's Node 24 is), so `npm` and `node` are the machine's.
+ */
+export function usersShell(): NodeJS.ProcessEnv {
+  const path = (process.env.PATH ?? '').split(delimiter).filter((entry) => !entry.includes(`${sep}node_modules${sep}`) && !entry.endsWith(`${sep}node_modules`));
+  const environment: NodeJS.ProcessEnv = { ...process.env, PATH: path.join(delimiter) };
+  for (const name of Object.keys(environment)) {
+    if (name.startsWith('npm_')) {
+      delete environment[name];
+    }
+  }
+  return environment;
+}
