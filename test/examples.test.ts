@@ -5,10 +5,10 @@
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { delimiter, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { usersShell } from './support/users-shell.ts';
 
 const run = promisify(execFile);
 
@@ -65,17 +65,3 @@ describe('examples/round-trip.ts', () => {
   });
 });
 
-/**
- * The environment of a user's shell: npm's own additions for this test run taken out of PATH (its node_modules/.bin,
- * where the project's Node 24 is), so `npm` and `node` are the machine's.
- */
-export function usersShell(): NodeJS.ProcessEnv {
-  const path = (process.env.PATH ?? '').split(delimiter).filter((entry) => !entry.includes(`${sep}node_modules${sep}`) && !entry.endsWith(`${sep}node_modules`));
-  const environment: NodeJS.ProcessEnv = { ...process.env, PATH: path.join(delimiter) };
-  for (const name of Object.keys(environment)) {
-    if (name.startsWith('npm_')) {
-      delete environment[name];
-    }
-  }
-  return environment;
-}

@@ -6,14 +6,22 @@
  * administrator client (made on first use; for `fhirgate provision` and `npm run e2e`), `--device` the demo
  * device's id and API key (for `POST /account/api/token/device/`), `--metrics` the bearer token of `/metrics` (the
  * one the host generated, or `FHIRGATE_METRICS_TOKEN`). `--membership <id>` picks another membership.
+ *
+ * It works on the data folder the host uses (`FHIRGATE_DATA_DIR`, as for `npm start`) and signs with the issuer
+ * the host last recorded there (`host.json`), so its token is one the host accepts whatever `PORT` or base URL the
+ * host runs with; `FHIRGATE_BASE_URL` overrides it. A data folder without a store is an error that says what to
+ * pass, never a new store.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ProjectMembership } from '@medplum/fhirtypes';
 import { createAccessTokenService } from './auth/access-tokens.ts';
 import { startLogin } from './auth/logins.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
-import { openStandaloneStore } from './open-store.ts';
+import { openStandaloneStore, STORE_FILE_NAME } from './open-store.ts';
+import { readHostInfo } from './host-info.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
 import { readStandaloneConfig } from './standalone-config.ts';
 import { DEMO_DEVICE, readDemoDeviceKey } from './demo-devices.ts';
@@ -30,6 +38,15 @@ const { values } = parseArgs({
   },
 });
 const config = readStandaloneConfig();
+if (!existsSync(join(config.dataDir, STORE_FILE_NAME))) {
+  process.stderr.write(
+    `No fhirgate data in ${config.dataDir}. Start the host first (npm start), or give this command the data folder ` +
+      `the host uses: FHIRGATE_DATA_DIR=<folder> npm run -s token\n`
+  );
+  process.exit(2);
+}
+// The issuer the host's tokens carry: the one it recorded when it started, unless the caller names one.
+const issuer = process.env.FHIRGATE_BASE_URL ? config.baseUrl : (readHostInfo(config.dataDir)?.issuer ?? config.baseUrl);
 if (values.metrics) {
   // Needs no store: the token is configuration, or a file of the data folder.
   process.stdout.write(`${config.metricsToken ?? readGeneratedMetricsToken(config.dataDir)}\n`);
@@ -52,7 +69,7 @@ async function printDemoCredentials(): Promise<void> {
     } else {
       const membershipId = values.membership ?? demo.ids['practitioner-membership'];
       const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);
-      const tokens = createAccessTokenService({ keys: await loadSigningKeys(store), issuer: config.baseUrl });
+      const tokens = createAccessTokenService({ keys: await loadSigningKeys(store), issuer });
       const issued = await startLogin(store, tokens, { membership, authMethod: 'pre-authorized' });
       process.stdout.write(`${issued.accessToken}\n`);
     }

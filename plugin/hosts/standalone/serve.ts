@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
+import { writeHostInfo } from './host-info.ts';
 import { readStandaloneConfig } from './standalone-config.ts';
 import { createJsonLogger } from './logger.ts';
 import { openStandaloneStore } from './open-store.ts';
@@ -70,6 +71,8 @@ const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: fal
 const heap = compactHeap();
 logger.debug('start-up heap compacted', { committedBeforeBytes: heap.committedBeforeBytes, committedAfterBytes: heap.committedAfterBytes });
 const { url } = await standalone.listen(config.port, config.hostname);
+// The token command signs for this host: it reads the issuer here, whatever PORT or base URL it was started with.
+writeHostInfo(config.dataDir, { issuer: config.baseUrl, url, pid: process.pid });
 
 logger.info('fhirgate standalone host started', { url, dataDir: config.dataDir, demoProject: demo?.projectId });
 if (demo) {
