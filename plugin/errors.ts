@@ -39,8 +39,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   payload_too_large: 413,
   unprocessable: 422,
   rate_limited: 429,
-  upstream_error: 502,
-  upstream_timeout: 504,
+  // The spec's table: an LLM provider error is a 500; the code tells a failure from a timeout.
+  upstream_error: 500,
+  upstream_timeout: 500,
   not_configured: 503,
   unavailable: 503,
   internal_error: 500,

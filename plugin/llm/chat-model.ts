@@ -3,7 +3,7 @@
  * openai, @anthropic-ai/sdk and ollama SDKs implement it; nothing outside `plugin/llm/` branches on a provider.
  *
  * Failure contract of `complete` and `stream` (see `provider-errors.ts` for the full table):
- * - a provider failure rejects with an `AppError` (`upstream_error` 502 or `upstream_timeout` 504), also when it
+ * - a provider failure rejects with an `AppError` (`upstream_error` or `upstream_timeout`, both 500 as the spec says), also when it
  *   happens in the middle of a stream, after text events were delivered: a stream never ends silently;
  * - an aborted `signal` rejects with a `DOMException` named `AbortError` (test with `isAbortError`), never with an
  *   AppError: the caller went away, the provider did not fail.

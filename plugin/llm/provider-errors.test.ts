@@ -21,7 +21,7 @@ describe('createUpstreamError', () => {
     ] as const;
     for (const [status, code, isRetryable, reason] of cases) {
       const error = createUpstreamError('openai', { kind: 'http', status });
-      expect(error).toMatchObject({ code, status: 502, isRetryable, details: { provider: 'openai', upstreamStatus: status, reason } });
+      expect(error).toMatchObject({ code, status: 500, isRetryable, details: { provider: 'openai', upstreamStatus: status, reason } });
     }
   });
 
@@ -51,7 +51,7 @@ describe('createUpstreamError', () => {
   test('transport failures, timeouts and stream failures', () => {
     expect(createUpstreamError('p', { kind: 'timeout' }, 3000)).toMatchObject({
       code: 'upstream_timeout',
-      status: 504,
+      status: 500,
       isRetryable: true,
       message: "The LLM provider 'p' did not answer within 3000 ms.",
     });

@@ -4,22 +4,22 @@
  *
  * | upstream                                      | code             | status | isRetryable | details.reason           |
  * |-----------------------------------------------|------------------|--------|-------------|--------------------------|
- * | HTTP 429                                      | upstream_error   | 502    | true        | rate_limited             |
- * | HTTP 5xx, 408, 409                            | upstream_error   | 502    | true        | http_status              |
- * | HTTP 401, 403 (credentials rejected)          | upstream_error   | 502    | false       | credentials_rejected     |
- * | other HTTP 4xx (400 context too long, 404...) | upstream_error   | 502    | false       | http_status              |
- * | no answer within the timeout                  | upstream_timeout | 504    | true        | timeout                  |
- * | connection refused / reset before a response  | upstream_error   | 502    | true        | connection               |
- * | connection cut mid-response                   | upstream_error   | 502    | true        | stream_cut               |
- * | stream ended without a finish                 | upstream_error   | 502    | true        | stream_incomplete        |
- * | error event inside a stream                   | upstream_error   | 502    | by its type | stream_error             |
- * | response that does not parse                  | upstream_error   | 502    | false       | malformed_response       |
- * | anything else the SDK throws                  | upstream_error   | 502    | false       | unknown                  |
+ * | HTTP 429                                      | upstream_error   | 500    | true        | rate_limited             |
+ * | HTTP 5xx, 408, 409                            | upstream_error   | 500    | true        | http_status              |
+ * | HTTP 401, 403 (credentials rejected)          | upstream_error   | 500    | false       | credentials_rejected     |
+ * | other HTTP 4xx (400 context too long, 404...) | upstream_error   | 500    | false       | http_status              |
+ * | no answer within the timeout                  | upstream_timeout | 500    | true        | timeout                  |
+ * | connection refused / reset before a response  | upstream_error   | 500    | true        | connection               |
+ * | connection cut mid-response                   | upstream_error   | 500    | true        | stream_cut               |
+ * | stream ended without a finish                 | upstream_error   | 500    | true        | stream_incomplete        |
+ * | error event inside a stream                   | upstream_error   | 500    | by its type | stream_error             |
+ * | response that does not parse                  | upstream_error   | 500    | false       | malformed_response       |
+ * | anything else the SDK throws                  | upstream_error   | 500    | false       | unknown                  |
  *
  * `details` always has `provider` and `reason`, plus `upstreamStatus` (the provider's HTTP status) where there was
  * one, and `upstreamType` / `upstreamCode` / `upstreamRequestId` when the provider named them. `retryAfterSeconds`
  * comes from `Retry-After` / `retry-after-ms` (429 and 5xx). The gateway can surface an upstream rate limit as its
- * own 429 by checking `details.upstreamStatus === 429` (and pass `retryAfterSeconds` on), or keep the 502.
+ * own 429 by checking `details.upstreamStatus === 429` (and pass `retryAfterSeconds` on), or keep the 500.
  *
  * Nothing here repeats the SDK's error message: it can hold the provider's text, which may echo the prompt or
  * (OpenAI's 401) a masked API key. `cause` is a summary built from the fields above, safe to log.
