@@ -29,6 +29,7 @@ import { CallerSlots } from './chat/caller-slots.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { FHIRGATE_VERSION } from './version.ts';
+import { methodNotAllowed } from './http/method-not-allowed.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -157,6 +158,8 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   } else {
     deviceToken.post('/', (_request, _response, next) => next(new AppError('not_configured', 'Device authentication is not configured on this server.')));
   }
+  deviceToken.all('/', methodNotAllowed(['POST']));
+  deviceToken.use((request, _response, next) => next(new AppError('not_found', `No route for ${request.method} /account/api/token/device${request.path}.`)));
   deviceToken.use(createOpenAiErrorHandler(host.logger));
   router.use('/account/api/token/device', deviceToken);
   router.use(createGraphqlRoute({ host, devices, limits: { allowIntrospection: options.graphql.introspection }, body: jsonLimits }));

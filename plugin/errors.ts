@@ -13,6 +13,7 @@ export type AppErrorCode =
   | 'unauthenticated'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conversation_not_found'
   | 'conflict'
   | 'gone'
@@ -32,6 +33,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   conversation_not_found: 404,
   conflict: 409,
   gone: 410,

@@ -11,6 +11,9 @@ import { describeWeakKey } from './device-key-strength.ts';
 /** A secret as written in the configuration: a literal, `env:NAME` or `file:/path`. */
 const secretReference = z.string().min(1);
 
+/** The `Device.identifier.system` of devices when `device_auth` names none (as `fhirgate provision` writes them). */
+export const DEFAULT_IDENTIFIER_SYSTEM = 'urn:fhirgate:device';
+
 /** Device ids: what devices send as `device_id`, and the `value` of their Device identifier. */
 const deviceId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'device ids use letters, digits, ".", "_", ":" and "-" (at most 128)');
 
@@ -24,9 +27,12 @@ export const deviceAuthSchema = z
     /** Token validity in minutes, 5 to 1440. The spec's sources disagree on a default; 5, the shortest, is used. */
     token_expiry_minutes: z.number().int().min(5).max(1440).default(5),
     /** The `Device.identifier.system` that names devices by their device id. */
-    identifier_system: z.string().min(1),
-    /** The Medplum project the devices belong to. */
-    project_id: z.string().min(1),
+    identifier_system: z.string().min(1).default(DEFAULT_IDENTIFIER_SYSTEM),
+    /**
+     * The Medplum project the devices belong to. Required in a Medplum server (it holds many projects); the
+     * standalone host fills in its demo project, or its one project, when the file names none.
+     */
+    project_id: z.string().min(1).optional(),
     /** Requests per second per device, across the token route and `/graphql`; only the device's own (a key that matched, a valid token) count. */
     rate_limit_per_second: z.number().int().positive().default(10),
     /** Failed exchanges (wrong key, unknown device) from one source address per window before it is locked out. */
@@ -130,7 +136,10 @@ export function resolveDeviceAuth(
     }
     return value;
   });
-  if (problems.length > 0) {
+  if (!options.project_id) {
+    problems.push('device_auth.project_id: required: the project the devices belong to (a Medplum server holds several)');
+  }
+  if (problems.length > 0 || !options.project_id) {
     throw new Error(`Invalid device_auth configuration: ${problems.join('; ')}`);
   }
   return {

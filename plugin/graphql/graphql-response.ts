@@ -5,6 +5,7 @@
  */
 import type { Response } from 'express';
 import { toAppError, type AppError, type AppErrorCode } from '../errors.ts';
+import { allowHeaderOf } from '../http/method-not-allowed.ts';
 
 /** The `extensions.code` values fhirgate's `/graphql` answers with. */
 export type GraphqlErrorCode =
@@ -14,6 +15,7 @@ export type GraphqlErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
   | 'RATE_LIMITED'
   | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL_SERVER_ERROR';
@@ -38,6 +40,7 @@ const CODE_BY_APP_ERROR: Partial<Record<AppErrorCode, GraphqlErrorCode>> = {
   unauthenticated: 'UNAUTHENTICATED',
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
+  method_not_allowed: 'METHOD_NOT_ALLOWED',
   conversation_not_found: 'NOT_FOUND',
   rate_limited: 'RATE_LIMITED',
   not_configured: 'SERVICE_UNAVAILABLE',
@@ -60,6 +63,10 @@ export function graphqlCodeOf(error: unknown): GraphqlErrorCode {
 export function sendGraphqlError(response: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(error.retryAfterSeconds));
+  }
+  const allow = allowHeaderOf(error);
+  if (allow) {
+    response.setHeader('Allow', allow);
   }
   response.status(error.status).json(renderGraphqlError(error));
 }

@@ -28,6 +28,7 @@ import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-r
 import { renderGraphqlError, sendGraphqlError } from './graphql-response.ts';
 import { DocumentTranslator } from './translate-document.ts';
 import { requestIdOf } from '../telemetry/request-telemetry.ts';
+import { methodNotAllowed } from '../http/method-not-allowed.ts';
 
 /** What the route is built from. */
 export interface GraphqlRouteOptions {
@@ -70,6 +71,7 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
     }
     response.json(await executeGraphql(engine, repo, translated, fastPath));
   });
+  router.all('/graphql', methodNotAllowed(['POST']));
   router.use('/graphql', renderError(options.host));
   return router;
 }

@@ -3,6 +3,7 @@ import { AppError, toAppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
 import { requestIdOf } from '../telemetry/request-telemetry.ts';
 import { fromBodyParserError } from './json-body.ts';
+import { allowHeaderOf } from './method-not-allowed.ts';
 
 /** The spec's error body: `{error: {message, type, code}}`, as OpenAI clients expect it. */
 export interface OpenAiErrorBody {
@@ -14,6 +15,7 @@ const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   401: 'authentication_error',
   403: 'permission_error',
   404: 'invalid_request_error',
+  405: 'invalid_request_error',
   409: 'invalid_request_error',
   410: 'invalid_request_error',
   412: 'invalid_request_error',
@@ -39,6 +41,10 @@ export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
 export function sendOpenAiError(response: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+  }
+  const allow = allowHeaderOf(error);
+  if (allow) {
+    response.setHeader('Allow', allow);
   }
   response.status(error.status).json(toOpenAiErrorBody(error));
 }

@@ -17,13 +17,22 @@ export function readStandaloneDeviceAuth(options: {
   readonly dataDir: string;
   /** The demo project's id, when the demo is loaded. */
   readonly demoProjectId?: string;
+  /** The project a file that names none means: the demo project, or the host's only one. */
+  readonly defaultProjectId?: string;
 }): DeviceAuthInput | undefined {
   if (options.configFile) {
+    let parsed: unknown;
     try {
-      return JSON.parse(readFileSync(options.configFile, 'utf8')) as DeviceAuthInput;
+      parsed = JSON.parse(readFileSync(options.configFile, 'utf8'));
     } catch (error) {
-      throw new Error(`FHIRGATE_DEVICE_AUTH: cannot read ${options.configFile} as JSON (${(error as Error).message})`, { cause: error });
+      throw new Error(`Invalid configuration: FHIRGATE_DEVICE_AUTH: cannot read ${options.configFile} as JSON (${(error as Error).message})`, { cause: error });
     }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new Error(`Invalid configuration: FHIRGATE_DEVICE_AUTH: ${options.configFile} must hold the device_auth object`);
+    }
+    // The spec's three settings are enough here: the devices are the host's one project's (or the demo's).
+    const input = parsed as DeviceAuthInput;
+    return input.project_id === undefined && options.defaultProjectId ? { ...input, project_id: options.defaultProjectId } : input;
   }
   if (!options.demoProjectId) {
     return undefined;

@@ -15,6 +15,7 @@ import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts'
 import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
 import { connectStandaloneRedis } from './redis-client.ts';
 import { FhirRouter } from '@medplum/fhir-router';
+import type { Project } from '@medplum/fhirtypes';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 import { compactHeap } from './compact-heap.ts';
 import { readGeneratedMetricsToken } from './secret-files.ts';
@@ -37,10 +38,12 @@ if (demoProvider) {
   });
 }
 const demoFixture = config.seedDemo ? await readProjectFixture() : undefined;
+const demoProjectId = demoFixture?.entry?.find((entry) => entry.resource?.resourceType === 'Project')?.resource?.id;
 const deviceAuth = readStandaloneDeviceAuth({
   configFile: config.deviceAuthFile,
   dataDir: config.dataDir,
-  demoProjectId: demoFixture?.entry?.find((entry) => entry.resource?.resourceType === 'Project')?.resource?.id,
+  demoProjectId,
+  defaultProjectId: demoProjectId ?? (await onlyProjectId(store)),
 });
 const redis = config.redisUrl ? connectStandaloneRedis(config.redisUrl, logger) : undefined;
 const standalone = await createStandaloneHost({
@@ -119,4 +122,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
         process.exit(1);
       });
   });
+}
+
+/** The id of the store's one project; undefined when it has none or several. */
+async function onlyProjectId(repo: typeof store): Promise<string | undefined> {
+  const projects = await repo.searchResources<Project>({ resourceType: 'Project', count: 2 });
+  return projects.length === 1 ? projects[0].id : undefined;
 }
