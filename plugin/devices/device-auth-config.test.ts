@@ -93,11 +93,18 @@ describe('deviceAuthSchema', () => {
     expect(schemaErrorMessage({ ...minimal, api_keys: { 'monitor-1': 'k' } })).toContain('api_keys');
   });
 
-  test('requires the keys, the signing secret, the identifier system and the project', () => {
-    for (const field of ['valid_keys', 'jwt_secret', 'identifier_system', 'project_id'] as const) {
+  test('requires the keys and the signing secret', () => {
+    for (const field of ['valid_keys', 'jwt_secret'] as const) {
       const { [field]: _omitted, ...rest } = minimal;
       expect(schemaErrorMessage(rest)).toContain(field);
     }
+  });
+
+  test("takes the spec's three settings alone: devices named in urn:fhirgate:device, the project left to the host", () => {
+    const options = deviceAuthSchema.parse({ valid_keys: { 'monitor-1': 'env:MONITOR_KEY' }, jwt_secret: 'env:DEVICE_JWT_SECRET', token_expiry_minutes: 60 });
+    expect(options.identifier_system).toBe('urn:fhirgate:device');
+    expect(options.project_id).toBeUndefined();
+    expect(options.token_expiry_minutes).toBe(60);
   });
 
   test.each(['monitor-1', 'ward-3.monitor_7:a', 'A', 'x'.repeat(128)])('accepts the device id %s', (deviceId) => {
@@ -205,6 +212,10 @@ describe('resolveDeviceAuth', () => {
     const message = resolveErrorMessage({ valid_keys: { 'monitor-1': 'env:UNSET_KEY' }, jwt_secret: 'env:UNSET_SECRET' }, {});
     expect(message).toContain('UNSET_KEY');
     expect(message).toContain('UNSET_SECRET');
+  });
+
+  test('a configuration that names no project is refused, naming device_auth.project_id (a Medplum server holds several)', () => {
+    expect(resolveErrorMessage({ project_id: undefined })).toContain('device_auth.project_id');
   });
 
   test('a literal key works but gives a warning naming the setting and not the key', () => {
