@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Contender } from './contenders/contender.ts';
 import { startFhirgate } from './contenders/start-fhirgate.ts';
-import { directContender, startPortkey, startSdkRelay, startUndiciProxy } from './contenders/start-proxies.ts';
+import { directContender, startPortkey, startSdkRelay, startSdkRelayWithStore, startUndiciProxy } from './contenders/start-proxies.ts';
 import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
 import { runExternalScenario } from './lib/external-scenario.ts';
 import { planCoreLayout, standaloneHostArgs } from './lib/processes.ts';
@@ -86,6 +86,8 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: MissingScen
     log('undici proxy started');
     contenders.push(await startSdkRelay(emulator.url, layout.contenderCore));
     log('SDK relay started');
+    contenders.push(await startSdkRelayWithStore(emulator.url, layout.contenderCore, values['data-root']));
+    log('SDK relay + store started');
     contenders.push(await startPortkey(emulator.url, layout.contenderCore));
     log('Portkey started');
     await emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });

@@ -1,9 +1,9 @@
 /** A contender: something that answers `POST /v1/chat/completions` in front of the shared emulator. */
 
-export type ContenderName = 'direct' | 'undici proxy' | 'SDK relay' | 'Portkey' | 'fhirgate';
+export type ContenderName = 'direct' | 'undici proxy' | 'SDK relay' | 'SDK relay + store' | 'Portkey' | 'fhirgate';
 
-/** The contenders in report order: the floor first, fhirgate last. */
-export const CONTENDER_NAMES: readonly ContenderName[] = ['direct', 'undici proxy', 'SDK relay', 'Portkey', 'fhirgate'];
+/** The contenders in report order: the floors first, fhirgate last. */
+export const CONTENDER_NAMES: readonly ContenderName[] = ['direct', 'undici proxy', 'SDK relay', 'SDK relay + store', 'Portkey', 'fhirgate'];
 
 export interface Contender {
   readonly name: ContenderName;

@@ -1,4 +1,7 @@
-/** The floor contenders: the emulator itself, the undici proxy, and Portkey's open-source gateway. */
+/** The floor contenders: the emulator itself, the undici proxy, the SDK relay (alone and with the store), and Portkey's open-source gateway. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { keepTail, plainChatBody, type Contender, type ContenderName } from './contender.ts';
 import { findFreePort, waitUntilAnswering } from '../lib/free-port.ts';
 import { startNodeProcess, stopProcess, waitForOutput } from '../lib/processes.ts';
@@ -26,8 +29,24 @@ export function startSdkRelay(emulatorUrl: string, core: number | undefined): Pr
   return startRelay('SDK relay', 'bench/contenders/sdk-relay.ts', emulatorUrl, core);
 }
 
-async function startRelay(name: ContenderName, script: string, emulatorUrl: string, core: number | undefined): Promise<Contender> {
-  const child = startNodeProcess([script, '--upstream', emulatorUrl], { core });
+/**
+ * The floor of a gateway that stores fhirgate's two records per turn as the standalone host does (sdk-relay-store.ts),
+ * on a fresh data directory under `dataRoot` (fhirgate's, so both write to the same disk).
+ */
+export async function startSdkRelayWithStore(emulatorUrl: string, core: number | undefined, dataRoot: string | undefined): Promise<Contender> {
+  const dataDir = await mkdtemp(join(dataRoot ?? tmpdir(), 'fhirgate-bench-floor-'));
+  const relay = await startRelay('SDK relay + store', 'bench/contenders/sdk-relay-store.ts', emulatorUrl, core, ['--data-dir', dataDir]);
+  return {
+    ...relay,
+    stop: async () => {
+      await relay.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startRelay(name: ContenderName, script: string, emulatorUrl: string, core: number | undefined, extraArgs: readonly string[] = []): Promise<Contender> {
+  const child = startNodeProcess([script, '--upstream', emulatorUrl, ...extraArgs], { core });
   keepTail(child.stderr);
   const match = await waitForOutput(child, 'stdout', /\{"url":"([^"]+)"\}/, 30_000);
   return {

@@ -53,6 +53,11 @@ export interface ThroughputResult {
 export interface StreamsResult {
   readonly kind: 'streams';
   readonly firstByteMs: readonly number[];
+  /**
+   * From the request to the first event with a non-empty `delta.content`: the first token a user sees (an empty
+   * `role` chunk sent early does not count).
+   */
+  readonly firstContentMs: readonly number[];
   /** SSE `data:` events received over all measured streams (the terminator included). */
   readonly events: number;
   readonly completed: number;

@@ -59,10 +59,14 @@ async function runThroughput(job: ThroughputJob): Promise<ThroughputResult> {
 }
 
 const DATA_EVENT = /^data:/gm;
+// A `content` string that is not empty: chunks carry `"content":"<text>"` in their delta (JSON, so a quote inside the
+// text is escaped and the first character after the opening quote is never another quote).
+const NON_EMPTY_CONTENT = /"content":"[^"]/;
 
 async function runStreams(job: StreamsJob): Promise<StreamsResult> {
   const { pool, path } = poolFor(job.url, job.concurrency);
   const firstByteMs: number[] = [];
+  const firstContentMs: number[] = [];
   let events = 0;
   let completed = 0;
   let errors = 0;
@@ -72,6 +76,7 @@ async function runStreams(job: StreamsJob): Promise<StreamsResult> {
   async function streamOnce(index: number, measured: boolean): Promise<void> {
     const started = performance.now();
     let firstByteAt: number | undefined;
+    let firstContentAt: number | undefined;
     let body = '';
     try {
       const response = await pool.request({
@@ -84,6 +89,7 @@ async function runStreams(job: StreamsJob): Promise<StreamsResult> {
       for await (const chunk of response.body) {
         firstByteAt ??= performance.now();
         body += (chunk as Buffer).toString();
+        if (firstContentAt === undefined && NON_EMPTY_CONTENT.test(body)) firstContentAt = performance.now();
       }
       if (response.statusCode !== 200) throw new Error(`status ${response.statusCode}: ${body.slice(0, 300)}`);
       if (!body.includes('[DONE]')) throw new Error(`stream ended without [DONE]: ${body.slice(-300)}`);
@@ -96,6 +102,7 @@ async function runStreams(job: StreamsJob): Promise<StreamsResult> {
     completed += 1;
     events += body.match(DATA_EVENT)?.length ?? 0;
     if (firstByteAt !== undefined) firstByteMs.push(firstByteAt - started);
+    if (firstContentAt !== undefined) firstContentMs.push(firstContentAt - started);
   }
 
   async function client(measured: boolean, total: number): Promise<void> {
@@ -114,7 +121,7 @@ async function runStreams(job: StreamsJob): Promise<StreamsResult> {
   await clients(true, job.requests);
   const wallMs = performance.now() - wallStarted;
   await pool.close();
-  return { kind: 'streams', firstByteMs, events, completed, errors, firstError, wallMs };
+  return { kind: 'streams', firstByteMs, firstContentMs, events, completed, errors, firstError, wallMs };
 }
 
 function runJob(job: LoadJob): Promise<LoadResult> {

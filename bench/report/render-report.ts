@@ -1,5 +1,5 @@
 /** The markdown report: machine facts, the process layout, then each scenario's method, table, targets and notes. */
-import type { ScenarioSection } from '../lib/section.ts';
+import type { ScenarioSection, TargetResult } from '../lib/section.ts';
 import type { MachineFacts } from './machine-facts.ts';
 
 export interface ReportInput {
@@ -22,26 +22,51 @@ function cell(value: string | number): string {
   return String(value).replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
+/** The floor's cell: its figure, and whether it meets the goal or by how much it falls short. */
+function floorCell(target: TargetResult): string {
+  if (!target.floor) return '—';
+  return cell(`${target.floor.measured}: ${target.floor.met ? 'meets it' : `short by ${target.floor.shortBy ?? '?'}`}`);
+}
+
+/** One table of targets: fhirgate's figure, the SDK relay's of the same run, the goal, the verdict, the floor. */
+function renderTargets(targets: readonly TargetResult[], prefix: (target: TargetResult) => string = () => ''): string[] {
+  const lines = [
+    '| target | fhirgate | SDK relay, same run | goal | result | floor: SDK relay + store, same goal |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const target of targets) {
+    lines.push(
+      `| ${cell(prefix(target) + target.description)} | ${cell(target.measured)} | ${cell(target.reference ?? '—')} | ${cell(target.target)} | ${target.met ? 'met' : '**missed**'} | ${floorCell(target)} |`,
+    );
+  }
+  return [...lines, ''];
+}
+
 function renderSection(section: ScenarioSection): string[] {
   const lines = [`## ${section.title}`, '', section.method, ''];
   lines.push(`| ${section.table.columns.map(cell).join(' | ')} |`, `|${section.table.columns.map(() => '---').join('|')}|`);
   for (const row of section.table.rows) lines.push(`| ${row.map(cell).join(' | ')} |`);
   lines.push('');
-  if (section.targets.length > 0) {
-    const withFloor = section.targets.some((target) => target.floor);
-    lines.push(
-      `| target | measured | goal | result |${withFloor ? ' SDK relay, same goal (floor) |' : ''}`,
-      `|---|---|---|---|${withFloor ? '---|' : ''}`,
-    );
-    for (const target of section.targets) {
-      const floor = target.floor ? ` ${cell(target.floor.measured)}: ${target.floor.met ? 'met' : 'missed'} |` : ' — |';
-      lines.push(`| ${cell(target.description)} | ${cell(target.measured)} | ${cell(target.target)} | ${target.met ? 'met' : '**missed**'} |${withFloor ? floor : ''}`);
-    }
-    lines.push('');
-  }
+  if (section.targets.length > 0) lines.push(...renderTargets(section.targets));
   for (const note of section.notes) lines.push(`- ${note}`);
   if (section.notes.length > 0) lines.push('');
   return lines;
+}
+
+/** Every target of the run in one table, each with its scenario's number. */
+function renderTargetSummary(sections: readonly ScenarioSection[]): string[] {
+  const scenarioOf = new Map<TargetResult, string>();
+  for (const section of sections) for (const target of section.targets) scenarioOf.set(target, section.title.split('.')[0]);
+  const targets = sections.flatMap((section) => section.targets);
+  if (targets.length === 0) return [];
+  return [
+    '## Targets',
+    '',
+    'Each goal is stated against the SDK relay of this run (the official `openai` SDK with nothing authenticated, checked or stored). ' +
+      'The floor is the SDK relay plus the two records every turn stores, written as the standalone host writes them (durable): a goal it misses is out of reach for any gateway keeping those records on this machine, by the amount shown.',
+    '',
+    ...renderTargets(targets, (target) => `${scenarioOf.get(target) ?? '?'}. `),
+  ];
 }
 
 export function renderReport(input: ReportInput): string {
@@ -66,6 +91,7 @@ export function renderReport(input: ReportInput): string {
     `Targets met: ${targets.filter((target) => target.met).length} of ${targets.length}.`,
     '',
   ];
+  lines.push(...renderTargetSummary(input.sections));
   if (input.chartFile) lines.push(`![chart](${input.chartFile})`, '');
   for (const section of input.sections) lines.push(...renderSection(section));
   for (const missing of input.missing) lines.push(`## ${missing.title}`, '', `Not measured in this run: ${missing.reason}`, '');

@@ -1,0 +1,90 @@
+/**
+ * The floor of a gateway that keeps fhirgate's audit trail: the SDK relay (sdk-relay.ts) plus the two records every
+ * turn must store, written exactly as the standalone host stores them, and nothing else. The prompt's
+ * Communication is written (Medplum's validation, the search index, a durable commit: SQLite WAL,
+ * `synchronous=FULL`, group commit) before the upstream is called, and the reply's after the reply, before the
+ * client gets its end (the JSON body, or a stream's last chunk and `[DONE]`), as fhirgate does. No authentication,
+ * AccessPolicy, history, journal or telemetry: what it costs above the SDK relay is the least that storing both
+ * records durably costs on this machine, so a goal this contender misses is out of reach for fhirgate too.
+ *
+ * `node bench/contenders/sdk-relay-store.ts --upstream http://127.0.0.1:N --data-dir DIR` prints `{"url":...}` and
+ * runs until SIGTERM.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { json } from 'node:stream/consumers';
+import { parseArgs } from 'node:util';
+import type { Communication } from '@medplum/fhirtypes';
+import { OpenAI } from 'openai';
+import { buildPrompt, buildReply, type ConversationParties } from '../../plugin/chat/communication-builders.ts';
+import { openStandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
+import { serveRelay } from './relay-server.ts';
+
+const { values } = parseArgs({ options: { upstream: { type: 'string' }, port: { type: 'string', default: '0' }, 'data-dir': { type: 'string' } } });
+if (!values.upstream || !values['data-dir']) throw new Error('--upstream and --data-dir are required');
+const client = new OpenAI({ apiKey: 'bench', baseURL: `${values.upstream}/v1`, maxRetries: 0, logLevel: 'off' });
+const store = openStandaloneStore(values['data-dir']);
+// The parties of fhirgate's bench turns: a practitioner, the project's AI agent, the demo patient.
+const parties: ConversationParties = {
+  categorySystem: 'urn:fhirgate:category',
+  caller: { reference: 'Practitioner/a1f0c0de-0000-4000-8000-000000000101' },
+  agent: { reference: `Device/${randomUUID()}`, display: 'fhirgate AI agent' },
+  subject: { reference: 'Patient/a1f0c0de-0000-4000-8000-000000000301' },
+};
+const rootId = randomUUID();
+
+async function relay(request: IncomingMessage, response: ServerResponse, signal: AbortSignal): Promise<void> {
+  const body = (await json(request)) as OpenAI.ChatCompletionCreateParams & Record<string, unknown>;
+  const promptId = randomUUID();
+  const replyId = randomUUID();
+  const text = String(body.messages.at(-1)?.content ?? '');
+  await store.createResource<Communication>(
+    { ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody: body, sent: new Date().toISOString() }), id: promptId },
+    { assignedId: true },
+  );
+  const recordReply = async (reply: string, usage: OpenAI.CompletionUsage | undefined): Promise<void> => {
+    const resource = buildReply(parties, {
+      id: replyId,
+      rootId,
+      promptId,
+      text: reply,
+      status: 'completed',
+      modelId: `bench/${body.model}`,
+      usage: usage && { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens },
+      finishReason: 'stop',
+      history: { count: 0 },
+      sent: new Date().toISOString(),
+    });
+    await store.createResource<Communication>({ ...resource, id: replyId }, { assignedId: true });
+  };
+  if (!body.stream) {
+    const completion = await client.chat.completions.create({ ...body, stream: false }, { signal });
+    await recordReply(completion.choices[0]?.message.content ?? '', completion.usage);
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(completion));
+    return;
+  }
+  const stream = await client.chat.completions.create({ ...body, stream: true }, { signal });
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let first = true;
+  let reply = '';
+  let usage: OpenAI.CompletionUsage | undefined;
+  let last: string | undefined;
+  for await (const chunk of stream) {
+    reply += chunk.choices[0]?.delta?.content ?? '';
+    usage = chunk.usage ?? usage;
+    // The chunk with the finish reason waits for the reply's record, as fhirgate's last chunk does.
+    if (chunk.choices[0]?.finish_reason) {
+      last = `data: ${JSON.stringify(chunk)}\n\n`;
+      continue;
+    }
+    response.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    // As in sdk-relay.ts: one turn of the event loop lets the first event leave now.
+    if (first) await new Promise((resolve) => setImmediate(resolve));
+    first = false;
+  }
+  await recordReply(reply, usage);
+  response.end(`${last ?? ''}data: [DONE]\n\n`);
+}
+
+serveRelay(Number(values.port), relay, () => store.close());
