@@ -28,6 +28,7 @@ import { TurnAdmission } from './chat/turn-admission.ts';
 import { CallerSlots } from './chat/caller-slots.ts';
 import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
+import { countingRepositoryOperations } from './telemetry/repository-operations.ts';
 import { FHIRGATE_VERSION } from './version.ts';
 import { methodNotAllowed } from './http/method-not-allowed.ts';
 
@@ -81,7 +82,8 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   const options = parseFhirgateOptions(optionsInput);
   requireHostDefinitions(serverHost);
   // Routes check the caller before they read the body, and the chat pipeline's step 1 asks again: one check.
-  const host = authenticatingOncePerRequest(serverHost);
+  // Every repository the host hands out counts the operations of the turn that uses it.
+  const host = authenticatingOncePerRequest(countingRepositoryOperations(serverHost));
   const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests);
   const jsonLimits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth };
   const telemetry = createTelemetry(FHIRGATE_VERSION);
@@ -99,6 +101,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   const records = new ReplyRecords({
     journal,
     agentRepo: (projectId) => agents.repoFor(projectId),
+    onStored: (projectId, stored) => agents.rememberWritten(projectId, stored),
     systemRepo: (projectId) => host.getSystemRepo(projectId),
     registry,
     logger: host.logger,
@@ -132,6 +135,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       records,
       limits: options.chatLimits,
       patientContext: options.patientContext,
+      reportRepositoryOperations: options.reportRepositoryOperations,
       streamSlots: new CallerSlots(options.chatLimits.maxConcurrentStreams, 'open streams'),
       turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),

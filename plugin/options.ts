@@ -32,6 +32,12 @@ export const fhirgateOptionsSchema = z
     categorySystem: z.string().min(1).default(DEFAULT_CATEGORY_SYSTEM),
     /** Names the service operator in `owned_by` of the model list. */
     operatorName: z.string().min(1).default('fhirgate'),
+    /**
+     * Sends each non-streaming chat answer's FHIR repository operations (reads, searches, writes the turn asked of
+     * the server) in the `X-Fhirgate-Repository-Operations` header, for measuring what a turn costs the server
+     * (telemetry/repository-operations.ts). Off by default: the log line and metrics carry them anyway.
+     */
+    reportRepositoryOperations: z.boolean().default(false),
     /** Name of the AI agent's Device, the sender of every reply. */
     agentDeviceName: z.string().min(1).default('fhirgate AI agent'),
     /** At shutdown (`plugin.close()`), how long chat turns in flight may run on before they are stopped. */

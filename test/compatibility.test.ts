@@ -180,11 +180,15 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
     expect(emulator.received).toHaveLength(0);
   });
 
-  test("a conversation goes on from its history, though the server does not show a chat client who wrote each record", async () => {
+  test("a conversation goes on from its history, though the server does not show a chat client who wrote each record, and without asking it again", async () => {
     const first = (await (await chat('alice', { messages: [{ role: 'user', content: 'Remember 7.' }] })).json()) as FhirgateCompletion;
     const second = await chat('alice', { conversation_id: first.conversation_id, messages: [{ role: 'user', content: 'Which number?' }] });
     expect(second.status).toBe(200);
     expect(emulator.received.at(-1)?.messages.map((message) => message.content)).toEqual(['Remember 7.', 'Echo: Remember 7.', 'Which number?']);
+    // The root and the reply were written by this process as the agent: their authors are known without reading
+    // them again with system rights. What the turn asked of the server: the root's read (the caller's policy
+    // decides), the history's search, the prompt and the reply.
+    expect(second.headers.get('x-fhirgate-repository-operations')).toBe('reads=1; searches=1; writes=2');
     // What the server records of each: the reply and the root as the AI agent's, the prompt as the caller's.
     const records = (await stored<Communication>('Communication')).filter((record) => record.partOf?.[0]?.reference === `Communication/${first.conversation_id}`);
     const reply = records.find((record) => record.id === first.communication_id);

@@ -29,6 +29,8 @@ export interface AgentRepositories {
  * or created on first use with system rights. Looked up once per project and process.
  */
 export class AgentDevices {
+  /** Authors of the versions this process wrote as the agent, or read back (see agentAuthored). */
+  readonly authors = new KnownAuthors();
   readonly #known = new Map<string, Promise<Reference<Device>>>();
   readonly #repositories: AgentRepositories;
   readonly #deviceName: string;
@@ -58,6 +60,11 @@ export class AgentDevices {
     return this.#repositories.deviceRepo(projectId, AGENT_ACCESS_POLICY, await this.referenceFor(projectId));
   }
 
+  /** Notes that `stored` (as a write through `repoFor(projectId)` returned it) is the agent's version. */
+  async rememberWritten(projectId: string, stored: WithId<Communication>): Promise<void> {
+    this.authors.remember(`Communication/${stored.id}`, stored.meta?.versionId, (await this.referenceFor(projectId)).reference);
+  }
+
   async #findOrCreate(projectId: string): Promise<Reference<Device>> {
     const repo = await this.#repositories.systemRepo(projectId);
     const identifier = `${AGENT_DEVICE_IDENTIFIER.system}|${AGENT_DEVICE_IDENTIFIER.value}`;
@@ -75,25 +82,62 @@ export class AgentDevices {
   }
 }
 
+/** Most authors {@link KnownAuthors} keeps; the oldest go first. */
+const KNOWN_AUTHORS_LIMIT = 20_000;
+
+/**
+ * Who wrote stored versions, as far as this process knows: the records the AI agent wrote through it, and the
+ * authors read back with the system repository. A version's author never changes (an update makes a new version,
+ * with a new `versionId`, authored by whoever made it), so an answer known once holds for good and a continued
+ * conversation need not read its earlier replies' authors again. Keyed by type, id and `versionId`.
+ */
+export class KnownAuthors {
+  readonly #authors = new Map<string, string>();
+
+  /** Records that `author` wrote version `versionId` of `reference` (e.g. `Communication/<id>`). */
+  remember(reference: string, versionId: string | undefined, author: string | undefined): void {
+    if (versionId === undefined || author === undefined) {
+      return;
+    }
+    const key = `${reference}/${versionId}`;
+    this.#authors.delete(key);
+    this.#authors.set(key, author);
+    if (this.#authors.size > KNOWN_AUTHORS_LIMIT) {
+      const oldest = this.#authors.keys().next().value;
+      if (oldest !== undefined) {
+        this.#authors.delete(oldest);
+      }
+    }
+  }
+
+  /** The author of that version, when known. */
+  authorOf(reference: string, versionId: string | undefined): string | undefined {
+    return versionId === undefined ? undefined : this.#authors.get(`${reference}/${versionId}`);
+  }
+}
+
 /**
  * The ids of those `records` whose current version the AI agent wrote: fhirgate wrote them, and nobody changed them
  * since (an update makes the updater the author). The server records the author in `meta.author`, which no writer
  * can set. A Medplum server shows it to a caller only in extended mode (`X-Medplum: extended`), which chat clients
- * do not ask for: records read without it are read again with the project's system rights, for their author only,
- * and count only if that is still the version the caller read. Replies and roots that fail this are not the AI's
- * words, whatever their category, sender or text say.
+ * do not ask for: records read without it are looked up in `authors` (versions this process wrote or read before),
+ * and the rest read again with the project's system rights, for their author only, and count only if that is still
+ * the version the caller read. Replies and roots that fail this are not the AI's words, whatever their category,
+ * sender or text say.
  */
 export async function agentAuthored(
   records: readonly WithId<Communication>[],
   agent: Reference<Device>,
-  systemRepo: () => Promise<FhirRepository>
+  systemRepo: () => Promise<FhirRepository>,
+  authors?: KnownAuthors
 ): Promise<Set<string>> {
   const authored = new Set<string>();
   const unknown = new Map<string, string | undefined>();
   for (const record of records) {
-    const author = record.meta?.author?.reference;
+    const versionId = record.meta?.versionId;
+    const author = record.meta?.author?.reference ?? authors?.authorOf(`Communication/${record.id}`, versionId);
     if (author === undefined) {
-      unknown.set(record.id, record.meta?.versionId);
+      unknown.set(record.id, versionId);
     } else if (author === agent.reference) {
       authored.add(record.id);
     }
@@ -102,7 +146,11 @@ export async function agentAuthored(
     const repo = await systemRepo();
     const read = await repo.readReferences<Communication>([...unknown.keys()].map((id) => ({ reference: `Communication/${id}` })));
     for (const item of read) {
-      if (item instanceof Error || !item.id || item.meta?.author?.reference !== agent.reference) {
+      if (item instanceof Error || !item.id) {
+        continue;
+      }
+      authors?.remember(`Communication/${item.id}`, item.meta?.versionId, item.meta?.author?.reference);
+      if (item.meta?.author?.reference !== agent.reference) {
         continue;
       }
       const versionRead = unknown.get(item.id);

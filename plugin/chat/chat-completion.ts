@@ -3,8 +3,9 @@
  *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
  *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
+ *   3. load the conversation's history, with those checks   (conversation.ts: the earlier turns, so read before
+ *      the prompt is written; one search that also names the calls a request with tool results must answer)
  *   2. record the prompt (and the root of a new conversation)
- *   3. load the conversation's history                      (conversation.ts)
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
@@ -17,7 +18,8 @@ import type { CallerContext, FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
 import { withRetriesAndFallbacks } from '../llm/resilient-chat-model.ts';
-import { annotateRequest } from '../telemetry/request-telemetry.ts';
+import { annotateRequest, annotateRequestAtEnd } from '../telemetry/request-telemetry.ts';
+import { countingOperations, RepositoryOperations } from '../telemetry/repository-operations.ts';
 import { observeChatModel } from '../telemetry/observe-chat-model.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import type { AgentDevices } from './agent-device.ts';
@@ -40,7 +42,7 @@ import type { FhirToolsOptions } from './fhir-tools.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { recordReply, type ChatTurn } from './chat-turn.ts';
 import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
-import { loadHistory, readConversationRoot, readPendingToolCalls, type ConversationHistory, type ConversationReader, type HistoryLimits } from './conversation.ts';
+import { loadConversation, readConversationRoot, type ConversationHistory, type ConversationReader, type ConversationState, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
@@ -74,12 +76,27 @@ export interface ChatServices {
   readonly turnSlots: CallerSlots;
   /** Turns prepared at once on this instance. */
   readonly admission: TurnAdmission;
+  /** Whether non-streaming answers carry the turn's repository operations (the `reportRepositoryOperations` option). */
+  readonly reportRepositoryOperations: boolean;
   /** What a turn about a patient shares with the model, and how. */
   readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly mode: PatientContextMode; readonly tools: FhirToolsOptions };
 }
 
-/** Handles one chat completion request. */
+/** Handles one chat completion request, counting the repository operations it asks of the server. */
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
+  const operations = new RepositoryOperations();
+  annotateRequestAtEnd(response, () => ({ fhirReads: operations.reads, fhirSearches: operations.searches, fhirWrites: operations.writes }));
+  try {
+    await countingOperations(operations, () => handleTurn(services, request, response, operations));
+  } finally {
+    const counter = services.telemetry.repositoryOperations;
+    counter.add(operations.reads, { 'fhirgate.operation': 'read' });
+    counter.add(operations.searches, { 'fhirgate.operation': 'search' });
+    counter.add(operations.writes, { 'fhirgate.operation': 'write' });
+  }
+}
+
+async function handleTurn(services: ChatServices, request: Request, response: Response, operations: RepositoryOperations): Promise<void> {
   // Given back when the provider call starts, or when the request ends before it.
   const leavePreparation = await services.admission.enter();
   try {
@@ -89,7 +106,7 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
     // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
     const releaseSlot = (chat.stream ? services.streamSlots : services.turnSlots).take(`${caller.project.id} ${caller.profile.reference}`);
     try {
-      await runTurn(services, response, caller, chat, idempotencyKey, leavePreparation);
+      await runTurn(services, response, caller, chat, idempotencyKey, leavePreparation, services.reportRepositoryOperations ? operations : undefined);
     } finally {
       releaseSlot();
     }
@@ -105,14 +122,19 @@ async function runTurn(
   caller: CallerContext,
   chat: ChatRequest,
   idempotencyKey: string | undefined,
-  leavePreparation: () => void
+  leavePreparation: () => void,
+  reportedOperations: RepositoryOperations | undefined
 ): Promise<void> {
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
   const agent = await requireStored(() => services.agents.referenceFor(caller.project.id));
-  const reader: ConversationReader = { repo: caller.repo, agent, systemRepo: once(() => services.host.getSystemRepo(caller.project.id)) };
+  const reader: ConversationReader = {
+    repo: caller.repo,
+    agent,
+    systemRepo: once(() => services.host.getSystemRepo(caller.project.id)),
+    authors: services.agents.authors,
+  };
   const root = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
-  await checkAnsweredCalls(reader, chat, root);
   const subject = await resolveSubject(caller.repo, () => services.host.getSystemRepo(caller.project.id), chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
@@ -126,6 +148,10 @@ async function runTurn(
       throw inProgress();
     }
   }
+  // Step 3, read with the checks, before anything is stored: one search gives the history and the calls a request
+  // with tool results must answer (so a wrong id is a 400 with nothing written).
+  const conversation = root ? await loadConversation(reader, root.id, services.history) : undefined;
+  checkAnsweredCalls(chat, conversation);
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
@@ -191,6 +217,7 @@ async function runTurn(
       history: { messages: [] },
       patientContext,
       controller,
+      reportedOperations,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
@@ -205,7 +232,7 @@ async function runTurn(
     };
     let turn: ChatTurn;
     try {
-      const history = root ? await loadHistory(reader, rootId, promptId, services.history) : { messages: [] };
+      const history = conversation?.history ?? { messages: [] };
       services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
@@ -313,12 +340,11 @@ async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
  * Tool results that open a continued conversation's request must answer calls of its last reply: checked before
  * anything is stored, so a wrong id is a 400 with nothing written, not a provider's refusal after the prompt.
  */
-async function checkAnsweredCalls(reader: ConversationReader, chat: ChatRequest, root: Communication | undefined): Promise<void> {
-  if (chat.answersEarlierCalls.length === 0 || !root?.id) {
+function checkAnsweredCalls(chat: ChatRequest, conversation: ConversationState | undefined): void {
+  if (chat.answersEarlierCalls.length === 0 || !conversation) {
     return;
   }
-  const pending = await readPendingToolCalls(reader, root.id);
-  const unknown = chat.answersEarlierCalls.find((id) => !pending.has(id));
+  const unknown = chat.answersEarlierCalls.find((id) => !conversation.pendingCalls.has(id));
   if (unknown !== undefined) {
     throw new AppError('invalid_request', `Invalid request: a tool message answers '${unknown.slice(0, 64)}', which is not a call of the conversation's last reply.`, {
       details: { param: 'messages' },
@@ -346,7 +372,10 @@ async function recordPrompt(services: ChatServices, caller: CallerContext, parti
       throw new AppError('forbidden', 'Forbidden: the AccessPolicy of the caller does not allow it to record a prompt in this conversation.');
     }
     const agentRepo = await requireStored(() => services.agents.repoFor(caller.project.id));
-    await createOnce(agentRepo, { ...buildConversationRoot(parties, ids.sent), id: ids.rootId });
+    const storedRoot = await createOnce(agentRepo, { ...buildConversationRoot(parties, ids.sent), id: ids.rootId });
+    if (storedRoot) {
+      await services.agents.rememberWritten(caller.project.id, storedRoot);
+    }
   }
   try {
     await createOnce(repo, prompt);
@@ -358,15 +387,18 @@ async function recordPrompt(services: ChatServices, caller: CallerContext, parti
   }
 }
 
-/** Creates `resource` with its id, retrying passing failures; a try whose answer was lost may have stored it: never twice. */
-async function createOnce(repo: FhirRepository, resource: Communication & { id: string }): Promise<void> {
+/**
+ * Creates `resource` with its id, retrying passing failures; a try whose answer was lost may have stored it: never
+ * twice. Resolves the stored resource, or undefined when an earlier try turned out to have stored it.
+ */
+async function createOnce(repo: FhirRepository, resource: Communication & { id: string }): Promise<WithId<Communication> | undefined> {
   let tried = false;
-  await requireStored(async () => {
+  return requireStored(async () => {
     if (tried && (await communicationExists(repo, resource.id))) {
-      return;
+      return undefined;
     }
     tried = true;
-    await repo.createResource(resource, { assignedId: true });
+    return repo.createResource(resource, { assignedId: true });
   });
 }
 

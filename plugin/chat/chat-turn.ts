@@ -12,6 +12,7 @@ import type { FhirToolbox } from './fhir-tool-loop.ts';
 import type { PatientContext } from './patient-context.ts';
 import type { ReplyRecords } from './reply-records.ts';
 import type { AnswerFields } from './wire-format.ts';
+import type { RepositoryOperations } from '../telemetry/repository-operations.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
@@ -37,6 +38,8 @@ export interface ChatTurn {
   /** Unix seconds. */
   readonly created: number;
   readonly modelRequest: Omit<ChatModelRequest, 'signal'>;
+  /** The turn's repository operations, when its answer reports them (a non-streaming answer's header). */
+  readonly reportedOperations?: RepositoryOperations;
   /** Cancels the provider call: aborted when the client leaves, or when the server shuts down (`isShutdownAbort`). */
   readonly controller: AbortController;
 }

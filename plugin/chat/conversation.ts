@@ -8,7 +8,7 @@
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Device, Reference } from '@medplum/fhirtypes';
-import { agentAuthored } from './agent-device.ts';
+import { agentAuthored, type KnownAuthors } from './agent-device.ts';
 import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
@@ -23,6 +23,8 @@ export interface ConversationReader {
   readonly agent: Reference<Device>;
   /** The project's system repository, to read who wrote a record when the caller's does not show it. */
   readonly systemRepo: () => Promise<FhirRepository>;
+  /** Authors of stored versions already known to this process (a version's author never changes). */
+  readonly authors?: KnownAuthors;
 }
 
 /**
@@ -31,7 +33,7 @@ export interface ConversationReader {
  */
 export async function readConversationRoot(reader: ConversationReader, conversationId: string): Promise<WithId<Communication>> {
   const root = await findCommunication(reader.repo, conversationId);
-  if (!root || categoryOf(root) !== CATEGORY.conversation.code || !(await agentAuthored([root], reader.agent, reader.systemRepo)).has(root.id)) {
+  if (!root || categoryOf(root) !== CATEGORY.conversation.code || !(await agentAuthored([root], reader.agent, reader.systemRepo, reader.authors)).has(root.id)) {
     throw new AppError('conversation_not_found', `Conversation '${conversationId}' not found.`, { details: { param: 'conversation_id' } });
   }
   return root;
@@ -64,26 +66,62 @@ export interface ConversationHistory {
   readonly oldestId?: string;
 }
 
+/** What a continued turn reads of its conversation: the history, and the calls its newest reply asked for. */
+export interface ConversationState {
+  readonly history: ConversationHistory;
+  /**
+   * The ids of the calls the conversation's newest reply asked the client to make, for a request that answers them;
+   * empty when that reply asked for none (or did not complete). Only replies the AI agent wrote count.
+   */
+  readonly pendingCalls: ReadonlySet<string>;
+}
+
+/** The fewest Communications one page of history reads, so the newest reply is found even with a tiny limit. */
+const MIN_HISTORY_PAGE = 10;
+
 /**
- * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository. Only
- * turns fhirgate recorded count: replies the AI agent wrote, and the prompts those replies answer. Replies that
- * were cut short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are left out. The
- * newest messages within the limits are kept; a prompt with tool results stands for several messages. The window
- * never opens with a tool result whose call it cut off.
+ * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository, read
+ * before the turn's prompt is written (so it is not among them) with the checks the request needs. Only turns
+ * fhirgate recorded count: replies the AI agent wrote, and the prompts those replies answer. Replies that were cut
+ * short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are left out. The newest
+ * messages within the limits are kept; a prompt with tool results stands for several messages. The window never
+ * opens with a tool result whose call it cut off.
+ *
+ * One search reads the newest page of the conversation, as many Communications as the limit has messages: each
+ * genuine Communication is at least one message, so in a conversation fhirgate wrote the page is enough and the
+ * turn costs one search. A page that ends before the limit is reached (failed replies, prompts with no reply,
+ * records a user wrote) is followed by the next.
  */
-export async function loadHistory(reader: ConversationReader, conversationId: string, excludeId: string, limits: HistoryLimits): Promise<ConversationHistory> {
-  const stored = await reader.repo.searchResources<Communication>({
-    resourceType: 'Communication',
-    filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }],
-    sortRules: [{ code: 'sent', descending: true }],
-    // A turn is a prompt and its reply.
-    count: 2 * limits.maxMessages + 2,
-  });
-  const replies = await agentAuthored(
-    stored.filter((communication) => categoryOf(communication) === CATEGORY.response.code),
-    reader.agent,
-    reader.systemRepo
-  );
+export async function loadConversation(reader: ConversationReader, conversationId: string, limits: HistoryLimits): Promise<ConversationState> {
+  const pageSize = Math.max(limits.maxMessages, MIN_HISTORY_PAGE);
+  const stored: WithId<Communication>[] = [];
+  const replies = new Set<string>();
+  for (let offset = 0; ; offset += pageSize) {
+    const page = await reader.repo.searchResources<Communication>({
+      resourceType: 'Communication',
+      filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }],
+      sortRules: [{ code: 'sent', descending: true }],
+      count: pageSize,
+      offset,
+    });
+    stored.push(...page);
+    for (const id of await agentAuthored(
+      page.filter((communication) => categoryOf(communication) === CATEGORY.response.code),
+      reader.agent,
+      reader.systemRepo,
+      reader.authors
+    )) {
+      replies.add(id);
+    }
+    const window = historyWindow(stored, replies, limits);
+    if (window.complete || page.length < pageSize) {
+      return { history: window.history, pendingCalls: pendingCallsOf(stored, replies) };
+    }
+  }
+}
+
+/** The history within the limits from what was read so far (newest first); `complete` once a limit was reached. */
+function historyWindow(stored: readonly WithId<Communication>[], replies: ReadonlySet<string>, limits: HistoryLimits): { history: ConversationHistory; complete: boolean } {
   const answered = new Set<string>();
   for (const communication of stored) {
     if (replies.has(communication.id)) {
@@ -100,7 +138,7 @@ export async function loadHistory(reader: ConversationReader, conversationId: st
   let characters = 0;
   let full = false;
   for (const communication of stored) {
-    if (communication.id === excludeId || !genuine(communication)) {
+    if (!genuine(communication)) {
       continue;
     }
     for (const message of messagesOf(communication).reverse()) {
@@ -115,30 +153,18 @@ export async function loadHistory(reader: ConversationReader, conversationId: st
       break;
     }
   }
+  const complete = full || kept.length >= limits.maxMessages;
   kept.reverse();
   while (kept[0]?.message.role === 'tool') {
     kept.shift();
   }
-  return { messages: kept.map((item) => item.message), oldestId: kept[0]?.id };
+  return { history: { messages: kept.map((item) => item.message), oldestId: kept[0]?.id }, complete };
 }
 
-/**
- * The ids of the calls the conversation's newest reply asked the client to make, for a request that answers them;
- * empty when that reply asked for none. Only replies the AI agent wrote count.
- */
-export async function readPendingToolCalls(reader: ConversationReader, conversationId: string): Promise<Set<string>> {
-  const newest = await reader.repo.searchResources<Communication>({
-    resourceType: 'Communication',
-    filters: [
-      { code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` },
-      { code: 'category', operator: 'eq', value: CATEGORY.response.code },
-    ],
-    sortRules: [{ code: 'sent', descending: true }],
-    count: 10,
-  });
-  const authored = await agentAuthored(newest, reader.agent, reader.systemRepo);
-  const reply = newest.find((candidate) => authored.has(candidate.id));
-  return new Set(reply && reply.status === 'completed' ? toolCallsOf(reply).map((call) => call.id) : []);
+/** The calls of the newest reply the AI agent wrote, when it completed; empty otherwise. */
+function pendingCallsOf(stored: readonly WithId<Communication>[], replies: ReadonlySet<string>): ReadonlySet<string> {
+  const newest = stored.find((communication) => replies.has(communication.id));
+  return new Set(newest && newest.status === 'completed' ? toolCallsOf(newest).map((call) => call.id) : []);
 }
 
 function categoryOf(communication: Communication): string | undefined {

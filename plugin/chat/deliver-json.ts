@@ -5,6 +5,7 @@ import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
 import { clientStillConnected } from './client-presence.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
+import { REPOSITORY_OPERATIONS_HEADER } from '../telemetry/repository-operations.ts';
 
 /**
  * Steps 4–6 for a non-streaming request. The reply's record is written before the response is sent, so the
@@ -29,7 +30,11 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
       return;
     }
     await recordReply(turn, { status: 'completed', text, toolCalls, usage, finishReason });
-    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls));
+    response.set('X-Conversation-ID', turn.rootId);
+    if (turn.reportedOperations) {
+      response.set(REPOSITORY_OPERATIONS_HEADER, turn.reportedOperations.toHeader());
+    }
+    response.json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls));
   } catch (error) {
     if (isShutdownAbort(controller.signal)) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });

@@ -15,6 +15,7 @@
  * Every write names the reply's id (assigned before the provider is called), and the drain reads before it writes,
  * so a retry never makes a second record.
  */
+import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
@@ -36,6 +37,8 @@ export interface ReplyRecordsOptions {
   readonly journal: ReplyJournal;
   /** Writes replies: a repository authored as the project's AI agent (AgentDevices.repoFor). */
   readonly agentRepo: (projectId: string) => Promise<FhirRepository>;
+  /** Told of each reply the store took, as the store returned it (so its author is known without reading it back). */
+  readonly onStored?: (projectId: string, stored: WithId<Communication>) => Promise<void>;
   /** Reads whether a prompt or reply is on record, whoever wrote it. */
   readonly systemRepo: (projectId: string) => Promise<FhirRepository>;
   /** The turns of every instance, shared through Redis; absent without Redis (the journal alone recovers). */
@@ -155,10 +158,9 @@ export class ReplyRecords {
    * keeps it in the outbox. Resolves `stored` or `outbox`; rejects only when not even the journal can keep it.
    */
   async record(projectId: string, resource: Communication & { id: string }): Promise<'stored' | 'outbox'> {
+    let stored: WithId<Communication>;
     try {
-      await withRetries(async () => (await this.#options.agentRepo(projectId)).createResource(resource, { assignedId: true }), this.#options.retryDelaysMs);
-      this.#closed(resource.id);
-      return 'stored';
+      stored = await withRetries(async () => (await this.#options.agentRepo(projectId)).createResource(resource, { assignedId: true }), this.#options.retryDelaysMs);
     } catch (error) {
       this.#options.journal.outbox(resource.id, resource);
       this.#options.registry?.outbox(resource.id, resource);
@@ -170,6 +172,10 @@ export class ReplyRecords {
       this.#schedule();
       return 'outbox';
     }
+    this.#closed(resource.id);
+    // Only a shortcut for later reads: the reply is on record whatever happens here.
+    await this.#options.onStored?.(projectId, stored).catch(() => undefined);
+    return 'stored';
   }
 
   /** Stops the background drain after one last round; what is still pending stays in the journal for the next start. */

@@ -17,6 +17,8 @@ interface RequestScope {
   readonly requestId: string;
   readonly span: Span;
   annotations: Record<string, string | number | boolean>;
+  /** Read when the request ends, for what is only known then. */
+  late?: () => RequestAnnotations;
 }
 
 const scopes = new WeakMap<Response, RequestScope>();
@@ -72,6 +74,9 @@ export function createRequestTelemetry(
       // 499: the client left before any response (nginx's convention); a stream it left keeps its 200.
       const status = response.headersSent ? response.statusCode : 499;
       const seconds = (performance.now() - started) / 1000;
+      if (scope.late) {
+        annotateRequest(response, scope.late());
+      }
       telemetry.requestDuration.record(seconds, { 'http.request.method': request.method, 'http.route': route, 'http.response.status_code': status });
       span.setAttributes({ 'http.response.status_code': status, ...scope.annotations });
       if (status >= 500) {
@@ -103,6 +108,14 @@ export function annotateRequest(response: Response, annotations: RequestAnnotati
     if (value !== undefined) {
       scope.annotations[key] = value;
     }
+  }
+}
+
+/** Annotations read when the request ends (a count that grows until then); replaces an earlier one. */
+export function annotateRequestAtEnd(response: Response, annotations: () => RequestAnnotations): void {
+  const scope = scopes.get(response);
+  if (scope) {
+    scope.late = annotations;
   }
 }
 

@@ -40,6 +40,8 @@ export interface Telemetry {
   readonly upstreamErrors: Counter;
   /** SSE streams open right now. */
   readonly activeStreams: UpDownCounter;
+  /** FHIR repository operations chat turns asked of the server: `fhirgate.operation` (`read`, `search`, `write`). */
+  readonly repositoryOperations: Counter;
   /** Chat turns waiting for a place among those being prepared (`chatLimits.maxPreparingTurns`). */
   readonly waitingTurns: UpDownCounter;
   /** Device token exchanges: `fhirgate.outcome` (`issued`, `refused`), `fhirgate.reason` for refusals. */
@@ -77,6 +79,9 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
     tokens: meter.createCounter('fhirgate.llm.tokens', { unit: '{token}', description: 'Tokens in and out, as the providers reported them.' }),
     upstreamErrors: meter.createCounter('fhirgate.llm.upstream_errors', { description: 'Failed LLM provider calls, by kind.' }),
     activeStreams: meter.createUpDownCounter('fhirgate.chat.active_streams', { description: 'Chat completion streams open now.' }),
+    repositoryOperations: meter.createCounter('fhirgate.chat.repository_operations', {
+      description: 'FHIR repository reads, searches and writes chat turns asked of the server (each costs the server quota points and database round trips).',
+    }),
     waitingTurns: meter.createUpDownCounter('fhirgate.chat.waiting_turns', {
       description: 'Chat turns waiting for a place among those being prepared (chatLimits.maxPreparingTurns).',
     }),

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { payloadText } from '../../plugin/chat/fhir-text.ts';
 import { EXTENSION } from '../../plugin/chat/fhir-vocabulary.ts';
 import { createE2eFixture, type E2eFixture } from './e2e-fixture.ts';
-import { connectE2eTarget, type E2eTarget } from './e2e-target.ts';
+import { connectE2eTarget, reportsRepositoryOperations, type E2eTarget } from './e2e-target.ts';
 
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
@@ -146,5 +146,34 @@ describe('fhirgate end to end: chat', () => {
     expect(aboutOther.length).toBe(0);
     const inOwn = await target.admin.searchResources('Communication', { 'part-of': `Communication/${own.conversation_id}` }, { cache: 'no-cache' });
     expect(inOwn).toHaveLength(2);
+  });
+
+  // What each kind of turn asks of the server (each operation costs quota points inside a Medplum server), printed
+  // for the run and held to what the audit trail needs.
+  (reportsRepositoryOperations ? test : test.skip)('what a turn asks of the server: a new conversation three writes, a continued one a search and two writes beside its checks', async () => {
+    const turn = async (extra: Record<string, unknown>): Promise<{ completion: FhirgateCompletion; operations: Record<string, number> }> => {
+      const { data, response } = await fixture.clinician.openai.chat.completions
+        .create({ model, messages: [{ role: 'user', content: `Count for run ${fixture.run}.` }], ...extra } as never)
+        .withResponse();
+      const header = response.headers.get('x-fhirgate-repository-operations') ?? '';
+      return { completion: data as unknown as FhirgateCompletion, operations: Object.fromEntries(header.split('; ').map((part) => [part.split('=')[0], Number(part.split('=')[1])])) };
+    };
+    // The first turn of a process in a project also finds the AI agent's Device (once).
+    await turn({});
+    const fresh = await turn({});
+    const continued = await turn({ conversation_id: fresh.completion.conversation_id });
+    const aboutPatient = await turn({ patient_id: fixture.patient.id, patient_context: 'none' });
+    const continuedAboutPatient = await turn({ patient_id: fixture.patient.id, patient_context: 'none', conversation_id: aboutPatient.completion.conversation_id });
+    const sharingChart = await turn({ patient_id: fixture.patient.id, patient_context: 'summary' });
+    const rows = { 'new conversation': fresh, 'continued turn': continued, 'new, about a patient': aboutPatient, 'continued, about a patient': continuedAboutPatient, 'new, sharing the chart': sharingChart };
+    console.info(['repository operations per turn (reads / searches / writes):', ...Object.entries(rows).map(([name, row]) => `  ${name}: ${row.operations.reads} / ${row.operations.searches} / ${row.operations.writes}`)].join('\n'));
+
+    expect(fresh.operations).toEqual({ reads: 0, searches: 0, writes: 3 });
+    // The conversation's root is read under the caller's policy; the history is one search.
+    expect(continued.operations).toEqual({ reads: 1, searches: 1, writes: 2 });
+    // The patient the request names is read under the caller's policy too.
+    expect(continuedAboutPatient.operations).toEqual({ reads: 2, searches: 1, writes: 2 });
+    // Sharing the chart: a search per shared type, and the disclosure's AuditEvent.
+    expect(sharingChart.operations.writes).toBe(4);
   });
 });

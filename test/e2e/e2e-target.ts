@@ -6,6 +6,8 @@
  *   from its flags);
  * - otherwise a standalone host of this checkout, started here on the LLM emulator, as a user would run it.
  * Either way the project is set up by `fhirgate provision` first, as docs/mounting.md tells operators to.
+ * The local host reports each turn's repository operations (`FHIRGATE_REPORT_REPOSITORY_OPERATIONS=on`); a server
+ * of the user's does when it was mounted with `reportRepositoryOperations` and `E2E_REPOSITORY_OPERATIONS=on` says so.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
@@ -38,6 +40,9 @@ export interface E2eTarget {
   close(): Promise<void>;
 }
 
+/** Whether the target's chat answers carry their repository operations (`X-Fhirgate-Repository-Operations`). */
+export const reportsRepositoryOperations = !process.env.E2E_BASE_URL || process.env.E2E_REPOSITORY_OPERATIONS === 'on';
+
 /** Connects to (or starts) the target and provisions its project. */
 export async function connectE2eTarget(): Promise<E2eTarget> {
   return process.env.E2E_BASE_URL ? connectRemote(process.env.E2E_BASE_URL) : startLocal();
@@ -63,7 +68,14 @@ async function startLocal(): Promise<E2eTarget> {
   const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-e2e-'));
   const emulator = await startLlmEmulator();
   const authFile = join(dataDir, 'device-auth.json');
-  const environment = { FHIRGATE_DATA_DIR: dataDir, AI_PROVIDER: 'openai', AI_API_KEY: 'sk-e2e', AI_API_BASE: `${emulator.url}/v1`, AI_MODEL: 'gpt-4o-mini' };
+  const environment = {
+    FHIRGATE_DATA_DIR: dataDir,
+    AI_PROVIDER: 'openai',
+    AI_API_KEY: 'sk-e2e',
+    AI_API_BASE: `${emulator.url}/v1`,
+    AI_MODEL: 'gpt-4o-mini',
+    FHIRGATE_REPORT_REPOSITORY_OPERATIONS: 'on',
+  };
   let host: HostProcess | undefined = await startHostProcess(environment);
   try {
     const credentials = await adminClientOf(dataDir, host.url);

@@ -21,6 +21,8 @@ Options:
                               Without it, the device checks are skipped.
   --device-id <id>            the device the suite uses (default fhirgate-e2e-sensor)
   --model <provider/model>    the model to chat with (default: the first /v1/models lists)
+  --repository-operations     the server was mounted with reportRepositoryOperations: check and print what each
+                              kind of turn asks of it (reads, searches, writes); always on without --base-url
 `;
 
 const { values } = parseArgs({
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     'device-auth-file': { type: 'string' },
     'device-id': { type: 'string' },
     model: { type: 'string' },
+    'repository-operations': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -48,6 +51,9 @@ if (remote) {
     process.stderr.write(`--base-url needs a project administrator's --client-id and --client-secret.\n\n${USAGE}`);
     process.exit(2);
   }
+}
+if (values['repository-operations']) {
+  environment.E2E_REPOSITORY_OPERATIONS = 'on';
 }
 for (const [flag, variable] of [['device-auth-file', 'E2E_DEVICE_AUTH_FILE'], ['device-id', 'E2E_DEVICE_ID'], ['model', 'E2E_MODEL']] as const) {
   const value = values[flag];

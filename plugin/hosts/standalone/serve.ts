@@ -61,6 +61,7 @@ const standalone = await createStandaloneHost({
     shutdownGraceMs: config.shutdownGraceMs,
     replyJournalDir: config.journalDir,
     redisKeyPrefix: config.redisKeyPrefix,
+    reportRepositoryOperations: config.reportRepositoryOperations,
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
   },
 });

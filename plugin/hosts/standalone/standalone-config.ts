@@ -47,6 +47,8 @@ export interface StandaloneConfig {
   readonly maxConcurrentTurns: number | undefined;
   /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`; unset: its default). */
   readonly maxPreparingTurns: number | undefined;
+  /** Non-streaming chat answers carry their FHIR repository operations (the plugin's `reportRepositoryOperations`). */
+  readonly reportRepositoryOperations: boolean;
 }
 
 const environmentSchema = z.object({
@@ -72,6 +74,7 @@ const environmentSchema = z.object({
   FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_CONCURRENT_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_REPORT_REPOSITORY_OPERATIONS: z.enum(['on', 'off']).default('off'),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -105,5 +108,6 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     maxConcurrentStreams: values.FHIRGATE_MAX_CONCURRENT_STREAMS,
     maxConcurrentTurns: values.FHIRGATE_MAX_CONCURRENT_TURNS,
     maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
+    reportRepositoryOperations: values.FHIRGATE_REPORT_REPOSITORY_OPERATIONS === 'on',
   };
 }

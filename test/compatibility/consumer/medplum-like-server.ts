@@ -142,6 +142,7 @@ const fhirgate = mountFhirgate(
       project_id: clinic.project.id,
     },
     replyJournalDir: mkdtempSync(join(tmpdir(), 'fhirgate-compatibility-journal-')),
+    reportRepositoryOperations: true,
   }
 );
 
