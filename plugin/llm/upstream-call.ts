@@ -65,14 +65,41 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
   const deadline = new AbortController();
   // The limit that ran out, for the error message; undefined while none has.
   let timedOutAfterMs: number | undefined;
-  let timer: NodeJS.Timeout | undefined;
   const expire = (limitMs: number): void => {
     timedOutAfterMs ??= limitMs;
     deadline.abort(new DOMException(`No answer within ${limitMs} ms.`, 'TimeoutError'));
   };
+  // The wait under way (its limit and when it runs out); no limit while the consumer has the event. A stream waits
+  // once per event, so a wait only moves the deadline: the timer is set once for a stretch of waits, and when it
+  // fires before the deadline it sleeps the rest of the way.
+  let waitLimitMs: number | undefined;
+  let waitEndsAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let timerAt = 0;
+  const check = (): void => {
+    timer = undefined;
+    if (waitLimitMs === undefined) {
+      return;
+    }
+    const remaining = waitEndsAt - performance.now();
+    if (remaining <= 0) {
+      expire(waitLimitMs);
+      return;
+    }
+    timer = setTimeout(check, remaining);
+    timerAt = waitEndsAt;
+  };
   const arm = (limitMs: number): void => {
-    clearTimeout(timer);
-    timer = setTimeout(() => expire(limitMs), limitMs);
+    waitLimitMs = limitMs;
+    waitEndsAt = performance.now() + limitMs;
+    if (timer === undefined || timerAt > waitEndsAt) {
+      clearTimeout(timer);
+      timer = setTimeout(check, limitMs);
+      timerAt = waitEndsAt;
+    }
+  };
+  const stopWaiting = (): void => {
+    waitLimitMs = undefined;
   };
   arm(streaming ? (timeouts.firstTokenTimeoutMs ?? timeouts.timeoutMs) : timeouts.timeoutMs);
   const total = timeouts.totalTimeoutMs === undefined ? undefined : setTimeout(() => expire(timeouts.totalTimeoutMs ?? 0), timeouts.totalTimeoutMs);
@@ -101,7 +128,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
           }
           const result = await iterator.next();
           firstEventSeen = true;
-          clearTimeout(timer);
+          stopWaiting();
           if (result.done) {
             done = true;
             return;
