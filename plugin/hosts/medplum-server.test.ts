@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { OperationOutcomeError, createReference, getStatus } from '@medplum/core';
 import type { Communication, Device, Observation, Patient } from '@medplum/fhirtypes';
 import express, { type Express } from 'express';
@@ -150,6 +151,29 @@ describe('createMedplumServerHost', () => {
       superAdmin: false,
       projectAdmin: false,
     });
+  });
+
+  test("a turn's repositories read the Project once: a read is used again for the next seconds, then read afresh", async () => {
+    let projectReads = 0;
+    const host = createMedplumServerHost({
+      ...medplum.functions,
+      getProjectSystemRepo: async (projectId) => {
+        projectReads += 1;
+        return medplum.functions.getProjectSystemRepo(projectId);
+      },
+    });
+    const device = await (await host.getSystemRepo(clinic.project.id)).createResource<Device>({ resourceType: 'Device', status: 'active' });
+    await host.getDeviceRepo(clinic.project.id, buildDevicePolicy(device.id), createReference(device));
+    await host.getSystemRepo(clinic.project.id);
+    expect(projectReads).toBe(1);
+
+    jest.useFakeTimers({ now: Date.now() + 6_000, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      await host.getSystemRepo(clinic.project.id);
+      expect(projectReads).toBe(2);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test("the logger writes to the request's logger inside a request and to the server's logger outside one", async () => {

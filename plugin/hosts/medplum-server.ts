@@ -22,7 +22,8 @@
  *   super-admin repository. It sets `meta.project` only from what the caller writes, so an AuditEvent or Device
  *   created through it would belong to no project. `getSystemRepo` therefore builds a `Repository` (through
  *   `createRepository`) limited to the one project, with no AccessPolicy, authored as `system` as Medplum's
- *   own system repository is; `getProjectSystemRepo` is used only to read the Project.
+ *   own system repository is; `getProjectSystemRepo` is used only to read the Project, and a Project read is used
+ *   again for the repositories made within the next 5 seconds (a turn makes two or three).
  * - Device repository: a `Repository` for the project, authored as the device, under the given AccessPolicy,
  *   with the project's `strictMode`, `checkReferencesOnWrite` and terminology settings, as `getRepoForLogin`
  *   sets them for a login.
@@ -106,12 +107,18 @@ export interface MountTarget {
 // Medplum's own system repository is authored as `system`; its writes are not audit-logged as a user's.
 const SYSTEM_AUTHOR: Reference = { reference: 'system' };
 
+/** How long a Project read for a repository is used again for the next ones (a turn makes two or three). */
+const PROJECT_REUSE_MS = 5_000;
+/** Projects kept at most; the oldest go first. */
+const PROJECTS_KEPT = 1_000;
+
 /** Builds the host port from a Medplum server's functions. */
 export function createMedplumServerHost(server: MedplumServerFunctions): FhirgateHost {
+  const readProject = recentProjects(server);
   return {
     authenticate: async (request) => authenticate(server, request),
     getSystemRepo: async (projectId) => {
-      const project = await readProject(server, projectId);
+      const project = await readProject(projectId);
       return server.createRepository({
         ...projectSettings(project),
         author: SYSTEM_AUTHOR,
@@ -123,7 +130,7 @@ export function createMedplumServerHost(server: MedplumServerFunctions): Fhirgat
       });
     },
     getDeviceRepo: async (projectId, accessPolicy, device) => {
-      const project = await readProject(server, projectId);
+      const project = await readProject(projectId);
       return server.createRepository({
         ...projectSettings(project),
         author: device,
@@ -169,9 +176,37 @@ function authenticate(server: MedplumServerFunctions, request: Request): CallerC
   return readAuthenticatedContext(context);
 }
 
-async function readProject(server: MedplumServerFunctions, projectId: string): Promise<WithId<Project>> {
-  const systemRepo = await server.getProjectSystemRepo(projectId);
-  return systemRepo.readResource<Project>('Project', projectId);
+/**
+ * Reads a Project for the repositories made with it, and uses the read again for those made within
+ * PROJECT_REUSE_MS: a chat turn's repositories (the AI agent's for its reply, the system's for an AuditEvent) then
+ * cost the server no Project read each. The Project's repository settings (`strictMode`, `checkReferencesOnWrite`,
+ * terminology) so apply to fhirgate's writes within seconds of a change, as a restart-free setting should; a failed
+ * read is not kept.
+ */
+function recentProjects(server: MedplumServerFunctions): (projectId: string) => Promise<WithId<Project>> {
+  const recent = new Map<string, { readonly at: number; readonly project: Promise<WithId<Project>> }>();
+  return (projectId) => {
+    const now = Date.now();
+    const kept = recent.get(projectId);
+    if (kept && now - kept.at < PROJECT_REUSE_MS) {
+      return kept.project;
+    }
+    const project = (async () => (await server.getProjectSystemRepo(projectId)).readResource<Project>('Project', projectId))();
+    recent.delete(projectId);
+    recent.set(projectId, { at: now, project });
+    project.catch(() => {
+      if (recent.get(projectId)?.project === project) {
+        recent.delete(projectId);
+      }
+    });
+    if (recent.size > PROJECTS_KEPT) {
+      const oldest = recent.keys().next().value;
+      if (oldest !== undefined) {
+        recent.delete(oldest);
+      }
+    }
+    return project;
+  };
 }
 
 /** The project's repository settings, as Medplum's `getRepoForLogin` takes them from the Project. */
