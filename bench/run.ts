@@ -30,6 +30,7 @@ import { renderChart } from './report/svg-chart.ts';
 import { measureAddedLatency } from './scenarios/added-latency.ts';
 import type { BenchContext } from './scenarios/bench-context.ts';
 import { measureManyStreams } from './scenarios/many-streams.ts';
+import { measureRepositoryOperations } from './scenarios/repository-operations.ts';
 import { measureStreaming } from './scenarios/streaming.ts';
 import { measureThroughput, THROUGHPUT_CONNECTIONS } from './scenarios/throughput.ts';
 
@@ -45,7 +46,7 @@ const { values } = parseArgs({
   },
 });
 const smoke = values.smoke ?? false;
-const only = new Set((values.only ?? '1,2,3,4,5,6').split(',').map((part) => part.trim()));
+const only = new Set((values.only ?? '1,2,3,4,5,6,8').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -56,6 +57,7 @@ const OWN_SCENARIOS: readonly { readonly id: string; readonly measure: (context:
   { id: '2', measure: measureThroughput },
   { id: '3', measure: measureStreaming },
   { id: '4', measure: measureManyStreams },
+  { id: '8', measure: measureRepositoryOperations },
 ];
 /** fhirgate's measured requests rotate through this many prepared conversations (about 50 turns each by the end). */
 const FHIRGATE_CONVERSATIONS = 128;

@@ -50,6 +50,8 @@ export interface FhirgateContender extends Contender {
   startChatOnly(): Promise<FhirgateContender>;
   /** Requests this host's fhirgate `/graphql` has answered so far (from its /metrics). */
   countGraphqlRequests(): Promise<number>;
+  /** The demo patient the measured turns are about (in the practitioner's care team). */
+  readonly patientId: string;
 }
 
 /** Whether the contender is a fhirgate host (the others cannot start a chat-only sibling). */
@@ -94,6 +96,7 @@ function toContender(options: FhirgateOptions, dataDir: string, host: RunningHos
       return toContender(options, dataDir, sibling, conversationIds, async () => undefined);
     },
     countGraphqlRequests: () => countGraphqlRequests(host.baseUrl),
+    patientId: DEMO_PATIENT,
     stop: async () => {
       await stopProcess(host.child, 15_000);
       await afterStop();
@@ -121,6 +124,8 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
     FHIRGATE_MAX_CONCURRENT_TURNS: '2000',
     FHIRGATE_METRICS_TOKEN: METRICS_TOKEN,
+    // Non-streaming answers say what their turn asked of the store (scenario 8 reads it).
+    FHIRGATE_REPORT_REPOSITORY_OPERATIONS: 'on',
   };
   const child = startNodeProcess(standaloneHostArgs(options.nodeFlags), { core: options.core, env });
   const stderrTail = keepTail(child.stderr);
