@@ -54,6 +54,9 @@ export interface UpstreamCall {
   toError(error: unknown, describeSdkError: (error: unknown) => UpstreamFailure | undefined): Error;
 }
 
+/** How far apart the timers' clock and `performance.now()` may be. */
+const TIMER_RESOLUTION_MS = 1;
+
 // The reason a finished call's signal is aborted with: made once, since a DOMException records a stack.
 const CALL_OVER = new DOMException('The LLM call is over.', 'AbortError');
 
@@ -82,7 +85,9 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
       return;
     }
     const remaining = waitEndsAt - performance.now();
-    if (remaining <= 0) {
+    // Timers keep the event loop's millisecond clock, which may run up to a millisecond behind this one: a timer
+    // that fires within it of the deadline has reached it (sleeping on would let the SDK's own timer win the race).
+    if (remaining < TIMER_RESOLUTION_MS) {
       expire(waitLimitMs);
       return;
     }
