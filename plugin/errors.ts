@@ -15,6 +15,7 @@ export type AppErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conversation_not_found'
+  | 'model_not_found'
   | 'conflict'
   | 'gone'
   | 'precondition_failed'
@@ -35,6 +36,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   not_found: 404,
   method_not_allowed: 405,
   conversation_not_found: 404,
+  model_not_found: 404,
   conflict: 409,
   gone: 410,
   precondition_failed: 412,

@@ -109,6 +109,8 @@ async function runTurn(
 ): Promise<void> {
   const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
+  // A field the provider cannot honour is a 400 before anything is stored, never a field dropped on the way.
+  target.model.checkRequest?.({ ...chat, maxTokens: chat.maxTokens ?? services.defaultMaxTokens });
   const agent = await requireStored(() => services.agents.referenceFor(caller.project.id));
   const reader: ConversationReader = { repo: caller.repo, agent, systemRepo: once(() => services.host.getSystemRepo(caller.project.id)) };
   const root = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
@@ -200,7 +202,7 @@ async function runTurn(
         temperature: chat.temperature,
         tools: chat.tools,
         toolChoice: chat.toolChoice,
-        extra: chat.extra,
+        options: chat.options,
       },
     };
     let turn: ChatTurn;
@@ -392,12 +394,14 @@ interface PromptIds {
 }
 
 /**
- * The request's system messages, the patient context, then the history, then the request's other messages, in
- * order; tool calls nobody answered, and results of calls that are not there, are left out (providers refuse them).
+ * The request's system (and developer) messages, the patient context, then the history, then the request's other
+ * messages, in order; tool calls nobody answered, and results of calls that are not there, are left out (providers
+ * refuse them).
  */
 function modelMessages(chat: ChatRequest, history: ConversationHistory, patientContext: PatientContext | undefined): ChatMessage[] {
-  const system = chat.messages.filter((message) => message.role === 'system');
-  const rest = chat.messages.filter((message) => message.role !== 'system');
+  const isInstruction = (message: ChatMessage): boolean => message.role === 'system' || message.role === 'developer';
+  const system = chat.messages.filter(isInstruction);
+  const rest = chat.messages.filter((message) => !isInstruction(message));
   const context: ChatMessage[] = patientContext ? [{ role: 'system', content: patientContext.text }] : [];
   return [...system, ...context, ...withAnsweredCallsOnly([...history.messages, ...rest])];
 }

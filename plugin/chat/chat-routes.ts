@@ -1,23 +1,36 @@
 import express, { type Router } from 'express';
+import { AppError } from '../errors.ts';
 import { handleChatCompletion, type ChatServices } from './chat-completion.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
 
-/** The `/v1` chat routes: `POST /chat/completions` and `GET /models`. */
+/** The `/v1` chat routes: `POST /chat/completions`, `GET /models` and `GET /models/{id}`. */
 export function createChatRoutes(services: ChatServices, operatorName: string): Router {
   const router = express.Router();
   router.post('/chat/completions', async (request, response) => {
     await handleChatCompletion(services, request, response);
   });
+  const modelObject = (id: string): Record<string, unknown> => ({ id, object: 'model', created: 0, owned_by: operatorName });
   router.get('/models', async (request, response) => {
     const caller = await authenticateCaller(services.host, request);
-    response.json({
-      object: 'list',
-      data: modelCatalogFor(services.models, caller.project).list().map((model) => ({ id: model.id, object: 'model', created: 0, owned_by: operatorName })),
-    });
+    response.json({ object: 'list', data: modelCatalogFor(services.models, caller.project).list().map((model) => modelObject(model.id)) });
+  });
+  // Ids hold a slash (`provider/model`): clients send it as it is or encoded (%2F), and either reads the same model.
+  router.get('/models/*segments', async (request, response) => {
+    const caller = await authenticateCaller(services.host, request);
+    const segments = request.params.segments;
+    const id = Array.isArray(segments) ? segments.join('/') : String(segments);
+    if (!modelCatalogFor(services.models, caller.project).list().some((model) => model.id === id)) {
+      const echoed = id.length > 200 ? `${id.slice(0, 200)}…` : id;
+      throw new AppError('model_not_found', `The model '${echoed}' does not exist or is not offered to this project; GET /v1/models lists the models you can use.`, {
+        details: { param: 'model' },
+      });
+    }
+    response.json(modelObject(id));
   });
   router.all('/chat/completions', methodNotAllowed(['POST']));
   router.all('/models', methodNotAllowed(['GET']));
+  router.all('/models/*segments', methodNotAllowed(['GET']));
   return router;
 }

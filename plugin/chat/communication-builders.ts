@@ -49,7 +49,8 @@ export function buildConversationRoot(parties: ConversationParties, sent: string
 export function buildPrompt(parties: ConversationParties, input: { rootId: string; inputs: readonly TurnInput[]; requestBody: unknown; sent: string }): Communication {
   const payload = input.inputs.flatMap((item): CommunicationPayload[] => {
     if (item.kind === 'user') {
-      return textPayload(item.text);
+      // Text parts are recorded one item each, as sent; read back, the items join into the text the model read.
+      return item.parts ? item.parts.flatMap((part) => textPayload(part)) : textPayload(item.text);
     }
     const marker: Extension[] = [{ url: EXTENSION.toolResult, valueString: item.toolCallId }];
     // An empty result still needs its item, to say which call it answers.

@@ -22,14 +22,14 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   response.on('close', abortOnClose);
   try {
     const completion = await turn.target.model.complete({ ...turn.modelRequest, signal: controller.signal });
-    const { text, toolCalls, usage, finishReason } = completion;
+    const { text, toolCalls, usage, finishReason, logprobs } = completion;
     // `completed` only for a client still there to receive it (a busy host may not have seen it leave yet).
     if (!(await clientStillConnected(response))) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
       return;
     }
     await recordReply(turn, { status: 'completed', text, toolCalls, usage, finishReason });
-    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls));
+    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls, logprobs));
   } catch (error) {
     if (isShutdownAbort(controller.signal)) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });

@@ -118,7 +118,7 @@ export function expectNoSecrets(error: AppError): void {
 
 /** A request to `model` with the test conversation; `overrides` replace any field. */
 export function createTestRequest(model: string, overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
-  return { model, messages: CONVERSATION, maxTokens: 100, extra: {}, signal: new AbortController().signal, ...overrides };
+  return { model, messages: CONVERSATION, maxTokens: 100, signal: new AbortController().signal, ...overrides };
 }
 
 /** Registers the contract's tests in the current describe block (the tool cases: `chat-model-tool-contract.ts`). */

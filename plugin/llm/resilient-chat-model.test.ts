@@ -43,7 +43,7 @@ function resolved(id: string, model: ChatModel, fallbacks: ResolvedModel[] = [],
 }
 
 function request(signal = new AbortController().signal): ChatModelRequest {
-  return { model: 'ignored', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, extra: {}, signal };
+  return { model: 'ignored', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, signal };
 }
 
 async function collect(events: AsyncIterable<ChatStreamEvent>): Promise<string> {

@@ -30,6 +30,9 @@ export function routeOf(path: string): string | undefined {
   if (normalized === '/v1/chat/completions' || normalized === '/v1/models') {
     return normalized;
   }
+  if (normalized.startsWith('/v1/models/')) {
+    return '/v1/models/{id}';
+  }
   if (normalized === '/v1' || normalized.startsWith('/v1/')) {
     return '/v1/*';
   }
