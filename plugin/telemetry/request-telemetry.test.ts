@@ -23,6 +23,7 @@ describe('routeOf', () => {
     ['/V1/Chat/Completions/', '/v1/chat/completions'],
     ['/v1/models', '/v1/models'],
     ['/v1/embeddings', '/v1/*'],
+    ['/v1/models/openai/gpt-4o', '/v1/models/{id}'],
     ['/account/api/token/device', '/account/api/token/device/'],
     ['/account/api/token/device/', '/account/api/token/device/'],
     ['/graphql', '/graphql'],
