@@ -94,7 +94,7 @@ describe('the fields of a chat-completions request, end to end', () => {
     expect(body).not.toHaveProperty('metadata');
     const reply = await read(completion.communication_id);
     expect(reply.status).toBe('completed');
-    const prompt = await medplum.readReference(reply.inResponseTo?.[0] as { reference: string });
+    const prompt = await read(reply.inResponseTo?.[0]?.reference?.split('/')[1] ?? '');
     expect(prompt.payload).toEqual([{ contentString: 'hi' }, { contentString: ' there' }]);
     const recorded = JSON.parse(prompt.extension?.find((extension) => extension.url === EXTENSION.chatRequest)?.valueString ?? '{}');
     expect(recorded).toMatchObject({ messages, user: 'clinician-7', store: false, metadata: { ward: '7' } });

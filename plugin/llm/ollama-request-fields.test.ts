@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { createLogprobs, startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
+import { startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
 import { appErrorOf } from '../../test/support/app-error.ts';
-import { collectStream, createTestRequest } from './chat-model-contract.ts';
+import { collectStream, createTestRequest, expectedLogprobs } from './chat-model-contract.ts';
 import type { ChatGenerationOptions, ChatModel, ChatRequestShape } from './chat-model.ts';
 import { createOllamaChatModel } from './ollama-chat-model.ts';
 
@@ -56,12 +56,7 @@ describe('Ollama and the request fields', () => {
 
   test('log probabilities come back, whole and streamed', async () => {
     const request = createTestRequest('llama', { messages: [{ role: 'user', content: 'two words' }], options: { logprobs: { top: 1 } } });
-    const expected = createLogprobs(['Echo:', ' two', ' words'], 1).map((token) => ({
-      token: token.token,
-      logprob: token.logprob,
-      bytes: [...Buffer.from(token.token)],
-      topLogprobs: token.top.map((top) => ({ ...top, bytes: [...Buffer.from(top.token)] })),
-    }));
+    const expected = expectedLogprobs(['Echo:', ' two', ' words'], 1);
 
     expect((await createModel().complete(request)).logprobs).toEqual(expected);
     const { events } = await collectStream(createModel().stream(request));

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { createLogprobs, createStructuredReplyText, startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
+import { createStructuredReplyText, splitIntoTokens, startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
 import { appErrorOf } from '../../test/support/app-error.ts';
-import { TEST_API_KEY, collectStream, createTestRequest } from './chat-model-contract.ts';
+import { TEST_API_KEY, collectStream, createTestRequest, expectedLogprobs } from './chat-model-contract.ts';
 import type { ChatModelRequest } from './chat-model.ts';
 import { createOpenAiChatModel, type OpenAiProviderKind } from './openai-chat-model.ts';
 
@@ -95,12 +95,7 @@ describe('OpenAI-style providers and the request fields', () => {
     const request = createTestRequest('gpt-test', { messages: [{ role: 'user', content: 'vitals?' }], options: REQUEST.options });
     const text = createStructuredReplyText({ messages: [], output: { responseFormat: { type: 'json_schema', schema: SCHEMA }, choices: 1 } });
     expect(JSON.parse(text)).toEqual({ systolic: 60, note: 'note' });
-    const expected = createLogprobs(text.match(/\s*\S+(?:\s+$)?/g) ?? [], 2).map((token) => ({
-      token: token.token,
-      logprob: token.logprob,
-      bytes: [...Buffer.from(token.token)],
-      topLogprobs: token.top.map((top) => ({ ...top, bytes: [...Buffer.from(top.token)] })),
-    }));
+    const expected = expectedLogprobs(splitIntoTokens(text), 2);
 
     const completion = await createModel().complete(request);
     expect(completion.text).toBe(text);
