@@ -30,6 +30,7 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
     ['one message over maxMessages', { messages: Array.from({ length: LIMITS.maxMessages + 1 }, () => message('m')) }, [400]],
     ['max_tokens over the cap', { messages: [message('long please')], max_tokens: LIMITS.maxTokens + 1 }, [400]],
     ['max_tokens of 2^53', { messages: [message('long please')], max_tokens: Number.MAX_SAFE_INTEGER }, [400]],
+    ['max_completion_tokens over the cap', { messages: [message('long please')], max_completion_tokens: LIMITS.maxTokens + 1 }, [400]],
     ['deeply nested JSON', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, [400]],
   ];
   for (const [name, body, expected] of chatCases) {
