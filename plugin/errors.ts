@@ -22,6 +22,11 @@ export type AppErrorCode =
   | 'payload_too_large'
   | 'unprocessable'
   | 'rate_limited'
+  | 'model_not_allowed'
+  | 'budget_exceeded_project_day'
+  | 'budget_exceeded_project_month'
+  | 'budget_exceeded_user_day'
+  | 'budget_exceeded_user_month'
   | 'upstream_error'
   | 'upstream_timeout'
   | 'not_configured'
@@ -43,6 +48,12 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   payload_too_large: 413,
   unprocessable: 422,
   rate_limited: 429,
+  // Governance (plugin/governance/): a model the caller was not granted; a token or cost budget used up.
+  model_not_allowed: 403,
+  budget_exceeded_project_day: 429,
+  budget_exceeded_project_month: 429,
+  budget_exceeded_user_day: 429,
+  budget_exceeded_user_month: 429,
   // The spec's table: an LLM provider error is a 500; the code tells a failure from a timeout.
   upstream_error: 500,
   upstream_timeout: 500,

@@ -37,10 +37,17 @@ export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
   };
 }
 
-/** Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one. */
+/**
+ * Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one. A 429 that
+ * retrying soon cannot cure (a budget used up until its period resets) also says `x-should-retry: false`, the
+ * header OpenAI's SDKs read before retrying a 429 on their own.
+ */
 export function sendOpenAiError(response: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+  }
+  if (error.status === 429 && !error.isRetryable) {
+    response.setHeader('x-should-retry', 'false');
   }
   const allow = allowHeaderOf(error);
   if (allow) {

@@ -48,6 +48,13 @@ export interface Telemetry {
   readonly rateLimitRejections: Counter;
   /** 1 while the host's Redis answers fhirgate's calls within their deadline, 0 while limits count in memory; observed only with a Redis. */
   readonly redisAvailable: ObservableGauge;
+  /**
+   * Chat turns a governance rule refused before anything was stored: `fhirgate.rule` (`model_access`, `budget`),
+   * `fhirgate.project.id`, and for a budget `fhirgate.budget` (e.g. `project_day_tokens`).
+   */
+  readonly governanceRefusals: Counter;
+  /** Share of each project budget used (0 to 1 and beyond), as this instance sees it: `fhirgate.project.id`, `fhirgate.budget`. */
+  readonly budgetUsage: ObservableGauge;
 }
 
 /** Where the instruments come from: the globally registered providers unless given (as tests do). */
@@ -86,6 +93,13 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
     rateLimitRejections: meter.createCounter('fhirgate.rate_limit.rejections', { description: 'Requests refused by a rate limit.' }),
     redisAvailable: meter.createObservableGauge('fhirgate.redis.available', {
       description: "1 while the host's Redis answers within fhirgate's deadline; 0 while device limits count in this instance's memory.",
+    }),
+    governanceRefusals: meter.createCounter('fhirgate.governance.refusals', {
+      description: 'Chat turns refused by a governance rule (model access, budgets) before anything was stored.',
+    }),
+    budgetUsage: meter.createObservableGauge('fhirgate.budget.usage', {
+      unit: '1',
+      description: "Share of each project budget used in its current period, as this instance's view of the shared counters has it.",
     }),
   };
 }
