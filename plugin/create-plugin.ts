@@ -30,6 +30,7 @@ import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.t
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { FHIRGATE_VERSION } from './version.ts';
 import { methodNotAllowed } from './http/method-not-allowed.ts';
+import { createGovernance } from './governance/governance.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -119,6 +120,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     next();
   });
   const v1 = express.Router();
+  const governance = createGovernance(host, options.governance, options.redisKeyPrefix, telemetry);
   if (options.llm) {
     const chat: ChatServices = {
       host,
@@ -135,12 +137,13 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       streamSlots: new CallerSlots(options.chatLimits.maxConcurrentStreams, 'open streams'),
       turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
+      governance,
     };
     // The token and X-Project-ID are checked before the body is read: without them, a 401 or 403 and nothing read.
     v1.post('/chat/completions', authenticateFirst((request) => authenticateCaller(host, request)), readJsonBody(jsonLimits));
     v1.use(createChatRoutes(chat, options.operatorName));
   } else {
-    v1.use(['/chat/completions', '/models'], (_request, _response, next) =>
+    v1.use(['/chat/completions', '/models', '/usage'], (_request, _response, next) =>
       next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
     );
   }
@@ -171,6 +174,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     await records.close();
     await devices?.close();
     registry?.close();
+    governance.close();
     journal.close();
     host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
   };

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
 import { PATIENT_CONTEXT_MODES, PATIENT_CONTEXT_TYPES } from './chat/patient-context.ts';
 import { deviceAuthSchema } from './devices/device-auth-config.ts';
+import { governanceOptionsSchema } from './governance/governance-options.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from './http/json-body.ts';
 import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS } from './http/unauthenticated-requests.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
@@ -92,6 +93,8 @@ export const fhirgateOptionsSchema = z
       })
       .strict()
       .prefault({}),
+    /** Governance (docs/governance.md): model prices, and how fresh each instance's view of the rules and budget counters is. */
+    governance: governanceOptionsSchema.prefault({}),
     /** History sent with a continued conversation: the newest messages within both limits. */
     history: z
       .object({

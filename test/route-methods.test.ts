@@ -21,6 +21,7 @@ describe('methods and paths fhirgate owns', () => {
     ['GET', '/v1/chat/completions', 'POST'],
     ['DELETE', '/v1/chat/completions', 'POST'],
     ['POST', '/v1/models', 'GET'],
+    ['POST', '/v1/usage', 'GET'],
   ])('%s %s is 405 in the spec error body, Allow: %s', async (method, path, allowed) => {
     const response = await ask(method, path);
     expect(response.status).toBe(405);

@@ -51,6 +51,7 @@ import { replayTurn } from './replay-turn.ts';
 import { isOutcomeStatus, outcomeStatusOf } from '../medplum-errors.ts';
 import { mayCreate } from './write-permission.ts';
 import { callerParty } from './caller-reference.ts';
+import { checkBudgets, checkModelAccess, type Governance } from '../governance/governance.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -76,6 +77,8 @@ export interface ChatServices {
   readonly admission: TurnAdmission;
   /** What a turn about a patient shares with the model, and how. */
   readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly mode: PatientContextMode; readonly tools: FhirToolsOptions };
+  /** Who may use which model, and the budgets (plugin/governance/). */
+  readonly governance: Governance;
 }
 
 /** Handles one chat completion request. */
@@ -107,7 +110,8 @@ async function runTurn(
   idempotencyKey: string | undefined,
   leavePreparation: () => void
 ): Promise<void> {
-  const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
+  const requested = modelCatalogFor(services.models, caller.project).resolve(chat.model);
+  const target = observed(await checkModelAccess(services.governance, caller, chat.model, requested), services.telemetry, caller.project.id);
   annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
   // A field the provider cannot honour is a 400 before anything is stored, never a field dropped on the way.
   target.model.checkRequest?.({ ...chat, maxTokens: chat.maxTokens ?? services.defaultMaxTokens });
@@ -128,6 +132,8 @@ async function runTurn(
       throw inProgress();
     }
   }
+  // A replay above sends nothing and is never refused; a new turn whose budget is used up is, before anything is stored.
+  const budget = await checkBudgets(services.governance, caller);
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
@@ -193,6 +199,7 @@ async function runTurn(
       history: { messages: [] },
       patientContext,
       controller,
+      budget,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {

@@ -4,8 +4,9 @@ import { handleChatCompletion, type ChatServices } from './chat-completion.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
+import { handleUsageReport } from '../governance/usage-route.ts';
 
-/** The `/v1` chat routes: `POST /chat/completions`, `GET /models` and `GET /models/{id}`. */
+/** The `/v1` chat routes: `POST /chat/completions`, `GET /models`, `GET /models/{id}` and `GET /usage`. */
 export function createChatRoutes(services: ChatServices, operatorName: string): Router {
   const router = express.Router();
   router.post('/chat/completions', async (request, response) => {
@@ -14,7 +15,10 @@ export function createChatRoutes(services: ChatServices, operatorName: string): 
   const modelObject = (id: string): Record<string, unknown> => ({ id, object: 'model', created: 0, owned_by: operatorName });
   router.get('/models', async (request, response) => {
     const caller = await authenticateCaller(services.host, request);
-    response.json({ object: 'list', data: modelCatalogFor(services.models, caller.project).list().map((model) => modelObject(model.id)) });
+    const { governance } = services;
+    // Only the models the caller may use (governance/model-access.ts).
+    const models = await governance.modelAccess.listFor(caller, governance.settings.of(caller.project), modelCatalogFor(services.models, caller.project).list());
+    response.json({ object: 'list', data: models.map((model) => modelObject(model.id)) });
   });
   // Ids hold a slash (`provider/model`): clients send it as it is or encoded (%2F), and either reads the same model.
   router.get('/models/*segments', async (request, response) => {
@@ -27,10 +31,16 @@ export function createChatRoutes(services: ChatServices, operatorName: string): 
         details: { param: 'model' },
       });
     }
+    // A model of the project the caller was not granted: 403, as a chat request for it would be.
+    await services.governance.modelAccess.requireListed(caller, services.governance.settings.of(caller.project), id);
     response.json(modelObject(id));
+  });
+  router.get('/usage', async (request, response) => {
+    await handleUsageReport(services, request, response);
   });
   router.all('/chat/completions', methodNotAllowed(['POST']));
   router.all('/models', methodNotAllowed(['GET']));
   router.all('/models/*segments', methodNotAllowed(['GET']));
+  router.all('/usage', methodNotAllowed(['GET']));
   return router;
 }

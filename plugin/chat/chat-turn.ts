@@ -12,6 +12,7 @@ import type { FhirToolbox } from './fhir-tool-loop.ts';
 import type { PatientContext } from './patient-context.ts';
 import type { ReplyRecords } from './reply-records.ts';
 import type { AnswerFields } from './wire-format.ts';
+import type { TurnBudget } from '../governance/budgets.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
@@ -39,6 +40,8 @@ export interface ChatTurn {
   readonly modelRequest: Omit<ChatModelRequest, 'signal'>;
   /** Cancels the provider call: aborted when the client leaves, or when the server shuts down (`isShutdownAbort`). */
   readonly controller: AbortController;
+  /** Settles the turn's budgets from the usage its reply records (governance/budgets.ts). */
+  readonly budget?: TurnBudget;
 }
 
 /** How a reply ended, for its record. */
@@ -62,6 +65,9 @@ export function answerFieldsOf(turn: ChatTurn): AnswerFields {
  * does not take it, the reply waits in the outbox and is written later (reply-records.ts).
  */
 export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promise<void> {
+  const sent = new Date();
+  // The usage the reply records is what the budgets count, in the period of its `sent`; its cost goes on record too.
+  const cost = turn.budget?.settle(turn.target.id, outcome.usage, sent);
   const resource = buildReply(turn.parties, {
     id: turn.replyId,
     rootId: turn.rootId,
@@ -75,8 +81,9 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     status: outcome.status,
     reason: outcome.reason,
     usage: outcome.usage,
+    cost,
     finishReason: outcome.finishReason,
-    sent: new Date().toISOString(),
+    sent: sent.toISOString(),
   });
   await turn.records.record(turn.projectId, { ...resource, id: turn.replyId });
 }

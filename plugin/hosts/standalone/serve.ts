@@ -62,6 +62,7 @@ const standalone = await createStandaloneHost({
     replyJournalDir: config.journalDir,
     redisKeyPrefix: config.redisKeyPrefix,
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
+    governance: { prices: config.modelPrices },
   },
 });
 // Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseLogLevel, type LogLevel } from './logger.ts';
 import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
+import { parsePriceList, type PricePerMillion } from '../../governance/model-prices.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -47,6 +48,8 @@ export interface StandaloneConfig {
   readonly maxConcurrentTurns: number | undefined;
   /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`; unset: its default). */
   readonly maxPreparingTurns: number | undefined;
+  /** Model prices for cost budgets and the usage report (the plugin's `governance.prices`). */
+  readonly modelPrices: Readonly<Record<string, PricePerMillion>>;
 }
 
 const environmentSchema = z.object({
@@ -72,6 +75,7 @@ const environmentSchema = z.object({
   FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_CONCURRENT_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_MODEL_PRICES: z.string().optional(),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -105,5 +109,15 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     maxConcurrentStreams: values.FHIRGATE_MAX_CONCURRENT_STREAMS,
     maxConcurrentTurns: values.FHIRGATE_MAX_CONCURRENT_TURNS,
     maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
+    modelPrices: readModelPrices(values.FHIRGATE_MODEL_PRICES),
   };
+}
+
+/** `FHIRGATE_MODEL_PRICES`: `provider/model=<input>/<output>, ...`, US dollars per 1M tokens. */
+function readModelPrices(text: string | undefined): Record<string, PricePerMillion> {
+  try {
+    return parsePriceList(text ?? '', 'FHIRGATE_MODEL_PRICES');
+  } catch (error) {
+    throw new Error(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
 }
