@@ -4,16 +4,16 @@
  *
  * In Redis, one hash per project and period (`<prefix>budget:{<project>}:day:2026-01-23`, `...:month:2026-01`)
  * holds the project's `tokens` and `cost` (nano-dollars) and each user's `tokens:<profile>` and `cost:<profile>`.
- * A recorded reply adds its usage with one script (budget-redis.ts: HINCRBY on the day's and the month's hash,
- * once per addition id; its answer is the new totals), not awaited by the turn. A check reads this instance's view
- * of the two hashes (a cell for the project's fields and one for the user's, per period): Redis's last answer,
- * plus what this instance added since. A view older than `refreshMs` is read again in the background (the turn
+ * Recorded replies add their usage with one script per project and turn of the event loop (budget-redis.ts: HINCRBY
+ * on the day's and the month's hash, once per batch id; its answer is the new totals), not awaited by the turn. A
+ * check reads this instance's view of the two hashes (budget-counter-cells.ts: a cell for the project's fields and
+ * one for the user's, per period): Redis's last answer, plus what this instance added since. A view older than `refreshMs` is read again in the background (the turn
  * does not wait); one older than `maxAgeMs` (a user idle for a while), or none at all, is read before the check,
  * within the deadline.
  *
  * Every Redis call has a deadline and is not made while the client is not connected; one that misses it marks Redis
  * unavailable (the RedisGuard of the device limits, devices/redis-guard.ts). Meanwhile the spend counts in this
- * instance's memory on top of the last view, and each addition is kept and sent again once Redis answers (its id
+ * instance's memory on top of the last view, and each batch is kept and sent again once Redis answers (its id
  * keeps one that was applied after all from counting twice). Without a Redis, the counters are this instance's own.
  */
 import { randomUUID } from 'node:crypto';
@@ -21,8 +21,9 @@ import type { HostLogger, HostRedis } from '../host.ts';
 import { RedisGuard } from '../devices/redis-guard.ts';
 import { REDIS_DEADLINE_MS, REDIS_PROBE_INTERVAL_MS } from '../devices/limiter-store.ts';
 import type { BudgetPeriods, PeriodWindow } from './budget-periods.ts';
-import { ADD_SCRIPT, ADDITION_ID_TTL_MS, callWithDeadline, READ_SCRIPT } from './budget-redis.ts';
+import { ADD_SCRIPT, ADDITION_ID_TTL_MS, callWithDeadline, READ_SCRIPT, runScript } from './budget-redis.ts';
 import type { BudgetPeriod, BudgetScope } from './project-governance-settings.ts';
+import { addTo, CounterCell, isFull, merge, totalsOf, UserCell, type Addition, type Totals } from './budget-counter-cells.ts';
 
 /** Tokens and cost (nano-dollars) of the project and of one user, in one period. */
 export interface SpendTotals {
@@ -61,59 +62,6 @@ const KEEP_AFTER_PERIOD_MS = 7 * 24 * 3600 * 1000;
 const DEFAULT_MAX_CELLS = 20_000;
 const SWEEP_INTERVAL_MS = 3600 * 1000;
 
-/** Tokens and cost (nano-dollars). */
-interface Totals {
-  tokens: number;
-  cost: number;
-}
-
-/** One pair of fields of a period's hash, as this instance knows it: the project's, or one user's. */
-class CounterCell {
-  /** When Redis may forget the hash (epoch ms): its period's end and a week. */
-  readonly expireAt: number;
-  /** The last totals Redis answered (without Redis: everything counted here). */
-  readonly shared: Totals = { tokens: 0, cost: 0 };
-  /** Added here and not yet in `shared`: sent and unanswered, or waiting for Redis. */
-  readonly local: Totals = { tokens: 0, cost: 0 };
-
-  constructor(expireAt: number) {
-    this.expireAt = expireAt;
-  }
-
-  /** What the check compares: `shared` and `local` together. */
-  total(): Totals {
-    return { tokens: this.shared.tokens + this.local.tokens, cost: this.shared.cost + this.local.cost };
-  }
-
-  /** Whether anything added here is not in Redis yet. */
-  get holdsAdditions(): boolean {
-    return this.local.tokens !== 0 || this.local.cost !== 0;
-  }
-}
-
-/** A user's fields of a period's hash, with the cell of the project's fields of the same hash. */
-class UserCell extends CounterCell {
-  fetchedAt = Number.NEGATIVE_INFINITY;
-  readonly redisKey: string;
-  readonly user: string;
-  readonly project: CounterCell;
-
-  constructor(redisKey: string, user: string, project: CounterCell) {
-    super(project.expireAt);
-    this.redisKey = redisKey;
-    this.user = user;
-    this.project = project;
-  }
-}
-
-/** One reply's usage on its way to Redis: its day's and month's cells (one user's), and its id. */
-interface Addition {
-  readonly id: string;
-  readonly idKey: string;
-  readonly cells: readonly UserCell[];
-  readonly delta: Totals;
-}
-
 /** The shared spend counters of one plugin. */
 export class BudgetCounters {
   readonly #options: BudgetCountersOptions;
@@ -121,8 +69,12 @@ export class BudgetCounters {
   readonly #guard: RedisGuard | undefined;
   readonly #projectCells = new Map<string, CounterCell>();
   readonly #userCells = new Map<string, UserCell>();
-  /** Additions whose call failed, sent again once Redis answers. */
-  #waiting: Addition[] = [];
+  /** Batches gathering this turn of the event loop's replies, by project and periods. */
+  readonly #open = new Map<string, Addition>();
+  /** Batches whose call failed (Redis may have applied them): sent again as they are, under their id, once it answers. */
+  #uncertain: Addition[] = [];
+  /** Batches never sent (Redis was unavailable), merged by key: sent once it answers. */
+  readonly #unsent = new Map<string, Addition[]>();
   readonly #reading = new Map<string, Promise<void>>();
   readonly #now: () => number;
   readonly #deadlineMs: number;
@@ -168,7 +120,10 @@ export class BudgetCounters {
     return { day: totalsOf(day), month: totalsOf(month) };
   }
 
-  /** Adds a reply's usage to the periods it was recorded in; Redis is told without the caller waiting. */
+  /**
+   * Adds a reply's usage to the periods it was recorded in. Redis is told without the caller waiting, once the
+   * event loop's turn is over, with the other replies of the project recorded meanwhile.
+   */
   add(projectId: string, user: string, periods: BudgetPeriods, tokens: number, cost: number): void {
     const cells = [this.#cell(projectId, user, 'day', periods.day), this.#cell(projectId, user, 'month', periods.month)];
     const delta: Totals = { tokens, cost };
@@ -184,9 +139,54 @@ export class BudgetCounters {
       addTo(cell.local, delta, 1);
       addTo(cell.project.local, delta, 1);
     }
+    const key = `${projectId}\n${periods.day.key}\n${periods.month.key}`;
+    let batch = this.#open.get(key);
+    if (batch === undefined || isFull(batch, user)) {
+      if (batch !== undefined) {
+        this.#send(redis, batch);
+      }
+      batch = this.#newBatch(key, projectId, cells);
+      this.#open.set(key, batch);
+      if (this.#open.size === 1) {
+        setImmediate(() => this.#sendOpen(redis));
+      }
+    }
+    merge(batch, user, { cells, delta });
+  }
+
+  #newBatch(key: string, projectId: string, cells: readonly UserCell[]): Addition {
     const id = randomUUID();
-    this.#send(redis, { id, idKey: `${this.#options.keyPrefix}budget:{${projectId}}:addition:${id}`, cells, delta });
+    return {
+      key,
+      idKey: `${this.#options.keyPrefix}budget:{${projectId}}:addition:${id}`,
+      redisKeys: cells.map((cell) => cell.redisKey),
+      expireAt: cells.map((cell) => cell.expireAt),
+      entries: new Map(),
+    };
+  }
+
+  /** Sends the batches of this turn of the event loop, and those that waited for Redis. */
+  #sendOpen(redis: HostRedis): void {
+    const batches = [...this.#open.values()];
+    this.#open.clear();
+    for (const batch of batches) {
+      this.#send(redis, batch);
+    }
     this.#sendWaiting(redis);
+  }
+
+  /** Keeps a batch that was never sent, merged with the others of its key, until Redis answers. */
+  #keepUnsent(batch: Addition): void {
+    const kept = this.#unsent.get(batch.key) ?? [];
+    this.#unsent.set(batch.key, kept);
+    for (const [user, entry] of batch.entries) {
+      let target = kept.at(-1);
+      if (target === undefined || isFull(target, user)) {
+        target = { ...batch, idKey: `${batch.idKey}:${kept.length}`, entries: new Map() };
+        kept.push(target);
+      }
+      merge(target, user, entry);
+    }
   }
 
   /** Stops probing an unavailable Redis. For shutdown. */
@@ -236,7 +236,7 @@ export class BudgetCounters {
     const scope = `${user}\n${keys.join('\n')}`;
     let reading = this.#reading.get(scope);
     if (reading === undefined) {
-      reading = callWithDeadline(redis, this.#deadlineMs, 'EVAL', READ_SCRIPT, cells.length, ...keys, user)
+      reading = runScript(redis, this.#deadlineMs, READ_SCRIPT, keys, [user])
         .then((answer) => this.#answered(cells, answer))
         .catch((error: unknown) => {
           this.#guard?.failed(epoch, error);
@@ -248,43 +248,53 @@ export class BudgetCounters {
     return reading;
   }
 
-  /** Sends an addition; Redis's answer (the new totals) becomes the cells' view. A failure keeps it waiting. */
-  #send(redis: HostRedis, addition: Addition): void {
+  /** Sends a batch; Redis's answer (the new totals) becomes the cells' view. A failure keeps it waiting. */
+  #send(redis: HostRedis, batch: Addition): void {
     const epoch = this.#guard?.shouldAsk();
     if (epoch === undefined) {
-      this.#waiting.push(addition);
+      this.#keepUnsent(batch);
       return;
     }
-    const { cells, delta } = addition;
-    const args: (string | number)[] = [cells[0].user, ADDITION_ID_TTL_MS];
-    for (const cell of cells) {
-      args.push(delta.tokens, delta.cost, cell.expireAt);
+    const entries = [...batch.entries.entries()];
+    const args: (string | number)[] = [ADDITION_ID_TTL_MS, ...batch.expireAt];
+    for (const [user, entry] of entries) {
+      args.push(user, entry.delta.tokens, entry.delta.cost);
     }
-    const keys = [...cells.map((cell) => cell.redisKey), addition.idKey];
-    callWithDeadline(redis, this.#deadlineMs, 'EVAL', ADD_SCRIPT, keys.length, ...keys, ...args).then(
+    runScript(redis, this.#deadlineMs, ADD_SCRIPT, [...batch.redisKeys, batch.idKey], args).then(
       (answer) => {
-        for (const cell of cells) {
-          addTo(cell.local, delta, -1);
-          addTo(cell.project.local, delta, -1);
-        }
-        this.#answered(cells, answer);
+        const now = this.#now();
+        const stride = 2 + 2 * entries.length;
+        batch.redisKeys.forEach((_key, index) => {
+          const at = index * stride;
+          entries.forEach(([, entry], position) => {
+            const cell = entry.cells[index];
+            addTo(cell.local, entry.delta, -1);
+            addTo(cell.project.local, entry.delta, -1);
+            cell.project.shared.tokens = Number(answer[at] ?? 0);
+            cell.project.shared.cost = Number(answer[at + 1] ?? 0);
+            cell.shared.tokens = Number(answer[at + 2 + 2 * position] ?? 0);
+            cell.shared.cost = Number(answer[at + 3 + 2 * position] ?? 0);
+            cell.fetchedAt = now;
+          });
+        });
       },
       (error: unknown) => {
         this.#guard?.failed(epoch, error);
-        this.#waiting.push(addition);
+        this.#uncertain.push(batch);
       },
     );
   }
 
-  /** Sends again what waited for Redis, once it answers. */
+  /** Sends what waited for Redis, once it answers: the uncertain batches under their own ids, the rest merged. */
   #sendWaiting(redis: HostRedis): void {
-    if (this.#waiting.length === 0 || this.#guard?.shouldAsk() === undefined) {
+    if ((this.#uncertain.length === 0 && this.#unsent.size === 0) || this.#guard?.shouldAsk() === undefined) {
       return;
     }
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const addition of waiting) {
-      this.#send(redis, addition);
+    const waiting = [...this.#uncertain, ...[...this.#unsent.values()].flat()];
+    this.#uncertain = [];
+    this.#unsent.clear();
+    for (const batch of waiting) {
+      this.#send(redis, batch);
     }
   }
 
@@ -360,16 +370,4 @@ export function spentOf(totals: SpendTotals, scope: BudgetScope, measure: 'token
     return measure === 'tokens' ? totals.projectTokens : totals.projectCost;
   }
   return measure === 'tokens' ? totals.userTokens : totals.userCost;
-}
-
-/** A user's cell as the check reads it: the project's totals and the user's own. */
-function totalsOf(cell: UserCell): SpendTotals {
-  const project = cell.project.total();
-  const user = cell.total();
-  return { projectTokens: project.tokens, projectCost: project.cost, userTokens: user.tokens, userCost: user.cost };
-}
-
-function addTo(totals: Totals, delta: Totals, sign: 1 | -1): void {
-  totals.tokens += sign * delta.tokens;
-  totals.cost += sign * delta.cost;
 }

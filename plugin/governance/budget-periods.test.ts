@@ -14,5 +14,7 @@ describe('budget periods', () => {
     expect(current.at().periods.day.key).toBe('2026-03-01');
     now += 1000;
     expect(current.at()).toMatchObject({ periods: { day: { key: '2026-03-02' }, month: { key: '2026-03' } }, now });
+    expect(current.of(now + 3600_000)).toBe(current.at().periods);
+    expect(current.of(Date.parse('2026-03-01T23:59:59.999Z')).day.key).toBe('2026-03-01');
   });
 });

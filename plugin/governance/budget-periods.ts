@@ -50,7 +50,15 @@ export class CurrentPeriods {
     }
     return { periods: this.#periods, now };
   }
+
+  /** The periods of `at`: today's without working them out again when it is today, else its own. */
+  of(at: number): BudgetPeriods {
+    const today = this.at().periods;
+    return at < today.day.endsAt && at >= today.day.endsAt - DAY_MS ? today : periodsAt(at);
+  }
 }
+
+const DAY_MS = 24 * 3600 * 1000;
 
 /** The window of one period. */
 export function windowOf(periods: BudgetPeriods, period: BudgetPeriod): PeriodWindow {

@@ -16,7 +16,7 @@ import { AppError } from '../errors.ts';
 import type { CallerContext } from '../host.ts';
 import type { ChatUsage } from '../llm/chat-model.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
-import { CurrentPeriods, periodsAt, windowOf, type BudgetPeriods } from './budget-periods.ts';
+import { CurrentPeriods, windowOf, type BudgetPeriods } from './budget-periods.ts';
 import { spentOf, type BudgetCounters, type Spend } from './budget-counters.ts';
 import { costOf, NANO_PER_DOLLAR } from './model-prices.ts';
 import type { Budget, ProjectGovernance } from './project-governance-settings.ts';
@@ -90,7 +90,7 @@ export class Budgets {
           return undefined;
         }
         const cost = costOf(governance.prices.get(modelId), usage);
-        this.#counters.add(projectId, user, periodsAt(recordedAt.getTime()), usage.promptTokens + usage.completionTokens, cost ?? 0);
+        this.#counters.add(projectId, user, this.#periods.of(recordedAt.getTime()), usage.promptTokens + usage.completionTokens, cost ?? 0);
         return cost;
       },
     };

@@ -85,7 +85,7 @@ describe('ModelAccess', () => {
     expect(reads).toEqual([]);
   });
 
-  test('a policy is read once per policyCacheMs: an edit applies when its grant is older than that', async () => {
+  test('a policy is read again once its grant is older than policyCacheMs, without holding the turn: an edit applies from the next one', async () => {
     const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
     let now = 0;
     const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
@@ -96,6 +96,8 @@ describe('ModelAccess', () => {
     now = 5000;
     expect(await ids()).toEqual(['openai/gpt-4o-mini']);
     now = 5001;
+    // This turn goes on with the grant it has, and reads the policy again meanwhile.
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
     expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
     expect(store.reads).toEqual(['team', 'team']);
   });

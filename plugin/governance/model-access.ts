@@ -9,9 +9,9 @@
  * still bounds them. Medplum administrators already give each team its policies and each member the team's
  * policies; the models a team may use become one more line of the same policy (docs/governance.md says why).
  *
- * The policies are read with the project's system rights and kept at most `policyCacheMs` (5 s by default), so an
- * edited policy applies within that bound on every instance, with no restart; the membership and the project
- * setting are read by the host with each request.
+ * The policies are read with the project's system rights; a grant older than `policyCacheMs` (5 s by default) is
+ * read again, in the background, so an edited policy applies within that bound (and the time of one read) on every
+ * instance, with no restart; the membership and the project setting are read by the host with each request.
  */
 import type { AccessPolicy, Project, ProjectMembership } from '@medplum/fhirtypes';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -113,7 +113,10 @@ export class ModelAccess {
     return permission.kind === 'all' ? entries : entries.filter((entry) => mayUse(permission, entry.id));
   }
 
-  /** A policy's grant, from the cache while it is younger than `policyCacheMs`. */
+  /**
+   * A policy's grant. A grant older than `policyCacheMs` is read again in the background and the turn goes on with
+   * the one it has (so no turn waits for a policy it has read before); a policy never read is read first.
+   */
   async #grantOf(project: Project, policyId: string): Promise<ModelGrant> {
     const key = `${project.id}\n${policyId}`;
     const cached = this.#grants.get(key);
@@ -129,6 +132,11 @@ export class ModelAccess {
         })
         .finally(() => this.#reading.delete(key));
       this.#reading.set(key, reading);
+    }
+    if (cached !== undefined) {
+      // A failed read leaves the grant as it was; the next turn tries again.
+      reading.catch(() => undefined);
+      return cached.grant;
     }
     return reading;
   }
