@@ -80,9 +80,12 @@ describe('model access by AccessPolicy', () => {
     return admin.searchResources('Communication', { _count: '100' }, { cache: 'no-cache' });
   }
 
-  test('GET /v1/models lists only the models the caller was granted', async () => {
+  test('GET /v1/models lists only the models the caller was granted; GET /v1/models/{id} of another is 403', async () => {
     const { openai } = await governedProject();
     expect((await openai.models.list()).data.map((model) => model.id)).toEqual(['openai/gpt-4o-mini', 'claude/claude-sonnet-5-5']);
+    expect(await openai.models.retrieve('claude/claude-sonnet-5-5')).toMatchObject({ id: 'claude/claude-sonnet-5-5', object: 'model' });
+    await expect(openai.models.retrieve('openai/gpt-4o')).rejects.toMatchObject({ status: 403, error: { code: 'model_not_allowed', param: 'model' } });
+    await expect(openai.models.retrieve('openai/gpt-5')).rejects.toMatchObject({ status: 404, error: { code: 'model_not_found' } });
   });
 
   test('a model the caller was not granted is 403 model_not_allowed: nothing stored, nothing sent; a granted one answers', async () => {
