@@ -6,12 +6,13 @@
  * row for row, to the usage the stored replies record, read back with MedplumClient. (Two instances sharing Redis:
  * budgets-instances.test.ts.)
  */
-import { MedplumClient } from '@medplum/core';
+import type { MedplumClient } from '@medplum/core';
 import type { Communication, ProjectMembership, ProjectSetting } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
+import { projectAdministrator } from './support/project-administrator.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
 
 const MINI = 'openai/gpt-4o-mini';
@@ -61,10 +62,7 @@ describe('budgets and the usage report', () => {
 
   async function budgetedProject(settings: ProjectSetting[]): Promise<Budgeted> {
     const project = await host.seedProject();
-    const membership = await host.store.readResource<ProjectMembership>('ProjectMembership', project.ids['client-membership']);
-    await host.store.updateResource<ProjectMembership>({ ...membership, admin: true });
-    const admin = new MedplumClient({ baseUrl: host.url, fetch });
-    await admin.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+    const admin = await projectAdministrator(host, project);
     await admin.post(`admin/projects/${project.projectId}/settings`, settings);
     const invited: ProjectMembership = await admin.post(`admin/projects/${project.projectId}/invite`, {
       resourceType: 'Practitioner',

@@ -4,12 +4,13 @@
  * caller was not granted is refused with 403 `model_not_allowed` with nothing stored and nothing sent to the
  * provider, a fallback the caller may not use is never tried, and an edited policy applies without a restart.
  */
-import { MedplumClient } from '@medplum/core';
-import type { AccessPolicy, Communication, ProjectMembership } from '@medplum/fhirtypes';
+import type { MedplumClient } from '@medplum/core';
+import type { AccessPolicy, Communication } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { MODEL_GRANT_EXTENSION } from '../plugin/governance/model-access.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
+import { projectAdministrator } from './support/project-administrator.ts';
 import { startTestHost, TEST_METRICS_TOKEN, type TestHost } from './support/test-host.ts';
 import { waitFor } from './support/wait-for.ts';
 
@@ -55,10 +56,7 @@ describe('model access by AccessPolicy', () => {
   /** A project whose practitioner's own-conversations policy grants `openai/gpt-4o-mini` and claude's models. */
   async function governedProject(): Promise<Governed> {
     const project = await host.seedProject();
-    const membership = await host.store.readResource<ProjectMembership>('ProjectMembership', project.ids['client-membership']);
-    await host.store.updateResource<ProjectMembership>({ ...membership, admin: true });
-    const admin = new MedplumClient({ baseUrl: host.url, fetch });
-    await admin.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+    const admin = await projectAdministrator(host, project);
     await admin.post(`admin/projects/${project.projectId}/settings`, [{ name: 'AI_MODEL_ACCESS', valueString: 'access-policy' }]);
     await grant(admin, project, 'openai/gpt-4o-mini', 'claude/*');
     const openai = new OpenAI({
