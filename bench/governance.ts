@@ -62,7 +62,7 @@ function buildSection(measured: GovernanceTurnsResult): ScenarioSection {
   return {
     title: '7. Governance',
     method:
-      `The two governance steps of a chat turn (\`checkModelAccess\`, \`checkBudgets\`) and the settlement of its usage (one Redis script, not awaited), ` +
+      `The two governance steps of a chat turn (\`checkModelAccess\`, \`checkBudgets\`) and the settlement of its usage (sent to Redis with the project's other replies of the same turn of the event loop, not awaited), ` +
       `in a process of their own (${cores.contenderCore === undefined ? 'not pinned' : `pinned to core ${cores.contenderCore}`}) on a real SQLite store ` +
       `(the project, memberships and AccessPolicies granting models) and ${measured.redis ? 'a real Redis sharing the budget counters' : 'no Redis (redis-server not installed, REDIS_URL unset): counters in memory'}. ` +
       `Each turn resolves its model from the catalog (as every turn does); the governed variants then run the steps. ${measured.turns} turns per repetition ` +

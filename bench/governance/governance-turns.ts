@@ -5,10 +5,11 @@
  *
  * Each turn does what every turn does anyway (the model resolved from the project's catalog), then, in the governed
  * variants, the two pipeline steps (`checkModelAccess`, `checkBudgets`) and the settlement of the reply's usage
- * (`TurnBudget.settle`: one Redis script, not awaited). Measured per turn, variants interleaved per repetition: the
- * process's CPU time with turns 32 at a time from 200 users, 2,000 a second, as a busy instance runs them (the Redis
- * client's work included, Redis's own not); the time a turn spends in the two steps before its provider call, one turn at a time;
- * and the first check of a user new to the instance, which reads the counters from Redis before it compares.
+ * (`TurnBudget.settle`: sent to Redis with the project's other replies of the turn of the event loop, not awaited).
+ * Measured per turn, variants interleaved per repetition: the process's CPU time with turns 32 at a time from 200
+ * users, 2,000 a second, as a busy instance runs them (the Redis client's work included, Redis's own not); the time
+ * a turn spends in the two steps before its provider call, one turn at a time; and the first check of a user new to
+ * the instance, which reads the counters from Redis before it compares.
  *
  *   node bench/governance/governance-turns.ts <turns> <repetitions>     (REDIS_URL: the Redis to share counters in)
  * Prints one JSON object (GovernanceTurnsResult).
