@@ -64,8 +64,8 @@ const standalone = await createStandaloneHost({
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
   },
 });
-// Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first
-// device waits for it, unless this instance serves no GraphQL (FHIRGATE_GRAPHQL_WARMUP=off).
+// Devices' documents run on the partial engine's small schema; Medplum builds its whole GraphQL schema (seconds, and
+// ~500 MB of memory) only when a request first needs it, or here with FHIRGATE_GRAPHQL_WARMUP=on.
 if (config.graphqlWarmUp) {
   await warmUpGraphqlSchema(new FhirRouter(), store);
 }

@@ -35,7 +35,7 @@ export interface StandaloneConfig {
   readonly maxUnauthenticatedRequests: number | undefined;
   /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
   readonly shutdownGraceMs: number;
-  /** Build Medplum's GraphQL schema before listening (default on); off: on the first GraphQL request, if any. */
+  /** Build Medplum's whole GraphQL schema before listening (default off: when a request first needs it, if ever). */
   readonly graphqlWarmUp: boolean;
   /** How long a write waits for another process's lock on the SQLite file before it fails (milliseconds). */
   readonly storeBusyTimeoutMs: number;
@@ -65,7 +65,7 @@ const environmentSchema = z.object({
   FHIRGATE_MAX_JSON_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
   FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
+  FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('off'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
   FHIRGATE_STORE_CACHE_MB: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_CACHE_SIZE_MIB),
   // Unset: the plugin's own defaults (options.ts) apply.
