@@ -23,16 +23,15 @@ const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'ju
 const MONTH = '(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)';
 const ORDINAL = '(?:st|nd|rd|th)';
 
-/** Every date form the shifter rewrites; the group names say which part is which. */
-const DATE_PATTERN = new RegExp(
-  [
-    String.raw`(?<!\d)(?<ymdYear>\d{4})(?<ymdSep>[-/.])(?<ymdMonth>\d{1,2})\k<ymdSep>(?<ymdDay>\d{1,2})(?!\d)`,
-    String.raw`(?<!\d)(?<numFirst>\d{1,2})(?<numSep>[-/.])(?<numSecond>\d{1,2})\k<numSep>(?<numYear>\d{4})(?!\d)`,
-    String.raw`\b(?<mdyMonth>${MONTH})\.?\s+(?<mdyDay>\d{1,2})(?<mdyOrdinal>${ORDINAL})?,?\s+(?<mdyYear>\d{4})(?!\d)`,
-    String.raw`\b(?<dmyDay>\d{1,2})(?<dmyOrdinal>${ORDINAL})?\s+(?<dmyMonth>${MONTH})\.?,?\s+(?<dmyYear>\d{4})(?!\d)`,
-  ].join('|'),
-  'gid'
-);
+/**
+ * Every date form the shifter rewrites, one alternative each; each part of a form is a group, so the groups of the
+ * form that matched, in order, make up the whole match. The groups are numbered, not named: V8 builds an object of
+ * named groups for every match, which costs more than the rest of the search.
+ */
+const { pattern: DATE_PATTERN, names: GROUP_NAMES } = buildDatePattern();
+const MONTH_WORD = new RegExp(`^${MONTH}$`, 'i');
+/** Most distinct date texts a shifter remembers the rewriting of (a chart repeats its dates). */
+const MAX_REMEMBERED = 10_000;
 
 /** A day of the calendar. */
 export interface CalendarDate {
@@ -63,6 +62,7 @@ export function shiftDate(date: CalendarDate, days: number): CalendarDate {
 export class DateShifter {
   readonly #days: number;
   readonly #special: CalendarDate | undefined;
+  readonly #rewritten = new Map<string, string>();
 
   constructor(days: number, special?: CalendarDate) {
     this.#days = days;
@@ -74,18 +74,19 @@ export class DateShifter {
     if (!/\d{4}/.test(text)) {
       return text;
     }
-    let result = '';
-    let copied = 0;
-    for (const match of text.matchAll(DATE_PATTERN)) {
-      const parts = match.groups && this.#shiftedParts(match.groups);
-      const positions = match.indices?.groups;
-      if (!parts || !positions) {
-        continue;
+    return text.replace(DATE_PATTERN, (matched: string, ...captures: unknown[]) => {
+      let rewritten = this.#rewritten.get(matched);
+      if (rewritten === undefined) {
+        const groups: Record<string, string | undefined> = Object.fromEntries(GROUP_NAMES.map((name, index) => [name, captures[index] as string | undefined]));
+        const parts = this.#shiftedParts(groups);
+        // The groups of a form, in order, are the whole match: put together again with the moved parts.
+        rewritten = parts ? GROUP_NAMES.map((name) => parts[name] ?? groups[name] ?? '').join('') : matched;
+        if (this.#rewritten.size < MAX_REMEMBERED) {
+          this.#rewritten.set(matched, rewritten);
+        }
       }
-      result += text.slice(copied, match.index) + splice(match[0], match.index, positions, parts);
-      copied = match.index + match[0].length;
-    }
-    return copied === 0 ? text : result + text.slice(copied);
+      return rewritten;
+    });
   }
 
   /** Where complete dates are in `text` (start, end), for a stream that must not cut through one. */
@@ -167,7 +168,7 @@ function mayBeginMonth(word: string): boolean {
 }
 
 function isMonthWord(word: string): boolean {
-  return new RegExp(`^${MONTH}$`, 'i').test(word);
+  return MONTH_WORD.test(word);
 }
 
 function validDate(year: number, month: number, day: number): CalendarDate | undefined {
@@ -209,15 +210,24 @@ function ordinalOf(day: number): string {
   return ['th', 'st', 'nd', 'rd'][day % 10] ?? 'th';
 }
 
-/** `matched` (found at `start`) with each named group's text replaced, by the groups' positions in the text. */
-function splice(matched: string, start: number, positions: Record<string, [number, number] | undefined>, parts: Record<string, string>): string {
-  const edits = Object.entries(parts)
-    .map(([name, text]) => ({ position: positions[name], text }))
-    .filter((edit): edit is { position: [number, number]; text: string } => edit.position !== undefined)
-    .sort((a, b) => b.position[0] - a.position[0]);
-  let result = matched;
-  for (const { position, text } of edits) {
-    result = result.slice(0, position[0] - start) + text + result.slice(position[1] - start);
-  }
-  return result;
+function buildDatePattern(): { readonly pattern: RegExp; readonly names: readonly string[] } {
+  const names: string[] = [];
+  const group = (name: string, source: string, optional = false): string => {
+    names.push(name);
+    return `(${source})${optional ? '?' : ''}`;
+  };
+  const same = (name: string): string => `\\${names.indexOf(name) + 1}`;
+  const digits = (count: string): string => String.raw`\d{${count}}`;
+  // In this order: a group's number is its place among all of them.
+  const forms = [
+    String.raw`(?<!\d)` + group('ymdYear', digits('4')) + group('ymdSep', '[-/.]') + group('ymdMonth', digits('1,2')) + group('ymdSep2', same('ymdSep')) + group('ymdDay', digits('1,2')) + String.raw`(?!\d)`,
+    String.raw`(?<!\d)` + group('numFirst', digits('1,2')) + group('numSep', '[-/.]') + group('numSecond', digits('1,2')) + group('numSep2', same('numSep')) + group('numYear', digits('4')) + String.raw`(?!\d)`,
+    String.raw`\b` +
+      group('mdyMonth', MONTH) + group('mdyAfterMonth', String.raw`\.?\s+`) + group('mdyDay', digits('1,2')) + group('mdyOrdinal', ORDINAL, true) +
+      group('mdyAfterDay', String.raw`,?\s+`) + group('mdyYear', digits('4')) + String.raw`(?!\d)`,
+    String.raw`\b` +
+      group('dmyDay', digits('1,2')) + group('dmyOrdinal', ORDINAL, true) + group('dmyAfterDay', String.raw`\s+`) + group('dmyMonth', MONTH) +
+      group('dmyAfterMonth', String.raw`\.?,?\s+`) + group('dmyYear', digits('4')) + String.raw`(?!\d)`,
+  ];
+  return { pattern: new RegExp(forms.join('|'), 'gi'), names };
 }
