@@ -45,7 +45,7 @@ const { values } = parseArgs({
   },
 });
 const smoke = values.smoke ?? false;
-const only = new Set((values.only ?? '1,2,3,4,5,6').split(',').map((part) => part.trim()));
+const only = new Set((values.only ?? '1,2,3,4,5,6,7').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -63,6 +63,7 @@ const FINDINGS_FILE = 'bench/findings.md';
 const EXTERNAL_SCENARIOS = [
   { id: '5', title: '5. History', script: 'bench/history.ts' },
   { id: '6', title: '6. Devices', script: 'bench/devices.ts' },
+  { id: '7', title: '7. Patient data egress', script: 'bench/patient-data-egress.ts' },
 ];
 
 const startedAt = new Date();
