@@ -30,6 +30,7 @@ import { createRequestTelemetry, routeOf } from './telemetry/request-telemetry.t
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { FHIRGATE_VERSION } from './version.ts';
 import { methodNotAllowed } from './http/method-not-allowed.ts';
+import { unclearedModels } from './governance/patient-data-settings.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -120,6 +121,13 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   });
   const v1 = express.Router();
   if (options.llm) {
+    const uncleared = unclearedModels(options.llm);
+    if (uncleared.length > 0) {
+      host.logger?.warn(
+        'fhirgate: these models are NOT cleared for patient data (llm.patientDataModels): a turn about a patient is refused on them, or sent de-identified where a project sets AI_PATIENT_DATA_POLICY to de-identify',
+        { models: uncleared }
+      );
+    }
     const chat: ChatServices = {
       host,
       models: createModelRegistry(options.llm),
@@ -132,6 +140,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       records,
       limits: options.chatLimits,
       patientContext: options.patientContext,
+      patientData: { operatorModels: options.llm.patientDataModels, dateShiftKey: options.deIdentification.dateShiftKey, telemetry },
       streamSlots: new CallerSlots(options.chatLimits.maxConcurrentStreams, 'open streams'),
       turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),

@@ -84,6 +84,8 @@ async function startHost(options: FhirgateOptions, dataDir: string): Promise<Run
     AI_API_BASE: `${options.emulatorUrl}/v1`,
     AI_API_KEY: 'bench',
     AI_MODEL: MODEL,
+    // The emulator answers on loopback: cleared for patient data (the scenarios' turns name a patient).
+    AI_PATIENT_DATA_MODELS: '*',
     LOG_LEVEL: 'warn',
     // Scenario 4 opens 1,000 streams as one caller, and scenario 2 sends 32 requests at a time as one: the per-caller
     // limits would refuse most of them.

@@ -3,6 +3,7 @@
  *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
  *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
+ *   -  patient data egress: a turn about a patient goes only to a cleared model, or de-identified (governance/)
  *   2. record the prompt (and the root of a new conversation)
  *   3. load the conversation's history                      (conversation.ts)
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
@@ -51,6 +52,7 @@ import { replayTurn } from './replay-turn.ts';
 import { isOutcomeStatus, outcomeStatusOf } from '../medplum-errors.ts';
 import { mayCreate } from './write-permission.ts';
 import { callerParty } from './caller-reference.ts';
+import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -76,6 +78,8 @@ export interface ChatServices {
   readonly admission: TurnAdmission;
   /** What a turn about a patient shares with the model, and how. */
   readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly mode: PatientContextMode; readonly tools: FhirToolsOptions };
+  /** Which models may see patient data, and how the others get it (governance/patient-data-egress.ts). */
+  readonly patientData: PatientDataOptions;
 }
 
 /** Handles one chat completion request. */
@@ -107,10 +111,10 @@ async function runTurn(
   idempotencyKey: string | undefined,
   leavePreparation: () => void
 ): Promise<void> {
-  const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
-  annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
+  const requested = modelCatalogFor(services.models, caller.project).resolve(chat.model);
+  annotateRequest(response, { projectId: caller.project.id, model: requested.id, stream: chat.stream });
   // A field the provider cannot honour is a 400 before anything is stored, never a field dropped on the way.
-  target.model.checkRequest?.({ ...chat, maxTokens: chat.maxTokens ?? services.defaultMaxTokens });
+  requested.model.checkRequest?.({ ...chat, maxTokens: chat.maxTokens ?? services.defaultMaxTokens });
   const agent = await requireStored(() => services.agents.referenceFor(caller.project.id));
   const reader: ConversationReader = { repo: caller.repo, agent, systemRepo: once(() => services.host.getSystemRepo(caller.project.id)) };
   const root = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
@@ -128,6 +132,9 @@ async function runTurn(
       throw inProgress();
     }
   }
+  // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
+  const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, systemRepo: reader.systemRepo });
+  const target = observed(egress.target, services.telemetry, caller.project.id);
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
@@ -168,7 +175,8 @@ async function runTurn(
     // Each disclosure of the patient's records is on record before the model is given them.
     const disclose = async (shared: Disclosure['shared'], access: DisclosureAccess): Promise<void> => {
       const system = await services.host.getSystemRepo(caller.project.id);
-      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access });
+      const deIdentified = egress.deIdentification !== undefined;
+      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access, deIdentified });
       await requireStored(() => system.createResource(event));
     };
     const toolbox =
@@ -176,7 +184,7 @@ async function runTurn(
         ? new FhirToolbox(
             { repo: caller.repo, patient, types: sharingOptions.resourceTypes, options: sharingOptions.tools },
             (call, result) => disclose(result.shared, result.access?.kind === 'query' ? { kind: 'query', query: result.access.query, toolCallId: call.id } : { kind: 'read', toolCallId: call.id }),
-            (call) => services.records.toolCall(replyId, call)
+            (call) => services.records.toolCall(replyId, egress.deIdentification?.asSentCall(call) ?? call)
           )
         : undefined;
     const draft: ChatTurn = {
@@ -192,6 +200,7 @@ async function runTurn(
       replyId,
       history: { messages: [] },
       patientContext,
+      deIdentification: egress.deIdentification,
       controller,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
@@ -208,7 +217,7 @@ async function runTurn(
     let turn: ChatTurn;
     try {
       const history = root ? await loadHistory(reader, rootId, promptId, services.history) : { messages: [] };
-      services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
+      services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
       }

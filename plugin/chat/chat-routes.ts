@@ -4,6 +4,9 @@ import { handleChatCompletion, type ChatServices } from './chat-completion.ts';
 import { authenticateCaller } from './authenticate-caller.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
+import { patientDataFieldsFor } from '../governance/patient-data-egress.ts';
+import type { ModelCatalog } from '../llm/model-registry.ts';
+import type { Project } from '@medplum/fhirtypes';
 
 /** The `/v1` chat routes: `POST /chat/completions`, `GET /models` and `GET /models/{id}`. */
 export function createChatRoutes(services: ChatServices, operatorName: string): Router {
@@ -11,23 +14,30 @@ export function createChatRoutes(services: ChatServices, operatorName: string): 
   router.post('/chat/completions', async (request, response) => {
     await handleChatCompletion(services, request, response);
   });
-  const modelObject = (id: string): Record<string, unknown> => ({ id, object: 'model', created: 0, owned_by: operatorName });
+  // Each model also says what a turn about a patient does on it in the caller's project (governance/patient-data-settings.ts).
+  const modelObjects = (project: Project, catalog: ModelCatalog): ((id: string) => Record<string, unknown>) => {
+    const fhirgateFields = patientDataFieldsFor(services.patientData, project, catalog);
+    return (id) => ({ id, object: 'model', created: 0, owned_by: operatorName, fhirgate: fhirgateFields(id) });
+  };
   router.get('/models', async (request, response) => {
     const caller = await authenticateCaller(services.host, request);
-    response.json({ object: 'list', data: modelCatalogFor(services.models, caller.project).list().map((model) => modelObject(model.id)) });
+    const catalog = modelCatalogFor(services.models, caller.project);
+    const modelObject = modelObjects(caller.project, catalog);
+    response.json({ object: 'list', data: catalog.list().map((model) => modelObject(model.id)) });
   });
   // Ids hold a slash (`provider/model`): clients send it as it is or encoded (%2F), and either reads the same model.
   router.get('/models/*segments', async (request, response) => {
     const caller = await authenticateCaller(services.host, request);
     const segments = request.params.segments;
     const id = Array.isArray(segments) ? segments.join('/') : String(segments);
-    if (!modelCatalogFor(services.models, caller.project).list().some((model) => model.id === id)) {
+    const catalog = modelCatalogFor(services.models, caller.project);
+    if (!catalog.list().some((model) => model.id === id)) {
       const echoed = id.length > 200 ? `${id.slice(0, 200)}…` : id;
       throw new AppError('model_not_found', `The model '${echoed}' does not exist or is not offered to this project; GET /v1/models lists the models you can use.`, {
         details: { param: 'model' },
       });
     }
-    response.json(modelObject(id));
+    response.json(modelObjects(caller.project, catalog)(id));
   });
   router.all('/chat/completions', methodNotAllowed(['POST']));
   router.all('/models', methodNotAllowed(['GET']));

@@ -46,6 +46,10 @@ export interface Telemetry {
   readonly deviceTokenExchanges: Counter;
   /** Requests refused by a rate limit: `fhirgate.limit` (`device`, `failed_attempts_source`, `failed_attempts_device`). */
   readonly rateLimitRejections: Counter;
+  /** Turns refused by a governance rule: `fhirgate.governance.rule` (`patient_data`), `fhirgate.project.id`. */
+  readonly governanceRefusals: Counter;
+  /** Turns about a patient sent de-identified to a model not cleared for patient data: `fhirgate.project.id`, `gen_ai.request.model`. */
+  readonly deIdentifiedTurns: Counter;
   /** 1 while the host's Redis answers fhirgate's calls within their deadline, 0 while limits count in memory; observed only with a Redis. */
   readonly redisAvailable: ObservableGauge;
 }
@@ -84,6 +88,10 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
       description: 'Device token exchanges, issued or refused (with the reason).',
     }),
     rateLimitRejections: meter.createCounter('fhirgate.rate_limit.rejections', { description: 'Requests refused by a rate limit.' }),
+    governanceRefusals: meter.createCounter('fhirgate.governance.refusals', { description: 'Chat turns refused by a governance rule, by rule and project.' }),
+    deIdentifiedTurns: meter.createCounter('fhirgate.governance.de_identified_turns', {
+      description: 'Chat turns about a patient sent de-identified to a model not cleared for patient data.',
+    }),
     redisAvailable: meter.createObservableGauge('fhirgate.redis.available', {
       description: "1 while the host's Redis answers within fhirgate's deadline; 0 while device limits count in this instance's memory.",
     }),

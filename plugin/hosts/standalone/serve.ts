@@ -18,7 +18,7 @@ import { FhirRouter } from '@medplum/fhir-router';
 import type { Project } from '@medplum/fhirtypes';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 import { compactHeap } from './compact-heap.ts';
-import { readGeneratedMetricsToken } from './secret-files.ts';
+import { readGeneratedDateShiftKey, readGeneratedMetricsToken } from './secret-files.ts';
 
 // From the sources (`npm start`) the token command is an npm script; from the package or the image, a command.
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
@@ -60,6 +60,7 @@ const standalone = await createStandaloneHost({
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
     replyJournalDir: config.journalDir,
+    deIdentification: { dateShiftKey: config.dateShiftKey ?? readGeneratedDateShiftKey(config.dataDir) },
     redisKeyPrefix: config.redisKeyPrefix,
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
   },
