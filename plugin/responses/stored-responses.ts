@@ -11,7 +11,7 @@ import type { WithId } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import { agentAuthored } from '../chat/agent-device.ts';
-import { findCommunication, type ConversationReader } from '../chat/conversation.ts';
+import { findCommunication, readNewestReplies, type ConversationReader } from '../chat/conversation.ts';
 import { CATEGORY } from '../chat/fhir-vocabulary.ts';
 import { recordedRequest, replyFacts, replyText, toolCallsOf } from '../chat/recorded-messages.ts';
 import type { ReplyStatus } from '../chat/communication-builders.ts';
@@ -53,17 +53,7 @@ export async function requireReply(reader: ConversationReader, replyId: string, 
  * not part of the history either, so a request is retried with the same `previous_response_id`.
  */
 export async function requireLatestReply(reader: ConversationReader, rootId: string, replyId: string): Promise<void> {
-  const newest = await reader.repo.searchResources<Communication>({
-    resourceType: 'Communication',
-    filters: [
-      { code: 'part-of', operator: 'eq', value: `Communication/${rootId}` },
-      { code: 'category', operator: 'eq', value: CATEGORY.response.code },
-    ],
-    sortRules: [{ code: 'sent', descending: true }],
-    count: 20,
-  });
-  const authored = await agentAuthored(newest, reader.agent, reader.systemRepo);
-  const latest = newest.find((reply) => authored.has(reply.id) && reply.status !== 'not-done');
+  const latest = (await readNewestReplies(reader, rootId, 20)).find((reply) => reply.status !== 'not-done');
   if (latest && latest.id !== replyId) {
     throw new AppError(
       'invalid_request',
