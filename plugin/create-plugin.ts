@@ -8,6 +8,7 @@ import { AgentDevices } from './chat/agent-device.ts';
 import { authenticateCaller } from './chat/authenticate-caller.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
+import { createResponsesRoutes } from './responses/responses-routes.ts';
 import { AppError } from './errors.ts';
 import { createDeviceServices } from './devices/device-services.ts';
 import { createDeviceTokenRoute } from './devices/device-token-route.ts';
@@ -146,10 +147,11 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
     };
     // The token and X-Project-ID are checked before the body is read: without them, a 401 or 403 and nothing read.
-    v1.post('/chat/completions', authenticateFirst((request) => authenticateCaller(host, request)), readJsonBody(jsonLimits));
+    v1.post(['/chat/completions', '/responses'], authenticateFirst((request) => authenticateCaller(host, request)), readJsonBody(jsonLimits));
     v1.use(createChatRoutes(chat, options.operatorName));
+    v1.use(createResponsesRoutes(chat));
   } else {
-    v1.use(['/chat/completions', '/models'], (_request, _response, next) =>
+    v1.use(['/chat/completions', '/responses', '/models'], (_request, _response, next) =>
       next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
     );
   }

@@ -1,5 +1,7 @@
 /**
- * `POST /v1/chat/completions`, step by step in the spec's processing order:
+ * A turn of a conversation, step by step in the spec's processing order, whichever API the client speaks
+ * (`POST /v1/chat/completions` here; the Responses API reads its body and answers through the same steps, with its
+ * own `TurnApi`, in plugin/responses/):
  *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
  *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
@@ -11,7 +13,7 @@
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
+import type { Communication } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
 import { AppError, toAppError } from '../errors.ts';
 import type { CallerContext, FhirgateHost } from '../host.ts';
@@ -49,10 +51,11 @@ import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
-import { isOutcomeStatus, outcomeStatusOf } from '../medplum-errors.ts';
+import { outcomeStatusOf } from '../medplum-errors.ts';
 import { mayCreate } from './write-permission.ts';
 import { callerParty } from './caller-reference.ts';
 import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
+import { resolveSubject } from './turn-subject.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -82,18 +85,48 @@ export interface ChatServices {
   readonly patientData: PatientDataOptions;
 }
 
+/**
+ * What one API makes of a turn: how its request body is read, and how the reply is answered. The steps between
+ * (the model, the checks, the records, the journal) are the same for every API.
+ */
+export interface TurnApi<R extends ChatRequest = ChatRequest> {
+  /** Validates the body (a 400 naming the field); may read the caller's records the request refers to. */
+  readRequest(body: unknown, services: ChatServices, caller: CallerContext): R | Promise<R>;
+  /**
+   * Checks against the conversation being continued, made once the turn is known to run (not a replay under its
+   * Idempotency-Key) and before anything is stored.
+   */
+  checkConversation?(request: R, reader: ConversationReader, root: WithId<Communication>): Promise<void>;
+  /** Steps 4–6 in the API's wire format: JSON or streamed, as `turn.chat.stream` says. */
+  deliver(turn: ChatTurn, response: Response): Promise<void>;
+  /** Answers a request repeated under the same Idempotency-Key again, from the records of its completed turn. */
+  replay(request: R, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void>;
+}
+
+/** `POST /v1/chat/completions`. */
+const CHAT_COMPLETIONS: TurnApi = {
+  readRequest: (body, services) => parseChatRequest(body, services.limits),
+  deliver: (turn, response) => (turn.chat.stream ? deliverStream(turn, response) : deliverJson(turn, response)),
+  replay: replayTurn,
+};
+
 /** Handles one chat completion request. */
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
+  await handleTurn(services, CHAT_COMPLETIONS, request, response);
+}
+
+/** Handles one request of `api`: a turn of a conversation, from authentication to the reply's record. */
+export async function handleTurn<R extends ChatRequest>(services: ChatServices, api: TurnApi<R>, request: Request, response: Response): Promise<void> {
   // Given back when the provider call starts, or when the request ends before it.
   const leavePreparation = await services.admission.enter();
   try {
     const caller = await authenticateCaller(services.host, request);
-    const chat = parseChatRequest(request.body, services.limits);
+    const chat = await api.readRequest(request.body, services, caller);
     const idempotencyKey = idempotencyKeyOf(request);
     // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
     const releaseSlot = (chat.stream ? services.streamSlots : services.turnSlots).take(`${caller.project.id} ${caller.profile.reference}`);
     try {
-      await runTurn(services, response, caller, chat, idempotencyKey, leavePreparation);
+      await runTurn(services, api, response, caller, chat, idempotencyKey, leavePreparation);
     } finally {
       releaseSlot();
     }
@@ -103,11 +136,12 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
 }
 
 /** Everything after authentication and validation: the model, the checks, the records and the delivery. */
-async function runTurn(
+async function runTurn<R extends ChatRequest>(
   services: ChatServices,
+  api: TurnApi<R>,
   response: Response,
   caller: CallerContext,
-  chat: ChatRequest,
+  chat: R,
   idempotencyKey: string | undefined,
   leavePreparation: () => void
 ): Promise<void> {
@@ -124,13 +158,16 @@ async function runTurn(
   if (idempotencyKey) {
     const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
     if (decision.kind === 'replay') {
-      await replayTurn(chat, decision.prompt, decision.reply, response);
+      await api.replay(chat, decision.prompt, decision.reply, response);
       return;
     }
     ids = { ...decision.ids, rootId: root?.id ?? decision.ids.rootId };
     if (services.records.isOpen(ids.replyId)) {
       throw inProgress();
     }
+  }
+  if (root) {
+    await api.checkConversation?.(chat, reader, root);
   }
   // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
   const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, systemRepo: reader.systemRepo });
@@ -229,7 +266,7 @@ async function runTurn(
       throw error;
     }
     leavePreparation();
-    await deliver(services, turn, response);
+    await deliver(services, api, turn, response);
   } finally {
     if (!accepted) {
       services.records.abandon(replyId);
@@ -239,15 +276,15 @@ async function runTurn(
 }
 
 /** Steps 4–6, JSON or streamed; an open stream counts in the active-streams gauge. */
-async function deliver(services: ChatServices, turn: ChatTurn, response: Response): Promise<void> {
+async function deliver<R extends ChatRequest>(services: ChatServices, api: TurnApi<R>, turn: ChatTurn, response: Response): Promise<void> {
   annotateRequest(response, { replyId: turn.replyId });
   if (!turn.chat.stream) {
-    await deliverJson(turn, response);
+    await api.deliver(turn, response);
     return;
   }
   services.telemetry.activeStreams.add(1);
   try {
-    await deliverStream(turn, response);
+    await api.deliver(turn, response);
   } finally {
     services.telemetry.activeStreams.add(-1);
   }
@@ -266,58 +303,6 @@ function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string
     model: observeChatModel(model.model, telemetry, { projectId, modelName: model.modelName }),
   });
   return withRetriesAndFallbacks({ ...observe(target), fallbacks: target.fallbacks.map(observe) });
-}
-
-/** The patient a turn is about, and the Patient itself when the turn has already read it. */
-interface TurnSubject {
-  readonly reference: Reference<Patient>;
-  readonly patient?: WithId<Patient>;
-}
-
-/**
- * The patient the conversation is about: the request's `patient_id`, which the caller must be able to read, or the
- * subject of the conversation being continued. A patient of the project that the caller's AccessPolicy does not
- * allow (outside the care team, or no Patient access at all) is a failed RBAC check, 403; one the project does not
- * have is 404. A request may not switch a conversation to another patient.
- */
-async function resolveSubject(
-  repo: FhirRepository,
-  systemRepo: () => Promise<FhirRepository>,
-  patientId: string | undefined,
-  root: Communication | undefined
-): Promise<TurnSubject | undefined> {
-  const conversationSubject = root?.subject?.reference;
-  if (!patientId) {
-    return conversationSubject ? { reference: { reference: conversationSubject } } : undefined;
-  }
-  if (conversationSubject && conversationSubject !== `Patient/${patientId}`) {
-    throw new AppError('invalid_request', 'patient_id names another patient than the conversation is about.', { details: { param: 'patient_id' } });
-  }
-  try {
-    const patient: WithId<Patient> = await repo.readResource('Patient', patientId);
-    return { reference: { reference: `Patient/${patient.id}` }, patient };
-  } catch (error) {
-    if (!isOutcomeStatus(error, 404)) {
-      throw error;
-    }
-  }
-  // Hidden from the caller: whether the project has this patient decides between 403 and 404.
-  if (await findPatient(await systemRepo(), patientId)) {
-    throw new AppError('forbidden', `Forbidden: the AccessPolicy of the caller does not allow Patient '${patientId}'.`, { details: { param: 'patient_id' } });
-  }
-  throw new AppError('not_found', `Patient '${patientId}' not found.`, { details: { param: 'patient_id' } });
-}
-
-async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
-  try {
-    await repo.readResource('Patient', id);
-    return true;
-  } catch (error) {
-    if (isOutcomeStatus(error, 404)) {
-      return false;
-    }
-    throw error;
-  }
 }
 
 /**
