@@ -12,6 +12,7 @@ export type AppErrorCode =
   | 'invalid_request'
   | 'unauthenticated'
   | 'forbidden'
+  | 'patient_data_not_allowed'
   | 'not_found'
   | 'method_not_allowed'
   | 'conversation_not_found'
@@ -38,6 +39,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   invalid_request: 400,
   unauthenticated: 401,
   forbidden: 403,
+  // Governance (plugin/governance/): a turn about a patient on a model not cleared for patient data.
+  patient_data_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
   conversation_not_found: 404,

@@ -95,6 +95,15 @@ export const fhirgateOptionsSchema = z
       .prefault({}),
     /** Governance (docs/governance.md): model prices, and how fresh each instance's view of the rules and budget counters is. */
     governance: governanceOptionsSchema.prefault({}),
+    /**
+     * De-identification of turns about a patient sent to a model not cleared for patient data, where a project
+     * chooses it (governance/). `dateShiftKey`: the secret each conversation's date shift is derived from (an HMAC
+     * of the project and the conversation); instances of one server share it. Without it such turns answer 503.
+     */
+    deIdentification: z
+      .object({ dateShiftKey: z.string().min(32, 'at least 32 characters').optional() })
+      .strict()
+      .prefault({}),
     /** History sent with a continued conversation: the newest messages within both limits. */
     history: z
       .object({

@@ -219,7 +219,8 @@ describe('chat gateway with every provider kind', () => {
   });
 
   test('GET /v1/models/{id} answers the model object, its slash sent encoded (as the SDK does) or as it is', async () => {
-    const expected = { id: 'anthropic/claude-haiku-4-5', object: 'model', created: 0, owned_by: 'fhirgate' };
+    // Not cleared for patient data on this host: the model object says so.
+    const expected = { id: 'anthropic/claude-haiku-4-5', object: 'model', created: 0, owned_by: 'fhirgate', fhirgate: { patient_data: 'refused' } };
     expect(await openai.models.retrieve('anthropic/claude-haiku-4-5')).toEqual(expected);
     const headers = { Authorization: `Bearer ${openai.apiKey}`, 'X-Project-ID': project.projectId };
     for (const path of ['anthropic/claude-haiku-4-5', 'anthropic%2Fclaude-haiku-4-5']) {

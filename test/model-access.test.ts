@@ -2,7 +2,8 @@
  * Model access end to end: a project administrator turns on `AI_MODEL_ACCESS=access-policy` and grants models in
  * the AccessPolicies of the project's memberships; the openai SDK then lists only the caller's models, a model the
  * caller was not granted is refused with 403 `model_not_allowed` with nothing stored and nothing sent to the
- * provider, a fallback the caller may not use is never tried, and an edited policy applies without a restart.
+ * provider, a fallback the caller may not use is never tried, an edited policy applies without a restart, and a
+ * model the caller may not use is refused as such before the patient data rule looks at the turn.
  */
 import type { MedplumClient } from '@medplum/core';
 import type { AccessPolicy, Communication } from '@medplum/fhirtypes';
@@ -111,7 +112,29 @@ describe('model access by AccessPolicy', () => {
     // Each refusal is counted by rule, for the operator.
     const metrics = await (await fetch(`${host.url}metrics`, { headers: { Authorization: `Bearer ${TEST_METRICS_TOKEN}` } })).text();
     const refusals = metrics.split('\n').filter((line) => line.startsWith('fhirgate_governance_refusals_total{') && line.includes(project.projectId));
-    expect(refusals).toEqual([expect.stringMatching(/fhirgate_rule="model_access".* 3$/)]);
+    expect(refusals).toEqual([expect.stringMatching(/fhirgate_governance_rule="model_access".* 3$/)]);
+  });
+
+  test('model access comes before the patient data rule; /v1/models says, of each model listed, what a patient\'s turn does', async () => {
+    // This server clears no model for patient data (llm.patientDataModels unset): a turn about a patient is refused on every model.
+    const { openai, admin, project } = await governedProject();
+    const listed = (await openai.models.list()).data.map((model) => [model.id, (model as unknown as { fhirgate: unknown }).fhirgate]);
+    expect(listed).toEqual([
+      ['openai/gpt-4o-mini', { patient_data: 'refused' }],
+      ['claude/claude-sonnet-5-5', { patient_data: 'refused' }],
+    ]);
+    const aboutPatient = (model: string): Promise<unknown> =>
+      openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'How is she doing?' }], patient_id: project.ids['patient-in-care-team-1'] } as never).catch((error: unknown) => error);
+    // Neither granted nor cleared: the caller learns only that the model is not theirs.
+    expect(await aboutPatient('openai/gpt-4o')).toMatchObject({ status: 403, error: { code: 'model_not_allowed' } });
+    expect(await aboutPatient('openai/gpt-4o-mini')).toMatchObject({ status: 403, error: { code: 'patient_data_not_allowed' } });
+    expect(emulator.received).toHaveLength(0);
+    expect(await storedCommunications(admin)).toHaveLength(0);
+
+    const metrics = await (await fetch(`${host.url}metrics`, { headers: { Authorization: `Bearer ${TEST_METRICS_TOKEN}` } })).text();
+    const refusals = metrics.split('\n').filter((line) => line.startsWith('fhirgate_governance_refusals_total{') && line.includes(project.projectId));
+    expect(refusals).toHaveLength(2);
+    expect(refusals).toEqual(expect.arrayContaining([expect.stringMatching(/fhirgate_governance_rule="model_access".* 1$/), expect.stringMatching(/fhirgate_governance_rule="patient_data".* 1$/)]));
   });
 
   test('a fallback the caller may not use is never tried; one it may use is', async () => {

@@ -11,11 +11,12 @@ import type { ChatGenerationOptions, ChatMessage, ChatTool, ChatToolCall, ChatTo
 import { generationFields, readGenerationOptions, type GenerationFields } from './chat-request-options.ts';
 import { PATIENT_CONTEXT_MODES, type PatientContextMode } from './patient-context.ts';
 
-const ID_PATTERN = /^[A-Za-z0-9\-.]{1,64}$/;
+/** A FHIR resource id, as `conversation_id` and `patient_id` take it. */
+export const ID_PATTERN = /^[A-Za-z0-9\-.]{1,64}$/;
 /** OpenAI's rule for function names, which every provider accepts. */
-const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** OpenAI's own limit on the tools of one request. */
-const MAX_TOOLS = 128;
+export const MAX_TOOLS = 128;
 
 /** Text as the client sent it: one string, or parts (kept, for providers that take parts). */
 interface ReadText {
@@ -296,7 +297,8 @@ function toChatTool(tool: z.output<typeof toolSchema>): ChatTool {
   };
 }
 
-function readToolChoice(choice: z.output<typeof toolChoiceSchema> | undefined, tools: readonly ChatTool[] | undefined): ChatToolChoice | undefined {
+/** The tool choice of a request with `tools`: a 400 when there are none, or when it names a function that is not one of them. */
+export function readToolChoice(choice: z.output<typeof toolChoiceSchema> | undefined, tools: readonly ChatTool[] | undefined): ChatToolChoice | undefined {
   if (choice === undefined) {
     return undefined;
   }
@@ -315,9 +317,14 @@ function readToolChoice(choice: z.output<typeof toolChoiceSchema> | undefined, t
 /**
  * Every tool result must answer a call: one of an earlier assistant message of this request, or, for the results
  * that open a continued conversation's request, a call of the conversation's last reply (checked against the
- * conversation before anything is stored). Returns the ids of the latter.
+ * conversation before anything is stored). Returns the ids of the latter. `paramOf` names the field of a message's
+ * call id as the client sent it.
  */
-function checkToolResults(messages: readonly ChatMessage[], conversationId: string | undefined): string[] {
+export function checkToolResults(
+  messages: readonly ChatMessage[],
+  conversationId: string | undefined,
+  paramOf: (index: number) => string = (index) => `messages.${index}.tool_call_id`
+): string[] {
   const answersEarlier: string[] = [];
   const calls = new Set<string>();
   const answered = new Set<string>();
@@ -330,22 +337,24 @@ function checkToolResults(messages: readonly ChatMessage[], conversationId: stri
       leading &&= message.role === 'system' || message.role === 'developer';
       continue;
     }
+    const param = paramOf(index);
     if (answered.has(message.toolCallId)) {
-      throw invalid(`messages.${index}.tool_call_id`, `messages.${index}.tool_call_id: the call '${message.toolCallId.slice(0, 64)}' is answered twice.`);
+      throw invalid(param, `${param}: the call '${message.toolCallId.slice(0, 64)}' is answered twice.`);
     }
     answered.add(message.toolCallId);
     if (calls.has(message.toolCallId)) {
       continue;
     }
     if (!leading || conversationId === undefined) {
-      throw invalid(`messages.${index}.tool_call_id`, `messages.${index}.tool_call_id: answers no tool call of an earlier assistant message${conversationId === undefined ? '' : ' or of the conversation'}.`);
+      throw invalid(param, `${param}: answers no tool call of an earlier assistant message${conversationId === undefined ? '' : ' or of the conversation'}.`);
     }
     answersEarlier.push(message.toolCallId);
   }
   return answersEarlier;
 }
 
-function turnInputsOf(messages: readonly ChatMessage[]): TurnInput[] {
+/** What the turn adds to the conversation, recorded as its prompt (see `ChatRequest.inputs`). */
+export function turnInputsOf(messages: readonly ChatMessage[]): TurnInput[] {
   const lastAssistant = messages.findLastIndex((message) => message.role === 'assistant');
   const inputs: TurnInput[] = [];
   for (const message of messages.slice(lastAssistant + 1)) {

@@ -127,6 +127,12 @@ export async function loadHistory(reader: ConversationReader, conversationId: st
  * empty when that reply asked for none. Only replies the AI agent wrote count.
  */
 export async function readPendingToolCalls(reader: ConversationReader, conversationId: string): Promise<Set<string>> {
+  const reply = (await readNewestReplies(reader, conversationId, 10))[0];
+  return new Set(reply && reply.status === 'completed' ? toolCallsOf(reply).map((call) => call.id) : []);
+}
+
+/** The conversation's newest replies (of the last `count`) that the AI agent wrote, newest first. */
+export async function readNewestReplies(reader: ConversationReader, conversationId: string, count: number): Promise<WithId<Communication>[]> {
   const newest = await reader.repo.searchResources<Communication>({
     resourceType: 'Communication',
     filters: [
@@ -134,11 +140,10 @@ export async function readPendingToolCalls(reader: ConversationReader, conversat
       { code: 'category', operator: 'eq', value: CATEGORY.response.code },
     ],
     sortRules: [{ code: 'sent', descending: true }],
-    count: 10,
+    count,
   });
   const authored = await agentAuthored(newest, reader.agent, reader.systemRepo);
-  const reply = newest.find((candidate) => authored.has(candidate.id));
-  return new Set(reply && reply.status === 'completed' ? toolCallsOf(reply).map((call) => call.id) : []);
+  return newest.filter((candidate) => authored.has(candidate.id));
 }
 
 function categoryOf(communication: Communication): string | undefined {

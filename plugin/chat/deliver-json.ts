@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { toAppError } from '../errors.ts';
+import type { ChatCompletion } from '../llm/chat-model.ts';
 import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
 import { clientStillConnected } from './client-presence.ts';
@@ -10,9 +11,10 @@ import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
  * Steps 4–6 for a non-streaming request. The reply's record is written before the response is sent, so the
  * `communication_id` a client receives can be read at once. A provider failure leaves a `not-done` reply and
  * reaches the client as an error; a client that leaves first gets a `stopped` reply, and so does a turn the server
- * stops while shutting down (its client gets 503).
+ * stops while shutting down (its client gets 503). `answer` writes the body in the API's wire format (a
+ * `chat.completion` by default).
  */
-export async function deliverJson(turn: ChatTurn, response: Response): Promise<void> {
+export async function deliverJson(turn: ChatTurn, response: Response, answer: JsonAnswer = chatCompletionAnswer): Promise<void> {
   const { controller } = turn;
   const abortOnClose = (): void => {
     if (!response.writableFinished) {
@@ -22,14 +24,14 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   response.on('close', abortOnClose);
   try {
     const completion = await turn.target.model.complete({ ...turn.modelRequest, signal: controller.signal });
-    const { text, toolCalls, usage, finishReason, logprobs } = completion;
+    const { text, toolCalls, usage, finishReason } = completion;
     // `completed` only for a client still there to receive it (a busy host may not have seen it leave yet).
     if (!(await clientStillConnected(response))) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
       return;
     }
     await recordReply(turn, { status: 'completed', text, toolCalls, usage, finishReason });
-    response.set('X-Conversation-ID', turn.rootId).json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls, logprobs));
+    response.set('X-Conversation-ID', turn.rootId).json(answer(turn, completion));
   } catch (error) {
     if (isShutdownAbort(controller.signal)) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });
@@ -45,4 +47,12 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   } finally {
     response.off('close', abortOnClose);
   }
+}
+
+/** The body of a JSON answer to a turn whose reply completed (and is on record). */
+export type JsonAnswer = (turn: ChatTurn, completion: ChatCompletion) => Record<string, unknown>;
+
+function chatCompletionAnswer(turn: ChatTurn, completion: ChatCompletion): Record<string, unknown> {
+  const { text, finishReason, usage, toolCalls, logprobs } = completion;
+  return completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls, logprobs);
 }

@@ -38,7 +38,7 @@ describe('budgets', () => {
     });
     await expect(budgets.check(callerOf('p', 'Practitioner/bob'), governance)).resolves.toBeDefined();
     expect(await telemetry.points('fhirgate.governance.refusals')).toEqual([
-      { attributes: { 'fhirgate.rule': 'budget', 'fhirgate.budget': 'user_day_tokens', 'fhirgate.project.id': 'p' }, value: 1 },
+      { attributes: { 'fhirgate.governance.rule': 'budget', 'fhirgate.budget': 'user_day_tokens', 'fhirgate.project.id': 'p' }, value: 1 },
     ]);
   });
 

@@ -80,7 +80,7 @@ export class Budgets {
       this.#observe(projectId, governance.budgets, spend, periods);
       const exceeded = usedUp(governance.budgets, spend, periods);
       if (exceeded) {
-        this.#telemetry.governanceRefusals.add(1, { 'fhirgate.rule': 'budget', 'fhirgate.budget': budgetName(exceeded), 'fhirgate.project.id': projectId });
+        this.#telemetry.governanceRefusals.add(1, { 'fhirgate.governance.rule': 'budget', 'fhirgate.budget': budgetName(exceeded), 'fhirgate.project.id': projectId });
         throw budgetExceeded(exceeded, windowOf(periods, exceeded.period).endsAt, now);
       }
     }

@@ -1,8 +1,9 @@
 /**
  * The governance layer of the chat routes, built once per plugin: who may use which model (model-access.ts), token
  * and cost budgets (budgets.ts, budget-counters.ts) and the usage report (usage-report.ts). The chat pipeline calls
- * it in two named steps before anything of a turn is stored or sent (`checkModelAccess`, `checkBudgets`), and
- * settles the budgets where the reply is recorded (chat-turn.ts).
+ * it in two named steps before anything of a turn is stored or sent (`checkModelAccess` first, `checkBudgets` after
+ * the patient data egress step of patient-data-egress.ts), and settles the budgets where the reply is recorded
+ * (chat-turn.ts).
  */
 import type { FhirgateHost, CallerContext } from '../host.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';

@@ -73,7 +73,7 @@ describe('ModelAccess', () => {
       message: expect.stringContaining("No model was named, and the project's default model 'openai/gpt-4o' is not among"),
     });
     expect(await telemetry.points('fhirgate.governance.refusals')).toEqual([
-      { attributes: { 'fhirgate.rule': 'model_access', 'fhirgate.project.id': 'p', 'gen_ai.request.model': 'openai/gpt-4o' }, value: 2 },
+      { attributes: { 'fhirgate.governance.rule': 'model_access', 'fhirgate.project.id': 'p', 'gen_ai.request.model': 'openai/gpt-4o' }, value: 2 },
     ]);
   });
 

@@ -94,7 +94,7 @@ export class ModelAccess {
       return target;
     }
     if (!mayUse(permission, target.id)) {
-      this.#options.telemetry.governanceRefusals.add(1, { 'fhirgate.rule': 'model_access', 'fhirgate.project.id': caller.project.id, 'gen_ai.request.model': target.id });
+      this.#options.telemetry.governanceRefusals.add(1, { 'fhirgate.governance.rule': 'model_access', 'fhirgate.project.id': caller.project.id, 'gen_ai.request.model': target.id });
       throw notAllowed(requested?.trim() ? `The model '${target.id}' is` : `No model was named, and the project's default model '${target.id}' is`);
     }
     return { ...target, fallbacks: target.fallbacks.filter((fallback) => mayUse(permission, fallback.id)) };

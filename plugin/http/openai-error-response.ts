@@ -24,13 +24,18 @@ const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   429: 'rate_limit_error',
 };
 
+/** Codes whose type is not their status's: a refusal of what the request asks for, not of who asks. */
+const ERROR_TYPE_BY_CODE: Readonly<Partial<Record<AppError['code'], string>>> = {
+  patient_data_not_allowed: 'invalid_request_error',
+};
+
 /** Renders an AppError in the spec's error body. */
 export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
   const param = typeof error.details?.param === 'string' ? error.details.param : undefined;
   return {
     error: {
       message: error.message,
-      type: ERROR_TYPE_BY_STATUS[error.status] ?? 'api_error',
+      type: ERROR_TYPE_BY_CODE[error.code] ?? ERROR_TYPE_BY_STATUS[error.status] ?? 'api_error',
       code: error.code,
       ...(param ? { param } : {}),
     },

@@ -24,6 +24,8 @@ describe('routeOf', () => {
     ['/v1/models', '/v1/models'],
     ['/v1/embeddings', '/v1/*'],
     ['/v1/models/openai/gpt-4o', '/v1/models/{id}'],
+    ['/v1/responses', '/v1/responses'],
+    ['/v1/responses/resp_0b5e', '/v1/responses/{id}'],
     ['/account/api/token/device', '/account/api/token/device/'],
     ['/account/api/token/device/', '/account/api/token/device/'],
     ['/graphql', '/graphql'],

@@ -63,7 +63,8 @@ async function startLocal(): Promise<E2eTarget> {
   const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-e2e-'));
   const emulator = await startLlmEmulator();
   const authFile = join(dataDir, 'device-auth.json');
-  const environment = { FHIRGATE_DATA_DIR: dataDir, AI_PROVIDER: 'openai', AI_API_KEY: 'sk-e2e', AI_API_BASE: `${emulator.url}/v1`, AI_MODEL: 'gpt-4o-mini' };
+  // The emulator answers on loopback: cleared for patient data.
+  const environment = { FHIRGATE_DATA_DIR: dataDir, AI_PROVIDER: 'openai', AI_API_KEY: 'sk-e2e', AI_API_BASE: `${emulator.url}/v1`, AI_MODEL: 'gpt-4o-mini', AI_PATIENT_DATA_MODELS: '*' };
   let host: HostProcess | undefined = await startHostProcess(environment);
   try {
     const credentials = await adminClientOf(dataDir, host.url);

@@ -38,7 +38,9 @@ export async function startChatHost(
   const emulator = await startLlmEmulator();
   const provider = { kind: 'openai' as const, apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], ...options.provider };
   const others = Object.fromEntries((options.withProviders ?? []).map((name) => [name, OTHER_PROVIDERS[name].settings(emulator.url)]));
-  const host = await startTestHost({ ...options.host, plugin: { ...options.plugin, llm: { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL } } });
+  // The emulator answers on loopback: every model of these tests is cleared for patient data.
+  const llm = { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL, patientDataModels: ['openai/*', ...(options.withProviders ?? []).map((name) => `${name}/*`)] };
+  const host = await startTestHost({ ...options.host, plugin: { ...options.plugin, llm } });
   return {
     emulator,
     host,

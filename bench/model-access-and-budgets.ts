@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * Benchmark 7, governance:
- *   node bench/governance.ts --out <file.json> [--smoke]
+ * Benchmark 10, governance (model access and budgets):
+ *   node bench/model-access-and-budgets.ts --out <file.json> [--smoke]
  * What model access and the budgets add to a chat turn: the governance steps run in a process of their own, pinned
- * to the contender's core (bench/governance/governance-turns.ts), against a real SQLite store and a real Redis
+ * to the contender's core (bench/model-access-and-budgets/governance-turns.ts), against a real SQLite store and a real Redis
  * (a redis-server of the run's own when one is installed, else REDIS_URL), beside the same turns without the steps.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,11 +15,11 @@ import { hasRedisServer, startOwnRedis, type OwnRedis } from '../test/support/ow
 import { planCoreLayout, startNodeProcess } from './lib/processes.ts';
 import type { ScenarioSection } from './lib/section.ts';
 import { formatNumber } from './lib/statistics.ts';
-import type { GovernanceTurnsResult } from './governance/governance-turns.ts';
+import type { GovernanceTurnsResult } from './model-access-and-budgets/governance-turns.ts';
 
 const { values } = parseArgs({ options: { out: { type: 'string' }, smoke: { type: 'boolean', default: false } } });
 if (!values.out) {
-  throw new Error('usage: node bench/governance.ts --out <file.json> [--smoke]');
+  throw new Error('usage: node bench/model-access-and-budgets.ts --out <file.json> [--smoke]');
 }
 const outFile = resolve(values.out);
 process.chdir(resolve(dirname(fileURLToPath(import.meta.url)), '..'));
@@ -46,7 +46,7 @@ process.stdout.write(`${section.title}: written to ${outFile}\n`);
 async function measure(url: string | undefined): Promise<GovernanceTurnsResult> {
   const { REDIS_URL: _unused, ...environment } = process.env;
   const env = url ? { ...environment, REDIS_URL: url } : environment;
-  const child = startNodeProcess(['bench/governance/governance-turns.ts', String(plan.turns), String(plan.repetitions)], { core: cores.contenderCore, env });
+  const child = startNodeProcess(['bench/model-access-and-budgets/governance-turns.ts', String(plan.turns), String(plan.repetitions)], { core: cores.contenderCore, env });
   const exited = new Promise<number | null>((resolveExit) => child.once('exit', resolveExit));
   const [stdout, stderr, code] = await Promise.all([text(child.stdout ?? process.stdin), text(child.stderr ?? process.stdin), exited]);
   if (code !== 0) {
@@ -60,7 +60,7 @@ function buildSection(measured: GovernanceTurnsResult): ScenarioSection {
   const micros = (value: number): string => `${formatNumber(value, 1)} µs`;
   const added = governed.cpuMicrosPerTurn - floor.cpuMicrosPerTurn;
   return {
-    title: '7. Governance',
+    title: '10. Governance: model access and budgets',
     method:
       `The two governance steps of a chat turn (\`checkModelAccess\`, \`checkBudgets\`) and the settlement of its usage (sent to Redis with the project's other replies of the same turn of the event loop, not awaited), ` +
       `in a process of their own (${cores.contenderCore === undefined ? 'not pinned' : `pinned to core ${cores.contenderCore}`}) on a real SQLite store ` +

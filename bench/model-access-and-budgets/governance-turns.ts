@@ -1,7 +1,8 @@
 /**
- * The governance steps alone, in one process (bench/governance.ts pins it to the contender's core): what model
- * access and the budgets add to each chat turn, on a real SQLite store (the project, its memberships and the
- * AccessPolicies that grant models, read as the chat route reads them) and the real Redis the budget counters share.
+ * The governance steps alone, in one process (bench/model-access-and-budgets.ts pins it to the contender's core):
+ * what model access and the budgets add to each chat turn, on a real SQLite store (the project, its memberships and
+ * the AccessPolicies that grant models, read as the chat route reads them) and the real Redis the budget counters
+ * share.
  *
  * Each turn does what every turn does anyway (the model resolved from the project's catalog), then, in the governed
  * variants, the two pipeline steps (`checkModelAccess`, `checkBudgets`) and the settlement of the reply's usage
@@ -11,7 +12,7 @@
  * a turn spends in the two steps before its provider call, one turn at a time; and the first check of a user new to
  * the instance, which reads the counters from Redis before it compares.
  *
- *   node bench/governance/governance-turns.ts <turns> <repetitions>     (REDIS_URL: the Redis to share counters in)
+ *   node bench/model-access-and-budgets/governance-turns.ts <turns> <repetitions>     (REDIS_URL: the Redis to share counters in)
  * Prints one JSON object (GovernanceTurnsResult).
  */
 import { performance } from 'node:perf_hooks';
