@@ -25,13 +25,14 @@ export class ModelTranscript {
   }
 }
 
-/** `model` with de-identified requests and re-identified answers. */
-export function deIdentifiedModel(model: ChatModel, pseudonyms: Pseudonymizer, transcript: ModelTranscript): ChatModel {
+/** `model` with de-identified requests and re-identified answers; `onSend` is called before each request goes out. */
+export function deIdentifiedModel(model: ChatModel, pseudonyms: Pseudonymizer, transcript: ModelTranscript, onSend: () => void = () => undefined): ChatModel {
   return {
     provider: model.provider,
     // Which fields the provider takes does not depend on the text in them.
     ...(model.checkRequest ? { checkRequest: model.checkRequest.bind(model) } : {}),
     complete: async (request) => {
+      onSend();
       const completion = await model.complete(deIdentifyRequest(request, pseudonyms));
       transcript.add(completion.text);
       return {
@@ -40,7 +41,10 @@ export function deIdentifiedModel(model: ChatModel, pseudonyms: Pseudonymizer, t
         toolCalls: completion.toolCalls?.map((call) => reIdentifyCall(call, pseudonyms)),
       };
     },
-    stream: (request) => reIdentifiedStream(model.stream(deIdentifyRequest(request, pseudonyms)), pseudonyms, transcript, request.signal),
+    stream: (request) => {
+      onSend();
+      return reIdentifiedStream(model.stream(deIdentifyRequest(request, pseudonyms)), pseudonyms, transcript, request.signal);
+    },
   };
 }
 

@@ -60,6 +60,18 @@ describe('applyPatientDataEgress', () => {
     expect(answers.map((answer) => answer.text)).toEqual(['Is María López ok?', 'And María?']);
   });
 
+  test('a de-identified turn is counted once, when its first request goes out, not when it is prepared', async () => {
+    const counted: number[] = [];
+    const telemetry = createTelemetry('test');
+    const counting = { ...options, telemetry: { ...telemetry, deIdentifiedTurns: { add: (value: number) => counted.push(value) } as typeof telemetry.deIdentifiedTurns } };
+    const egress = await applyPatientDataEgress(counting, turn({ project: project('de-identify'), model: resolved('open/m', echoModel(), [resolved('open/n', echoModel())]) }));
+    expect(counted).toEqual([]);
+    await call(egress.target, 'first step');
+    await call(egress.target, 'a tool loop step');
+    await call(egress.target.fallbacks[0], 'the fallback');
+    expect(counted).toEqual([1]);
+  });
+
   test('log probabilities cannot be given for a de-identified turn: 400 naming logprobs, before anything is sent', async () => {
     await expect(applyPatientDataEgress(options, turn({ project: project('de-identify'), model: resolved('open/m', echoModel()), options: { logprobs: { top: 0 } } }))).rejects.toMatchObject({
       code: 'invalid_request',

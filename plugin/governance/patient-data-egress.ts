@@ -89,8 +89,15 @@ export async function applyPatientDataEgress(options: PatientDataOptions, turn: 
   const patient = turn.subject.patient ?? (await readPatient(await turn.systemRepo(), turn.subject.reference));
   const pseudonyms = new Pseudonymizer(patient, dateShiftDays(options.dateShiftKey, turn.project.id, turn.conversationId));
   const deIdentification = new TurnDeIdentification(pseudonyms, turn.messages);
-  const wrap = (model: ResolvedModel): ResolvedModel => ({ ...model, model: deIdentifiedModel(model.model, pseudonyms, deIdentification.transcript) });
-  options.telemetry.deIdentifiedTurns.add(1, { 'fhirgate.project.id': turn.project.id, 'gen_ai.request.model': turn.model.id });
+  // Counted once the turn's first request goes out: a turn refused by a later step never sent anything.
+  let counted = false;
+  const countTurn = (): void => {
+    if (!counted) {
+      counted = true;
+      options.telemetry.deIdentifiedTurns.add(1, { 'fhirgate.project.id': turn.project.id, 'gen_ai.request.model': turn.model.id });
+    }
+  };
+  const wrap = (model: ResolvedModel): ResolvedModel => ({ ...model, model: deIdentifiedModel(model.model, pseudonyms, deIdentification.transcript, countTurn) });
   return { target: { ...wrap(turn.model), fallbacks: turn.model.fallbacks.map(wrap) }, deIdentification };
 }
 
