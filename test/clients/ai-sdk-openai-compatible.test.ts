@@ -1,0 +1,101 @@
+/**
+ * The client matrix: the Vercel AI SDK (`ai`) with `@ai-sdk/openai-compatible`, which speaks chat completions, set
+ * up as docs/clients.md shows it. fhirgate's own fields go in `providerOptions.<provider name>`, which the provider
+ * puts into the body as they are. The SDK has no call that lists a provider's models; docs/clients.md says so.
+ */
+import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
+import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from 'ai';
+import { z } from 'zod';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, startClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+
+describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat completions)', () => {
+  let matrix: ClientMatrix;
+  let session: MatrixSession;
+  let fhirgate: OpenAICompatibleProvider;
+
+  beforeAll(async () => {
+    matrix = await startClientMatrix();
+  });
+  afterAll(() => matrix.close());
+  beforeEach(async () => {
+    matrix.emulator.reset();
+    session = await matrix.signIn();
+    fhirgate = createOpenAICompatible({ name: 'fhirgate', baseURL: session.baseURL, apiKey: session.apiKey, headers: session.headers, supportsStructuredOutputs: true, includeUsage: true });
+  });
+
+  const getWeather = tool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => weatherIn(city) });
+
+  test('generate, with a token asked of the apiKey function for each request', async () => {
+    const first = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Summarise the last visit.', maxRetries: 0 });
+    await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Again.', maxRetries: 0 });
+
+    expect(first.text).toBe('Echo: Summarise the last visit.');
+    expect(first.usage).toMatchObject({ inputTokens: 4, outputTokens: 5 });
+    expect(matrix.emulator.received[0].messages).toEqual([{ role: 'user', content: 'Summarise the last visit.' }]);
+    expect(new Set(session.issuedTokens).size).toBe(2);
+    expect(await session.conversations()).toEqual([
+      ['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.'],
+      ['prompt: Again.', 'reply: Echo: Again.'],
+    ]);
+  });
+
+  test('stream', async () => {
+    const result = streamText({ model: fhirgate(CHAT_MODEL), prompt: 'Stream the answer please', maxRetries: 0 });
+    let text = '';
+    for await (const delta of result.textStream) {
+      text += delta;
+    }
+    expect(text).toBe('Echo: Stream the answer please');
+    expect(matrix.emulator.received[0].stream).toBe(true);
+    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+  });
+
+  test('a conversation continued with providerOptions.fhirgate.conversation_id, read from the X-Conversation-ID header', async () => {
+    const first = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Remember 7.', maxRetries: 0 });
+    const conversationId = first.response.headers?.['x-conversation-id'];
+    const second = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'And 8?', providerOptions: { fhirgate: { conversation_id: conversationId ?? '' } }, maxRetries: 0 });
+
+    expect(second.text).toBe('Echo: And 8?');
+    expect(matrix.emulator.received[1].messages).toEqual([
+      { role: 'user', content: 'Remember 7.' },
+      { role: 'assistant', content: 'Echo: Remember 7.' },
+      { role: 'user', content: 'And 8?' },
+    ]);
+    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+  });
+
+  test('a tool round trip: the SDK runs the tool and sends the call and its result back in the next step', async () => {
+    const result = await generateText({ model: fhirgate(CHAT_MODEL), prompt: ASK_WEATHER, tools: { get_weather: getWeather }, stopWhen: stepCountIs(2), maxRetries: 0 });
+
+    expect(result.steps.map((step) => step.finishReason)).toEqual(['tool-calls', 'stop']);
+    expect(result.text).toMatch(/^Echo: Weather in Lyon\?/);
+    expect(matrix.emulator.received[1].messages.slice(-2)).toEqual([
+      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
+      { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' },
+    ]);
+    // Each step is a request of its own with the whole history: a conversation each on record.
+    expect(await session.conversations()).toEqual([
+      [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
+      ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
+    ]);
+  });
+
+  test('structured output (Output.object, supportsStructuredOutputs), sent as response_format json_schema', async () => {
+    const result = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Latest vitals as JSON.', output: Output.object({ schema: jsonSchema<typeof VITALS_EXAMPLE>(VITALS_SCHEMA) }), maxRetries: 0 });
+
+    expect(result.output).toEqual(VITALS_EXAMPLE);
+    expect(matrix.emulator.received[0].output.responseFormat).toEqual({ type: 'json_schema', name: 'response', schema: VITALS_SCHEMA, strict: true });
+  });
+
+  test('errors: APICallError with statusCode 401 for a bad token, 400 with the parameter named for a bad one', async () => {
+    const stranger = createOpenAICompatible({ name: 'fhirgate', baseURL: session.baseURL, apiKey: BAD_TOKEN, headers: session.headers });
+    const unauthenticated = await generateText({ model: stranger(CHAT_MODEL), prompt: 'Hi', maxRetries: 0 }).catch((error: unknown) => error);
+    expect(APICallError.isInstance(unauthenticated)).toBe(true);
+    expect(unauthenticated).toMatchObject({ statusCode: 401, isRetryable: false, message: 'Missing, invalid or expired access token.' });
+
+    const invalid = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Hi', temperature: 5, maxRetries: 0 }).catch((error: unknown) => error);
+    expect(APICallError.isInstance(invalid)).toBe(true);
+    expect(invalid).toMatchObject({ statusCode: 400, isRetryable: false, message: expect.stringContaining('temperature') });
+    expect(matrix.emulator.received).toHaveLength(0);
+  });
+});
