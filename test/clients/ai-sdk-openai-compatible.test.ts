@@ -6,7 +6,7 @@
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, startClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, OTHER_PROVIDERS, readPrompts, recordedRequestOf, startClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
 
 describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat completions)', () => {
   let matrix: ClientMatrix;
@@ -14,7 +14,7 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
   let fhirgate: OpenAICompatibleProvider;
 
   beforeAll(async () => {
-    matrix = await startClientMatrix();
+    matrix = await startClientMatrix(['vllm']);
   });
   afterAll(() => matrix.close());
   beforeEach(async () => {
@@ -85,6 +85,20 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
 
     expect(result.output).toEqual(VITALS_EXAMPLE);
     expect(matrix.emulator.received[0].output.responseFormat).toEqual({ type: 'json_schema', name: 'response', schema: VITALS_SCHEMA, strict: true });
+  });
+
+  test("a server's own fields (providerOptions): an OpenAI-compatible provider receives them as sent, OpenAI refuses them by name", async () => {
+    const vendorFields = { min_p: 0.05, repetition_penalty: 1.1 };
+    const local = await generateText({ model: fhirgate(OTHER_PROVIDERS.vllm.model), prompt: 'Hello', providerOptions: { fhirgate: vendorFields }, maxRetries: 0 });
+
+    expect(local.text).toBe('Echo: Hello');
+    expect(matrix.emulator.received[0].body).toMatchObject({ model: 'qwen3-8b', ...vendorFields });
+    const [prompt] = await readPrompts(session.medplum);
+    expect(recordedRequestOf(prompt)).toMatchObject(vendorFields);
+
+    const refused = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Hello', providerOptions: { fhirgate: vendorFields }, maxRetries: 0 }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ statusCode: 400, message: expect.stringContaining("min_p: is not a field fhirgate knows, and the provider 'openai' (OpenAI) does not take it") });
+    expect(matrix.emulator.received).toHaveLength(1);
   });
 
   test('errors: APICallError with statusCode 401 for a bad token, 400 with the parameter named for a bad one', async () => {

@@ -9,10 +9,10 @@ import type { Communication } from '@medplum/fhirtypes';
 import { EXTENSION } from '../../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import type { LlmEmulator } from '../emulator/index.ts';
-import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
+import { CHAT_MODEL, OTHER_PROVIDERS, startChatHost, type ChatHost } from '../support/chat-host.ts';
 import type { TestHost } from '../support/test-host.ts';
 
-export { CHAT_MODEL };
+export { CHAT_MODEL, OTHER_PROVIDERS };
 
 /** The matrix's host: one per test file. */
 export interface ClientMatrix {
@@ -40,9 +40,9 @@ export interface MatrixSession {
   conversations(): Promise<string[][]>;
 }
 
-/** Starts the emulator and a host on it (the `openai` provider, model {@link CHAT_MODEL}). */
-export async function startClientMatrix(): Promise<ClientMatrix> {
-  const chatHost: ChatHost = await startChatHost();
+/** Starts the emulator and a host on it: the `openai` provider (model {@link CHAT_MODEL}), and the `withProviders` named. */
+export async function startClientMatrix(withProviders: readonly (keyof typeof OTHER_PROVIDERS)[] = []): Promise<ClientMatrix> {
+  const chatHost: ChatHost = await startChatHost({ withProviders });
   const { emulator, host } = chatHost;
   return {
     emulator,
