@@ -6,21 +6,15 @@
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, OTHER_PROVIDERS, readPrompts, recordedRequestOf, startClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, OTHER_PROVIDERS, readPrompts, recordedRequestOf, STREAMED, UNRELATED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn } from './client-matrix.ts';
 
 describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat completions)', () => {
-  let matrix: ClientMatrix;
-  let session: MatrixSession;
+  const matrix = useClientMatrix(['vllm']);
   let fhirgate: OpenAICompatibleProvider;
 
-  beforeAll(async () => {
-    matrix = await startClientMatrix(['vllm']);
-  });
-  afterAll(() => matrix.close());
-  beforeEach(async () => {
-    matrix.emulator.reset();
-    session = await matrix.signIn();
-    fhirgate = createOpenAICompatible({ name: 'fhirgate', baseURL: session.baseURL, apiKey: session.apiKey, headers: session.headers, supportsStructuredOutputs: true, includeUsage: true });
+  beforeEach(() => {
+    const { baseURL, apiKey, headers } = matrix.session;
+    fhirgate = createOpenAICompatible({ name: 'fhirgate', baseURL, apiKey, headers, supportsStructuredOutputs: true, includeUsage: true });
   });
 
   const getWeather = tool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => weatherIn(city) });
@@ -32,22 +26,19 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
     expect(first.text).toBe('Echo: Summarise the last visit.');
     expect(first.usage).toMatchObject({ inputTokens: 4, outputTokens: 5 });
     expect(matrix.emulator.received[0].messages).toEqual([{ role: 'user', content: 'Summarise the last visit.' }]);
-    expect(new Set(session.issuedTokens).size).toBe(2);
-    expect(await session.conversations()).toEqual([
-      ['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.'],
-      ['prompt: Again.', 'reply: Echo: Again.'],
-    ]);
+    expect(new Set(matrix.session.issuedTokens).size).toBe(2);
+    expect(await matrix.session.conversations()).toEqual(UNRELATED.asTwoConversations);
   });
 
   test('stream', async () => {
-    const result = streamText({ model: fhirgate(CHAT_MODEL), prompt: 'Stream the answer please', maxRetries: 0 });
+    const result = streamText({ model: fhirgate(CHAT_MODEL), prompt: STREAMED.prompt, maxRetries: 0 });
     let text = '';
     for await (const delta of result.textStream) {
       text += delta;
     }
-    expect(text).toBe('Echo: Stream the answer please');
+    expect(text).toBe(STREAMED.answer);
     expect(matrix.emulator.received[0].stream).toBe(true);
-    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+    expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
   test('a conversation continued with providerOptions.fhirgate.conversation_id, read from the X-Conversation-ID header', async () => {
@@ -56,12 +47,8 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
     const second = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'And 8?', providerOptions: { fhirgate: { conversation_id: conversationId ?? '' } }, maxRetries: 0 });
 
     expect(second.text).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('a tool round trip: the SDK runs the tool and sends the call and its result back in the next step', async () => {
@@ -69,15 +56,9 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
 
     expect(result.steps.map((step) => step.finishReason)).toEqual(['tool-calls', 'stop']);
     expect(result.text).toMatch(/^Echo: Weather in Lyon\?/);
-    expect(matrix.emulator.received[1].messages.slice(-2)).toEqual([
-      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
-      { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' },
-    ]);
+    expect(matrix.emulator.received[1].messages.slice(-2)).toEqual(CLIENT_TOOL_LOOP.callAndResult);
     // Each step is a request of its own with the whole history: a conversation each on record.
-    expect(await session.conversations()).toEqual([
-      [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
-      ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
-    ]);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
   });
 
   test('structured output (Output.object, supportsStructuredOutputs), sent as response_format json_schema', async () => {
@@ -93,7 +74,7 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
 
     expect(local.text).toBe('Echo: Hello');
     expect(matrix.emulator.received[0].body).toMatchObject({ model: 'qwen3-8b', ...vendorFields });
-    const [prompt] = await readPrompts(session.medplum);
+    const [prompt] = await readPrompts(matrix.session.medplum);
     expect(recordedRequestOf(prompt)).toMatchObject(vendorFields);
 
     const refused = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Hello', providerOptions: { fhirgate: vendorFields }, maxRetries: 0 }).catch((error: unknown) => error);
@@ -102,7 +83,7 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
   });
 
   test('errors: APICallError with statusCode 401 for a bad token, 400 with the parameter named for a bad one', async () => {
-    const stranger = createOpenAICompatible({ name: 'fhirgate', baseURL: session.baseURL, apiKey: BAD_TOKEN, headers: session.headers });
+    const stranger = createOpenAICompatible({ name: 'fhirgate', baseURL: matrix.session.baseURL, apiKey: BAD_TOKEN, headers: matrix.session.headers });
     const unauthenticated = await generateText({ model: stranger(CHAT_MODEL), prompt: 'Hi', maxRetries: 0 }).catch((error: unknown) => error);
     expect(APICallError.isInstance(unauthenticated)).toBe(true);
     expect(unauthenticated).toMatchObject({ statusCode: 401, isRetryable: false, message: 'Missing, invalid or expired access token.' });

@@ -6,21 +6,15 @@
 import { createOpenAI, type OpenAIProvider } from '@ai-sdk/openai';
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, readPrompts, recordedRequestOf, startClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, readPrompts, recordedRequestOf, STREAMED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn } from './client-matrix.ts';
 
 describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => {
-  let matrix: ClientMatrix;
-  let session: MatrixSession;
+  const matrix = useClientMatrix();
   let provider: OpenAIProvider;
 
-  beforeAll(async () => {
-    matrix = await startClientMatrix();
-  });
-  afterAll(() => matrix.close());
-  beforeEach(async () => {
-    matrix.emulator.reset();
-    session = await matrix.signIn();
-    provider = createOpenAI({ baseURL: session.baseURL, apiKey: session.apiKey, headers: session.headers });
+  beforeEach(() => {
+    const { baseURL, apiKey, headers } = matrix.session;
+    provider = createOpenAI({ baseURL, apiKey, headers });
   });
 
   const getWeather = tool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => weatherIn(city) });
@@ -34,22 +28,22 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
       { role: 'system', content: 'Answer briefly.' },
       { role: 'user', content: 'Summarise the last visit.' },
     ]);
-    expect(session.issuedTokens).toHaveLength(1);
+    expect(matrix.session.issuedTokens).toHaveLength(1);
     // What the SDK sent is on record: the Responses API's body.
-    const [prompt] = await readPrompts(session.medplum);
+    const [prompt] = await readPrompts(matrix.session.medplum);
     expect(recordedRequestOf(prompt)).toMatchObject({ model: CHAT_MODEL, input: [{ role: 'system', content: 'Answer briefly.' }, { role: 'user' }] });
-    expect(await session.conversations()).toEqual([['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.']]);
+    expect(await matrix.session.conversations()).toEqual([['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.']]);
   });
 
   test('stream', async () => {
-    const result = streamText({ model: provider(CHAT_MODEL), prompt: 'Stream the answer please', maxRetries: 0 });
+    const result = streamText({ model: provider(CHAT_MODEL), prompt: STREAMED.prompt, maxRetries: 0 });
     let text = '';
     for await (const delta of result.textStream) {
       text += delta;
     }
-    expect(text).toBe('Echo: Stream the answer please');
+    expect(text).toBe(STREAMED.answer);
     expect(matrix.emulator.received[0].stream).toBe(true);
-    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+    expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
   test('a conversation continued with providerOptions.openai.previousResponseId: one conversation on record', async () => {
@@ -62,12 +56,8 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
     });
 
     expect(second.text).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test("the client's own history (response.messages): the earlier reply goes back as an item_reference fhirgate reads from its record", async () => {
@@ -77,18 +67,11 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
     const second = await generateText({ model: provider(CHAT_MODEL), messages, maxRetries: 0 });
 
     expect(second.text).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    const prompts = await readPrompts(session.medplum);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    const prompts = await readPrompts(matrix.session.medplum);
     expect((recordedRequestOf(prompts[1]).input as unknown[])[1]).toEqual({ type: 'item_reference', id: `msg_${String(first.providerMetadata?.openai?.responseId).replace(/^resp_/, '')}` });
     // The history came from the client, not from a conversation fhirgate was asked to continue: a conversation each.
-    expect(await session.conversations()).toEqual([
-      ['prompt: Remember 7.', 'reply: Echo: Remember 7.'],
-      ['prompt: And 8?', 'reply: Echo: And 8?'],
-    ]);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asTwoConversations);
   });
 
   test('a tool round trip: the SDK runs the tool and sends the call and its output back in the next step', async () => {
@@ -98,15 +81,9 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
     expect(result.steps[0].toolResults.map((toolResult) => toolResult.output)).toEqual(['Sunny in Lyon']);
     expect(result.text).toMatch(/^Echo: Weather in Lyon\?/);
     const [, secondStep] = matrix.emulator.received;
-    expect(secondStep.messages.slice(-2)).toEqual([
-      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
-      { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' },
-    ]);
+    expect(secondStep.messages.slice(-2)).toEqual(CLIENT_TOOL_LOOP.callAndResult);
     // Each step is a request of its own with the whole history: a conversation each on record.
-    expect(await session.conversations()).toEqual([
-      [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
-      ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
-    ]);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
   });
 
   test('structured output (Output.object), sent as text.format json_schema', async () => {
@@ -114,12 +91,12 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
 
     expect(result.output).toEqual(VITALS_EXAMPLE);
     expect(matrix.emulator.received[0].output.responseFormat).toMatchObject({ type: 'json_schema', schema: VITALS_SCHEMA, strict: true });
-    const [prompt] = await readPrompts(session.medplum);
+    const [prompt] = await readPrompts(matrix.session.medplum);
     expect(recordedRequestOf(prompt).text).toMatchObject({ format: { type: 'json_schema', strict: true } });
   });
 
   test('errors: APICallError with statusCode 401 for a bad token, 400 with the parameter named for a bad one', async () => {
-    const stranger = createOpenAI({ baseURL: session.baseURL, apiKey: BAD_TOKEN, headers: session.headers });
+    const stranger = createOpenAI({ baseURL: matrix.session.baseURL, apiKey: BAD_TOKEN, headers: matrix.session.headers });
     const unauthenticated = await generateText({ model: stranger(CHAT_MODEL), prompt: 'Hi', maxRetries: 0 }).catch((error: unknown) => error);
     expect(APICallError.isInstance(unauthenticated)).toBe(true);
     expect(unauthenticated).toMatchObject({ statusCode: 401, isRetryable: false, message: 'Missing, invalid or expired access token.' });

@@ -71,6 +71,78 @@ export async function startClientMatrix(withProviders: readonly (keyof typeof OT
   };
 }
 
+/** The host of a client's file, and the session of the test that runs (both set by {@link useClientMatrix}'s hooks). */
+export interface ClientMatrixContext {
+  readonly emulator: LlmEmulator;
+  readonly session: MatrixSession;
+}
+
+/**
+ * Registers the hooks every client's file has: one host for the file (with the `withProviders` named), and for each
+ * test the emulator's records cleared and a fresh project signed in. Call it first in the file's `describe`.
+ */
+export function useClientMatrix(withProviders: readonly (keyof typeof OTHER_PROVIDERS)[] = []): ClientMatrixContext {
+  let matrix: ClientMatrix | undefined;
+  let session: MatrixSession | undefined;
+  beforeAll(async () => {
+    matrix = await startClientMatrix(withProviders);
+  });
+  afterAll(() => matrix?.close());
+  beforeEach(async () => {
+    matrix?.emulator.reset();
+    session = await matrix?.signIn();
+  });
+  return {
+    get emulator(): LlmEmulator {
+      return definite(matrix).emulator;
+    },
+    get session(): MatrixSession {
+      return definite(session);
+    },
+  };
+}
+
+function definite<T>(value: T | undefined): T {
+  if (value === undefined) {
+    throw new Error('The client matrix is used outside a test.');
+  }
+  return value;
+}
+
+/** A first turn and a second that continues it: what every client's conversation test sends and expects. */
+export const CONTINUED = {
+  first: 'Remember 7.',
+  second: 'And 8?',
+  /** What the model receives with the second turn: the first as history. */
+  history: [
+    { role: 'user', content: 'Remember 7.' },
+    { role: 'assistant', content: 'Echo: Remember 7.' },
+    { role: 'user', content: 'And 8?' },
+  ],
+  /** The project's records: one conversation of both turns. */
+  asOneConversation: [['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']],
+  /** The project's records when the client kept the history itself: a conversation each. */
+  asTwoConversations: [
+    ['prompt: Remember 7.', 'reply: Echo: Remember 7.'],
+    ['prompt: And 8?', 'reply: Echo: And 8?'],
+  ],
+} as const;
+
+/** Two requests that name no conversation: a conversation each on record. */
+export const UNRELATED = {
+  asTwoConversations: [
+    ['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.'],
+    ['prompt: Again.', 'reply: Echo: Again.'],
+  ],
+} as const;
+
+/** A streamed request and the records it leaves. */
+export const STREAMED = {
+  prompt: 'Stream the answer please',
+  answer: 'Echo: Stream the answer please',
+  asOneConversation: [['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']],
+} as const;
+
 /** The model's function of the matrix: every client declares it in its own way. */
 export const WEATHER_TOOL = {
   name: 'get_weather',
@@ -83,6 +155,21 @@ export const weatherIn = (city: string): string => `Sunny in ${city}`;
 
 /** A user message that makes the emulated model call get_weather for Lyon once, then answer with text. */
 export const ASK_WEATHER = `Weather in Lyon? [emulator-behaviour ${JSON.stringify({ toolCalls: [[{ name: 'get_weather', arguments: { city: 'Lyon' } }]] })}]`;
+
+/**
+ * A tool loop the client runs itself, each step a request with the whole history: the second step as the provider
+ * receives it, and the records (a conversation for each step).
+ */
+export const CLIENT_TOOL_LOOP = {
+  callAndResult: [
+    { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
+    { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' },
+  ],
+  asTwoConversations: [
+    [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
+    ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
+  ],
+} as const;
 
 /** The structured output every client asks for; the emulator answers the schema's example (below). */
 export const VITALS_SCHEMA = {

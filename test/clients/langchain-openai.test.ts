@@ -7,23 +7,13 @@ import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langcha
 import { ChatOpenAI, type ChatOpenAIFields } from '@langchain/openai';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, startClientMatrix, VITALS_EXAMPLE, WEATHER_TOOL, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, STREAMED, UNRELATED, useClientMatrix, VITALS_EXAMPLE, WEATHER_TOOL, weatherIn } from './client-matrix.ts';
 
 describe("client matrix: LangChain's ChatOpenAI", () => {
-  let matrix: ClientMatrix;
-  let session: MatrixSession;
-
-  beforeAll(async () => {
-    matrix = await startClientMatrix();
-  });
-  afterAll(() => matrix.close());
-  beforeEach(async () => {
-    matrix.emulator.reset();
-    session = await matrix.signIn();
-  });
+  const matrix = useClientMatrix();
 
   const chatModel = (fields: ChatOpenAIFields = {}): ChatOpenAI =>
-    new ChatOpenAI({ model: CHAT_MODEL, apiKey: session.apiKey, configuration: { baseURL: session.baseURL, defaultHeaders: session.headers }, maxRetries: 0, ...fields });
+    new ChatOpenAI({ model: CHAT_MODEL, apiKey: matrix.session.apiKey, configuration: { baseURL: matrix.session.baseURL, defaultHeaders: matrix.session.headers }, maxRetries: 0, ...fields });
 
   test('invoke, with a token asked of the apiKey function for each request', async () => {
     const model = chatModel();
@@ -33,21 +23,18 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
     expect(answer.content).toBe('Echo: Summarise the last visit.');
     expect(answer.usage_metadata).toMatchObject({ input_tokens: 4, output_tokens: 5 });
     expect(matrix.emulator.received[0].messages).toEqual([{ role: 'user', content: 'Summarise the last visit.' }]);
-    expect(new Set(session.issuedTokens).size).toBe(2);
-    expect(await session.conversations()).toEqual([
-      ['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.'],
-      ['prompt: Again.', 'reply: Echo: Again.'],
-    ]);
+    expect(new Set(matrix.session.issuedTokens).size).toBe(2);
+    expect(await matrix.session.conversations()).toEqual(UNRELATED.asTwoConversations);
   });
 
   test('stream', async () => {
     let text = '';
-    for await (const chunk of await chatModel().stream('Stream the answer please')) {
+    for await (const chunk of await chatModel().stream(STREAMED.prompt)) {
       text += String(chunk.content);
     }
-    expect(text).toBe('Echo: Stream the answer please');
+    expect(text).toBe(STREAMED.answer);
     expect(matrix.emulator.received[0].stream).toBe(true);
-    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+    expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
   test("a conversation kept in LangChain's own message list: the history reaches the model, a conversation each on record", async () => {
@@ -57,15 +44,8 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
     const second = await model.invoke(messages);
 
     expect(second.text).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    expect(await session.conversations()).toEqual([
-      ['prompt: Remember 7.', 'reply: Echo: Remember 7.'],
-      ['prompt: And 8?', 'reply: Echo: And 8?'],
-    ]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asTwoConversations);
   });
 
   test('a conversation continued with previous_response_id (the Responses API): one conversation on record', async () => {
@@ -75,12 +55,8 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
 
     expect(first.response_metadata.id).toMatch(/^resp_/);
     expect(second.text).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('a tool round trip: bindTools, the call run by the application, its ToolMessage sent back', async () => {
@@ -94,10 +70,7 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
 
     expect(answer.content).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[1].messages.slice(-1)).toEqual([{ role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' }]);
-    expect(await session.conversations()).toEqual([
-      [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
-      ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
-    ]);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
   });
 
   test('structured output with withStructuredOutput, sent as response_format json_schema', async () => {

@@ -8,7 +8,7 @@ import type { ChatMessage, ToolCallLLMMessageOptions } from '@llamaindex/core/ll
 import { OpenAI as LlamaIndexOpenAI } from '@llamaindex/openai';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, readPrompts, recordedRequestOf, startClientMatrix, VITALS_EXAMPLE, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, readPrompts, recordedRequestOf, STREAMED, useClientMatrix, VITALS_EXAMPLE, weatherIn } from './client-matrix.ts';
 
 /** A chat completion as fhirgate answers it (LlamaIndex keeps it as `raw`). */
 interface FhirgateCompletion {
@@ -16,22 +16,15 @@ interface FhirgateCompletion {
 }
 
 describe("client matrix: LlamaIndex's OpenAI LLM", () => {
-  let matrix: ClientMatrix;
-  let session: MatrixSession;
+  const matrix = useClientMatrix();
   let llm: LlamaIndexOpenAI;
 
-  beforeAll(async () => {
-    matrix = await startClientMatrix();
-  });
-  afterAll(() => matrix.close());
   beforeEach(async () => {
-    matrix.emulator.reset();
-    session = await matrix.signIn();
-    llm = await signedIn(await session.apiKey());
+    llm = await signedIn(await matrix.session.apiKey());
   });
 
   const signedIn = async (apiKey: string, fields: { temperature?: number } = {}): Promise<LlamaIndexOpenAI> =>
-    new LlamaIndexOpenAI({ model: CHAT_MODEL, apiKey, baseURL: session.baseURL, additionalSessionOptions: { defaultHeaders: session.headers }, maxRetries: 0, ...fields });
+    new LlamaIndexOpenAI({ model: CHAT_MODEL, apiKey, baseURL: matrix.session.baseURL, additionalSessionOptions: { defaultHeaders: matrix.session.headers }, maxRetries: 0, ...fields });
 
   const getWeather = tool({ name: 'get_weather', description: 'Current weather in a city', parameters: z.object({ city: z.string() }), execute: ({ city }) => weatherIn(city) });
 
@@ -41,30 +34,30 @@ describe("client matrix: LlamaIndex's OpenAI LLM", () => {
     expect(response.message.content).toBe('Echo: Summarise the last visit.');
     // LlamaIndex sends its own defaults: what the provider received and what the record keeps.
     expect(matrix.emulator.received[0].body).toMatchObject({ messages: [{ role: 'user', content: 'Summarise the last visit.' }], temperature: 0.1, top_p: 1 });
-    const [prompt] = await readPrompts(session.medplum);
+    const [prompt] = await readPrompts(matrix.session.medplum);
     expect(recordedRequestOf(prompt)).toMatchObject({ model: CHAT_MODEL, temperature: 0.1, top_p: 1 });
-    expect(await session.conversations()).toEqual([['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.']]);
+    expect(await matrix.session.conversations()).toEqual([['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.']]);
   });
 
   test('a refreshing token: session, an openai client with an apiKey function, asked for each request', async () => {
-    const client = new OpenAI({ baseURL: session.baseURL, apiKey: session.apiKey, defaultHeaders: session.headers, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: matrix.session.baseURL, apiKey: matrix.session.apiKey, defaultHeaders: matrix.session.headers, maxRetries: 0 });
     const refreshing = new LlamaIndexOpenAI({ model: CHAT_MODEL, session: client as unknown as Awaited<LlamaIndexOpenAI['session']> });
     await refreshing.chat({ messages: [{ role: 'user', content: 'One.' }] });
     const second = await refreshing.complete({ prompt: 'Two.' });
 
     expect(second.text).toBe('Echo: Two.');
     // One token for the set-up in beforeEach, then one for each request.
-    expect(new Set(session.issuedTokens).size).toBe(3);
+    expect(new Set(matrix.session.issuedTokens).size).toBe(3);
   });
 
   test('stream', async () => {
     let text = '';
-    for await (const chunk of await llm.chat({ messages: [{ role: 'user', content: 'Stream the answer please' }], stream: true })) {
+    for await (const chunk of await llm.chat({ messages: [{ role: 'user', content: STREAMED.prompt }], stream: true })) {
       text += chunk.delta;
     }
-    expect(text).toBe('Echo: Stream the answer please');
+    expect(text).toBe(STREAMED.answer);
     expect(matrix.emulator.received[0].stream).toBe(true);
-    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+    expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
   test('a conversation continued with conversation_id in additionalChatOptions, read from the raw answer', async () => {
@@ -73,12 +66,8 @@ describe("client matrix: LlamaIndex's OpenAI LLM", () => {
     const second = await llm.chat({ messages: [{ role: 'user', content: 'And 8?' }], additionalChatOptions: { conversation_id: conversationId } as Record<string, unknown> });
 
     expect(second.message.content).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('a tool round trip with exec: LlamaIndex runs the tool and the next step sends its result', async () => {
@@ -91,10 +80,7 @@ describe("client matrix: LlamaIndex's OpenAI LLM", () => {
 
     expect(final.newMessages.at(-1)?.content).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[1].messages.slice(-1)).toEqual([{ role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' }]);
-    expect(await session.conversations()).toEqual([
-      [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
-      ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
-    ]);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
   });
 
   test("structured output: chat with a zod responseFormat, sent as response_format json_schema (exec's asks for a tool call instead)", async () => {
@@ -111,7 +97,7 @@ describe("client matrix: LlamaIndex's OpenAI LLM", () => {
     expect(unauthenticated).toMatchObject({ status: 401, type: 'authentication_error', message: '401 Missing, invalid or expired access token.' });
     expect((unauthenticated as Error).constructor.name).toBe('AuthenticationError');
 
-    const invalid = await (await signedIn(await session.apiKey(), { temperature: 5 })).chat({ messages: [{ role: 'user', content: 'Hi' }] }).catch((error: unknown) => error);
+    const invalid = await (await signedIn(await matrix.session.apiKey(), { temperature: 5 })).chat({ messages: [{ role: 'user', content: 'Hi' }] }).catch((error: unknown) => error);
     expect(invalid).toMatchObject({ status: 400, param: 'temperature', type: 'invalid_request_error' });
     expect((invalid as Error).constructor.name).toBe('BadRequestError');
     expect(matrix.emulator.received).toHaveLength(0);

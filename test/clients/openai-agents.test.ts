@@ -7,11 +7,10 @@
 import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, startClientMatrix, VITALS_EXAMPLE, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, STREAMED, useClientMatrix, VITALS_EXAMPLE, weatherIn } from './client-matrix.ts';
 
 describe('client matrix: the OpenAI Agents SDK', () => {
-  let matrix: ClientMatrix;
-  let session: MatrixSession;
+  const matrix = useClientMatrix();
   let runner: Runner;
 
   const getWeather = tool({ name: 'get_weather', description: 'Current weather in a city', parameters: z.object({ city: z.string() }), execute: async ({ city }) => weatherIn(city) });
@@ -19,19 +18,15 @@ describe('client matrix: the OpenAI Agents SDK', () => {
 
   /** A Runner on fhirgate, through an openai client with the given token. */
   const runnerWith = (apiKey: string | (() => Promise<string>)): Runner => {
-    const client = new OpenAI({ baseURL: session.baseURL, apiKey, defaultHeaders: session.headers, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: matrix.session.baseURL, apiKey, defaultHeaders: matrix.session.headers, maxRetries: 0 });
     return new Runner({ modelProvider: new OpenAIProvider({ openAIClient: client }) });
   };
 
-  beforeAll(async () => {
+  beforeAll(() => {
     setTracingDisabled(true);
-    matrix = await startClientMatrix();
   });
-  afterAll(() => matrix.close());
-  beforeEach(async () => {
-    matrix.emulator.reset();
-    session = await matrix.signIn();
-    runner = runnerWith(session.apiKey);
+  beforeEach(() => {
+    runner = runnerWith(matrix.session.apiKey);
   });
 
   test('a run with a function tool: the agent calls it, the SDK runs it and sends its output back', async () => {
@@ -45,25 +40,22 @@ describe('client matrix: the OpenAI Agents SDK', () => {
     ]);
     expect(matrix.emulator.received[1].messages.at(-1)).toEqual({ role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' });
     // A token for each of the two requests of the run.
-    expect(new Set(session.issuedTokens).size).toBe(2);
+    expect(new Set(matrix.session.issuedTokens).size).toBe(2);
     // The run keeps its history on the client and sends it whole: a conversation for each request.
-    expect(await session.conversations()).toEqual([
-      [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
-      ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
-    ]);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
   });
 
   test('stream', async () => {
-    const result = await runner.run(assistant, 'Stream the answer please', { stream: true });
+    const result = await runner.run(assistant, STREAMED.prompt, { stream: true });
     let text = '';
     for await (const delta of result.toTextStream()) {
       text += delta;
     }
     await result.completed;
 
-    expect(text).toBe('Echo: Stream the answer please');
+    expect(text).toBe(STREAMED.answer);
     expect(matrix.emulator.received[0].stream).toBe(true);
-    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+    expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
   test('a conversation continued with previousResponseId: the next run, its tool round trip included, is one conversation on record', async () => {
@@ -72,7 +64,7 @@ describe('client matrix: the OpenAI Agents SDK', () => {
 
     expect(second.finalOutput).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[2].messages.map((message) => message.content)).toEqual(['Answer briefly.', 'Remember 7.', 'Echo: Remember 7.', ASK_WEATHER, '', 'Sunny in Lyon']);
-    expect(await session.conversations()).toEqual([
+    expect(await matrix.session.conversations()).toEqual([
       [
         'prompt: Remember 7.',
         'reply: Echo: Remember 7.',

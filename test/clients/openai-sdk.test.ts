@@ -4,24 +4,18 @@
  * the user gets, what the provider received and what is on record.
  */
 import OpenAI from 'openai';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, startClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, WEATHER_TOOL, weatherIn, type ClientMatrix, type MatrixSession } from './client-matrix.ts';
+import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CONTINUED, STREAMED, UNRELATED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, WEATHER_TOOL, weatherIn } from './client-matrix.ts';
 
 /** fhirgate's fields on a chat completion, beside OpenAI's. */
 type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('client matrix: the openai SDK', () => {
-  let matrix: ClientMatrix;
-  let session: MatrixSession;
+  const matrix = useClientMatrix();
   let openai: OpenAI;
 
-  beforeAll(async () => {
-    matrix = await startClientMatrix();
-  });
-  afterAll(() => matrix.close());
-  beforeEach(async () => {
-    matrix.emulator.reset();
-    session = await matrix.signIn();
-    openai = new OpenAI({ baseURL: session.baseURL, apiKey: session.apiKey, defaultHeaders: session.headers, maxRetries: 0 });
+  beforeEach(() => {
+    const { baseURL, apiKey, headers } = matrix.session;
+    openai = new OpenAI({ baseURL, apiKey, defaultHeaders: headers, maxRetries: 0 });
   });
 
   /** A chat completion with fhirgate's own fields (`conversation_id`), which the SDK sends as they are. */
@@ -40,22 +34,19 @@ describe('client matrix: the openai SDK', () => {
 
     expect(completion.choices[0].message.content).toBe('Echo: Summarise the last visit.');
     expect(matrix.emulator.received[0].messages).toEqual([{ role: 'user', content: 'Summarise the last visit.' }]);
-    expect(new Set(session.issuedTokens).size).toBe(2);
-    expect(await session.conversations()).toEqual([
-      ['prompt: Summarise the last visit.', 'reply: Echo: Summarise the last visit.'],
-      ['prompt: Again.', 'reply: Echo: Again.'],
-    ]);
+    expect(new Set(matrix.session.issuedTokens).size).toBe(2);
+    expect(await matrix.session.conversations()).toEqual(UNRELATED.asTwoConversations);
   });
 
   test('chat: stream', async () => {
-    const stream = await openai.chat.completions.create({ model: CHAT_MODEL, stream: true, messages: [{ role: 'user', content: 'Stream the answer please' }] });
+    const stream = await openai.chat.completions.create({ model: CHAT_MODEL, stream: true, messages: [{ role: 'user', content: STREAMED.prompt }] });
     let text = '';
     for await (const chunk of stream) {
       text += chunk.choices[0]?.delta.content ?? '';
     }
-    expect(text).toBe('Echo: Stream the answer please');
+    expect(text).toBe(STREAMED.answer);
     expect(matrix.emulator.received[0].stream).toBe(true);
-    expect(await session.conversations()).toEqual([['prompt: Stream the answer please', 'reply: Echo: Stream the answer please']]);
+    expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
   test('chat: a conversation continued with conversation_id; its history is loaded by fhirgate', async () => {
@@ -63,12 +54,8 @@ describe('client matrix: the openai SDK', () => {
     const second = await complete({ conversation_id: first.conversation_id, messages: [{ role: 'user', content: 'And 8?' }] });
 
     expect(second.choices[0].message.content).toBe('Echo: And 8?');
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
-    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('chat: a tool round trip, the result sent into the conversation', async () => {
@@ -84,7 +71,7 @@ describe('client matrix: the openai SDK', () => {
       { role: 'assistant', content: '', toolCalls: [{ id: call.id, name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
       { role: 'tool', content: 'Sunny in Lyon', toolCallId: call.id },
     ]);
-    const [conversation] = await session.conversations();
+    const [conversation] = await matrix.session.conversations();
     expect(conversation.slice(1, 3)).toEqual(['reply: calls get_weather({"city":"Lyon"})', `prompt: result ${call.id}: Sunny in Lyon`]);
   });
 
@@ -109,13 +96,9 @@ describe('client matrix: the openai SDK', () => {
 
     expect(first.output_text).toBe('Echo: Remember 7.');
     expect([streamed, second.output_text]).toEqual(['Echo: And 8?', 'Echo: And 8?']);
-    expect(matrix.emulator.received[1].messages).toEqual([
-      { role: 'user', content: 'Remember 7.' },
-      { role: 'assistant', content: 'Echo: Remember 7.' },
-      { role: 'user', content: 'And 8?' },
-    ]);
+    expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
     expect(await openai.responses.retrieve(second.id)).toMatchObject({ id: second.id, output_text: 'Echo: And 8?', previous_response_id: first.id });
-    expect(await session.conversations()).toEqual([['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']]);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('responses: a tool round trip, the output sent with previous_response_id', async () => {
@@ -133,7 +116,7 @@ describe('client matrix: the openai SDK', () => {
 
     expect(answer.output_text).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[1].messages.at(-1)).toEqual({ role: 'tool', content: 'Sunny in Lyon', toolCallId: call?.call_id });
-    const [conversation] = await session.conversations();
+    const [conversation] = await matrix.session.conversations();
     expect(conversation).toHaveLength(4);
     expect(conversation.slice(1, 3)).toEqual(['reply: calls get_weather({"city":"Lyon"})', `prompt: result ${call?.call_id}: Sunny in Lyon`]);
   });
@@ -149,7 +132,7 @@ describe('client matrix: the openai SDK', () => {
   });
 
   test('errors: a bad token is AuthenticationError (401), a bad parameter BadRequestError (400) naming it', async () => {
-    const stranger = new OpenAI({ baseURL: session.baseURL, apiKey: BAD_TOKEN, defaultHeaders: session.headers, maxRetries: 0 });
+    const stranger = new OpenAI({ baseURL: matrix.session.baseURL, apiKey: BAD_TOKEN, defaultHeaders: matrix.session.headers, maxRetries: 0 });
     const unauthenticated = await stranger.chat.completions.create({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'Hi' }] }).catch((error: unknown) => error);
     expect(unauthenticated).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(unauthenticated).toMatchObject({ status: 401, type: 'authentication_error', code: 'unauthenticated' });
@@ -161,6 +144,6 @@ describe('client matrix: the openai SDK', () => {
       expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_request', param: 'temperature' });
     }
     expect(matrix.emulator.received).toHaveLength(0);
-    expect(await session.conversations()).toEqual([]);
+    expect(await matrix.session.conversations()).toEqual([]);
   });
 });
