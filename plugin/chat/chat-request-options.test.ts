@@ -89,12 +89,18 @@ describe('the fields of a chat-completions request', () => {
     expect(chat.tools).toEqual([{ name: 'f', parameters: { type: 'object' }, strict: true }]);
   });
 
+  test("top-level fields fhirgate does not know are kept, as sent, for the provider's check; null ones count as not given", () => {
+    const chat = parseChatRequest({ messages: hello, temperature: 0.2, min_p: 0.05, guided_json: { type: 'object' }, top_a: null });
+    expect(chat.options).toEqual({ vendorFields: { min_p: 0.05, guided_json: { type: 'object' } } });
+    expect(chat.temperature).toBe(0.2);
+    expect(parseChatRequest({ messages: hello }).options).toEqual({});
+  });
+
   test.each([
     ['an image part', { messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] }, 'messages.0.content.1.type', 'image_url parts are not supported'],
     ['an audio part', { messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AA', format: 'wav' } }] }] }, 'messages.0.content.0.type', 'input_audio parts are not supported'],
     ['a file part', { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'f' } }] }] }, 'messages.0.content.0.type', 'file parts are not supported'],
     ['a cache breakpoint on a part', { messages: [{ role: 'user', content: [{ type: 'text', text: 'x', prompt_cache_breakpoint: { mode: 'explicit' } }] }] }, 'messages.0.content.0.prompt_cache_breakpoint', 'not supported'],
-    ['a field nobody knows', { messages: hello, temperature_override: 2 }, 'temperature_override', 'is not a field fhirgate knows'],
     ['a message field nobody knows', { messages: [{ role: 'user', content: 'x', mood: 'happy' }] }, 'messages.0.mood', 'is not a field fhirgate knows'],
     ['n above 1', { messages: hello, n: 2 }, 'n', 'one choice per request'],
     ['top_logprobs without logprobs', { messages: hello, top_logprobs: 3 }, 'top_logprobs', 'only with logprobs: true'],

@@ -1,6 +1,8 @@
 /**
  * The chat completion request of the spec, validated: every field of OpenAI's request body is read, passed on or
- * refused by name (`chat-request-options.ts` has the optional ones), and a field nobody knows is refused too.
+ * refused by name (`chat-request-options.ts` has the optional ones). A top-level field fhirgate does not know is a
+ * server's own extension: kept for the provider's check, which passes it on to an OpenAI-compatible server and refuses
+ * it by name for any other; an unknown field inside a message, tool or option is refused here.
  * Beyond the spec's `system` and `user` messages, a request may carry OpenAI's `developer` messages, text parts,
  * and function calling: `tools`, `tool_choice`, assistant messages with `tool_calls` and `tool` messages with their
  * results. Parts other than text (images, audio, files) are refused by name: fhirgate records and sends text only.
@@ -148,6 +150,9 @@ const chatRequestSchema = z
   })
   .strict();
 
+/** The top-level fields of OpenAI's request (and fhirgate's own) that fhirgate reads. */
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(chatRequestSchema.shape));
+
 /** A validated chat completion request. */
 export interface ChatRequest {
   /** The request's messages, as the provider port takes them. */
@@ -199,7 +204,8 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     throw new AppError('invalid_request', 'The request body must be a JSON object.');
   }
   // OpenAI takes null for "not given" on every optional field; the body is still recorded as sent.
-  const result = chatRequestSchema.safeParse(Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)));
+  const given = Object.entries(body).filter(([, value]) => value !== null);
+  const result = chatRequestSchema.safeParse(Object.fromEntries(given.filter(([name]) => KNOWN_FIELDS.has(name))));
   if (!result.success) {
     throw fromIssue(result.error.issues[0]);
   }
@@ -208,10 +214,13 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     throw invalid('messages', `messages: at most ${limits.maxMessages} messages.`);
   }
   const maxTokens = readMaxTokens(value, limits);
-  const options = readGenerationOptions(value as GenerationFields);
-  if ('param' in options) {
-    throw invalid(options.param, options.message);
+  const generation = readGenerationOptions(value as GenerationFields);
+  if ('param' in generation) {
+    throw invalid(generation.param, generation.message);
   }
+  // Fields fhirgate does not know go to the provider's check: an OpenAI-compatible server takes its own, the others refuse them.
+  const vendorFields = given.filter(([name]) => !KNOWN_FIELDS.has(name));
+  const options = vendorFields.length > 0 ? { ...generation, vendorFields: Object.fromEntries(vendorFields) } : generation;
   const messages = value.messages.map(toChatMessage);
   if (!messages.some((message) => message.role === 'user' || message.role === 'tool')) {
     throw invalid('messages', 'messages must contain a user message, or tool results.');

@@ -12,7 +12,7 @@ import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, Cha
 import { readToolUses, toAnthropicConversation, toAnthropicTools } from './anthropic-messages.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames } from './request-support.ts';
+import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
@@ -189,6 +189,7 @@ const ANTHROPIC_EFFORTS = new Set(['low', 'medium', 'high', 'xhigh', 'max']);
 
 function checkAnthropicRequest(provider: string, request: ChatRequestShape): void {
   const label = { provider, kind: 'Anthropic' };
+  refuseVendorFields(label, request);
   refuseOptions(label, request, ['seed', 'presencePenalty', 'frequencyPenalty', 'logitBias', 'logprobs']);
   refuseOpenAiOnly(label, request);
   refuseParticipantNames(label, request);

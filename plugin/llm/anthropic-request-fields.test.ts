@@ -68,6 +68,7 @@ describe('Anthropic and the request fields', () => {
     ['an effort Anthropic does not have', { options: { reasoningEffort: 'minimal' } }, 'reasoning_effort'],
     ["OpenAI's own fields", { options: { openAiOnly: { service_tier: 'flex' } } as ChatGenerationOptions }, 'service_tier'],
     ['participant names', { messages: [{ role: 'user', content: 'hi', name: 'alice' }] }, 'messages.0.name'],
+    ['a field fhirgate does not know', { options: { vendorFields: { repetition_penalty: 1.1 } } }, 'repetition_penalty'],
   ];
   test.each(refusals)('refuses %s by name, before any call', (_name, overrides, param) => {
     const error = appErrorOf(() => createModel().checkRequest?.({ messages: [], maxTokens: 10, ...overrides }));

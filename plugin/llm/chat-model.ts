@@ -106,6 +106,12 @@ export interface ChatGenerationOptions {
    * OpenAI names: OpenAI-style providers receive them as they are, the others refuse them.
    */
   readonly openAiOnly?: Readonly<Record<string, unknown>>;
+  /**
+   * Top-level fields of a chat-completions request that are no field fhirgate knows: a server's own extensions
+   * (vLLM's `min_p`, `repetition_penalty`, `guided_json`, ...), by their names as sent. OpenAI-compatible providers
+   * receive them as they are; every other provider refuses them by name.
+   */
+  readonly vendorFields?: Readonly<Record<string, unknown>>;
 }
 
 /** One call to a model. */

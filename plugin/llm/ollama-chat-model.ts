@@ -28,7 +28,7 @@ import {
 import type { OllamaRequestScope } from './ollama-transport.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, toTokenLogprobs } from './request-support.ts';
+import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields, toTokenLogprobs } from './request-support.ts';
 import { connectionPool, fetchThrough } from './http-dispatcher.ts';
 import { startUpstreamCall } from './upstream-call.ts';
 
@@ -119,6 +119,7 @@ const THINK_LEVELS: Readonly<Record<string, ChatRequest['think']>> = { none: fal
 
 function checkOllamaRequest(provider: string, request: ChatRequestShape): void {
   const label = { provider, kind: 'Ollama' };
+  refuseVendorFields(label, request);
   refuseOptions(label, request, ['logitBias']);
   refuseOpenAiOnly(label, request);
   refuseParticipantNames(label, request);

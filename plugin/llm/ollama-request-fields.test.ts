@@ -70,6 +70,7 @@ describe('Ollama and the request fields', () => {
     ['strict tools', { tools: [{ name: 'a', parameters: {} }, { name: 'b', parameters: {}, strict: true }] }, 'tools.1.function.strict'],
     ["OpenAI's own fields", { options: { openAiOnly: { prediction: { type: 'content', content: 'x' } } } as ChatGenerationOptions }, 'prediction'],
     ['participant names', { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo', name: 'bot' }] }, 'messages.1.name'],
+    ['a field fhirgate does not know', { options: { vendorFields: { repetition_penalty: 1.1 } } }, 'repetition_penalty'],
   ];
   test.each(refusals)('refuses %s by name, before any call', (_name, overrides, param) => {
     const error = appErrorOf(() => createModel().checkRequest?.({ messages: [], maxTokens: 10, ...overrides }));

@@ -28,7 +28,7 @@ import type {
 } from './chat-model.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { refuseOptions } from './request-support.ts';
+import { refuseOptions, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
@@ -72,10 +72,13 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
   return {
     provider,
 
-    // Every OpenAI field goes on as it is; `top_k` is no OpenAI field, though many compatible servers take it.
+    // Every OpenAI field goes on as it is. `top_k` and fields fhirgate does not know are no OpenAI fields: a
+    // compatible server (vLLM, LM Studio, ...) takes its own extensions, OpenAI and Azure refuse them.
     checkRequest(request) {
       if (options.kind !== 'openai-compatible') {
-        refuseOptions({ provider, kind: KIND_LABELS[options.kind] }, request, ['topK']);
+        const label = { provider, kind: KIND_LABELS[options.kind] };
+        refuseOptions(label, request, ['topK']);
+        refuseVendorFields(label, request);
       }
     },
 
@@ -230,6 +233,8 @@ function buildParameters(request: ChatModelRequest, wire: WireChoices) {
   // Servers that are only OpenAI-compatible may not know the `developer` role (it is recent): they get `system`.
   const developerRole = wire.kind === 'openai-compatible' ? 'system' : 'developer';
   return {
+    // First, so that no field of fhirgate's own can be overridden by one of the server's.
+    ...(wire.kind === 'openai-compatible' ? options.vendorFields : undefined),
     model: request.model,
     messages: request.messages.map((message) => toOpenAiMessage(message, developerRole)),
     ...toolParameters,

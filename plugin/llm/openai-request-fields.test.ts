@@ -91,6 +91,29 @@ describe('OpenAI-style providers and the request fields', () => {
     expect(emulator.received).toHaveLength(0);
   });
 
+  test("an OpenAI-compatible server receives its own fields as sent, whole and streamed; none overrides one of fhirgate's", async () => {
+    const vendorFields = { min_p: 0.05, repetition_penalty: 1.1, guided_json: { type: 'object', properties: { a: { type: 'string' } } }, max_tokens: 99999 };
+    const model = createModel('openai-compatible');
+    const request = createTestRequest('local', { maxTokens: 50, options: { vendorFields } });
+    model.checkRequest?.(request);
+    await model.complete(request);
+    await collectStream(model.stream(request));
+
+    for (const { body } of emulator.received) {
+      expect(body).toMatchObject({ min_p: 0.05, repetition_penalty: 1.1, guided_json: vendorFields.guided_json, max_tokens: 50 });
+    }
+    expect(emulator.received).toHaveLength(2);
+  });
+
+  test('OpenAI and Azure refuse a field fhirgate does not know by name before any call', () => {
+    for (const kind of ['openai', 'azure-openai'] as const) {
+      const model = createOpenAiChatModel({ provider: kind, kind, apiKey: TEST_API_KEY, baseUrl: emulator.url, apiVersion: '2024-10-21', timeoutMs: 5000 });
+      const error = appErrorOf(() => model.checkRequest?.({ messages: [], maxTokens: 1, options: { vendorFields: { min_p: 0.05 } } }));
+      expect(error).toMatchObject({ status: 400, details: { param: 'min_p' } });
+      expect(error.message).toContain('only OpenAI-compatible providers');
+    }
+  });
+
   test('the structured reply and its log probabilities come back, whole and streamed', async () => {
     const request = createTestRequest('gpt-test', { messages: [{ role: 'user', content: 'vitals?' }], options: REQUEST.options });
     const text = createStructuredReplyText({ messages: [], output: { responseFormat: { type: 'json_schema', schema: SCHEMA }, choices: 1 } });

@@ -6,7 +6,7 @@ import { AppError } from '../errors.ts';
 import type { ChatGenerationOptions, ChatRequestShape, ChatTokenLogprob } from './chat-model.ts';
 
 /** The chat-completions field each option comes from. */
-const FIELD_NAMES: Readonly<Record<Exclude<keyof ChatGenerationOptions, 'openAiOnly'>, string>> = {
+const FIELD_NAMES: Readonly<Record<Exclude<keyof ChatGenerationOptions, 'openAiOnly' | 'vendorFields'>, string>> = {
   topP: 'top_p',
   topK: 'top_k',
   stop: 'stop',
@@ -35,7 +35,7 @@ export function refuseField(label: ProviderLabel, param: string, why = 'is not s
 }
 
 /** Refuses the first of `names` the request sets. */
-export function refuseOptions(label: ProviderLabel, request: ChatRequestShape, names: readonly Exclude<keyof ChatGenerationOptions, 'openAiOnly'>[]): void {
+export function refuseOptions(label: ProviderLabel, request: ChatRequestShape, names: readonly Exclude<keyof ChatGenerationOptions, 'openAiOnly' | 'vendorFields'>[]): void {
   const options = request.options ?? {};
   const set = names.find((name) => options[name] !== undefined);
   if (set !== undefined) {
@@ -48,6 +48,17 @@ export function refuseOpenAiOnly(label: ProviderLabel, request: ChatRequestShape
   const name = Object.keys(request.options?.openAiOnly ?? {})[0];
   if (name !== undefined) {
     throw refuseField(label, name, 'is an OpenAI field, not supported');
+  }
+}
+
+/** Refuses the first field of the request that fhirgate does not know: only OpenAI-compatible servers take their own. */
+export function refuseVendorFields(label: ProviderLabel, request: ChatRequestShape): void {
+  const name = Object.keys(request.options?.vendorFields ?? {})[0];
+  if (name !== undefined) {
+    const param = name.slice(0, 64);
+    throw new AppError('invalid_request', `Invalid request: ${param}: is not a field fhirgate knows, and the provider '${label.provider}' (${label.kind}) does not take it; only OpenAI-compatible providers receive such fields as sent (see the request fields in docs/api.md).`, {
+      details: { param },
+    });
   }
 }
 
