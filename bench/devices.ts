@@ -80,7 +80,7 @@ async function measureEnginesAlone(requests: number): Promise<EngineOnlyResult> 
 
 async function measure(deviceHost: DeviceHost, engineOnly: EngineOnlyResult): Promise<ScenarioSection> {
   const token = await deviceToken(deviceHost);
-  // First: both sides answer, and answer the same (this also builds nothing lazily: the schema is warmed at start).
+  // First: both sides answer, and answer the same (Medplum's handler builds its whole schema here, before any run).
   const comparison = await compareResults(deviceHost, token);
   const jsonHeaders = { 'Content-Type': 'application/json' };
   const scenarios = {

@@ -46,7 +46,7 @@ const { values } = parseArgs({
   },
 });
 const smoke = values.smoke ?? false;
-const only = new Set((values.only ?? '1,2,3,4,5,6,8').split(',').map((part) => part.trim()));
+const only = new Set((values.only ?? '0,1,2,3,4,5,6,8,9,10').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -65,6 +65,9 @@ const FINDINGS_FILE = 'bench/findings.md';
 const EXTERNAL_SCENARIOS = [
   { id: '5', title: '5. History', script: 'bench/history.ts' },
   { id: '6', title: '6. Devices', script: 'bench/devices.ts' },
+  { id: '0', title: '0. Start-up and the first /graphql', script: 'bench/cold-start.ts' },
+  { id: '9', title: '9. Governance: patient data egress', script: 'bench/patient-data-egress.ts' },
+  { id: '10', title: '10. Governance: model access and budgets', script: 'bench/model-access-and-budgets.ts' },
 ];
 
 const startedAt = new Date();

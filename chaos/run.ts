@@ -80,7 +80,6 @@ const hostEnvironment = {
   ...(redis ? { REDIS_URL: redis.url } : {}),
   FHIRGATE_DATA_DIR: dataDir,
   FHIRGATE_BASE_URL: ISSUER,
-  FHIRGATE_GRAPHQL_WARMUP: 'off',
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: '20',
   FHIRGATE_SHUTDOWN_GRACE_MS: '2000',
   // Every request comes from one caller: the per-caller limits would answer most requests 429.

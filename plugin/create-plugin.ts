@@ -8,6 +8,7 @@ import { AgentDevices } from './chat/agent-device.ts';
 import { authenticateCaller } from './chat/authenticate-caller.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
+import { createResponsesRoutes } from './responses/responses-routes.ts';
 import { AppError } from './errors.ts';
 import { createDeviceServices } from './devices/device-services.ts';
 import { createDeviceTokenRoute } from './devices/device-token-route.ts';
@@ -31,6 +32,8 @@ import { createTelemetry } from './telemetry/telemetry.ts';
 import { countingRepositoryOperations } from './telemetry/repository-operations.ts';
 import { FHIRGATE_VERSION } from './version.ts';
 import { methodNotAllowed } from './http/method-not-allowed.ts';
+import { createGovernance } from './governance/governance.ts';
+import { unclearedModels } from './governance/patient-data-settings.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -122,7 +125,15 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     next();
   });
   const v1 = express.Router();
+  const governance = createGovernance(host, options.governance, options.redisKeyPrefix, telemetry);
   if (options.llm) {
+    const uncleared = unclearedModels(options.llm);
+    if (uncleared.length > 0) {
+      host.logger?.warn(
+        'fhirgate: these models are NOT cleared for patient data (llm.patientDataModels): a turn about a patient is refused on them, or sent de-identified where a project sets AI_PATIENT_DATA_POLICY to de-identify',
+        { models: uncleared }
+      );
+    }
     const chat: ChatServices = {
       host,
       models: createModelRegistry(options.llm),
@@ -136,15 +147,18 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       limits: options.chatLimits,
       patientContext: options.patientContext,
       reportRepositoryOperations: options.reportRepositoryOperations,
+      patientData: { operatorModels: options.llm.patientDataModels, dateShiftKey: options.deIdentification.dateShiftKey, telemetry },
       streamSlots: new CallerSlots(options.chatLimits.maxConcurrentStreams, 'open streams'),
       turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),
+      governance,
     };
     // The token and X-Project-ID are checked before the body is read: without them, a 401 or 403 and nothing read.
-    v1.post('/chat/completions', authenticateFirst((request) => authenticateCaller(host, request)), readJsonBody(jsonLimits));
+    v1.post(['/chat/completions', '/responses'], authenticateFirst((request) => authenticateCaller(host, request)), readJsonBody(jsonLimits));
     v1.use(createChatRoutes(chat, options.operatorName));
+    v1.use(createResponsesRoutes(chat));
   } else {
-    v1.use(['/chat/completions', '/models'], (_request, _response, next) =>
+    v1.use(['/chat/completions', '/responses', '/models', '/usage'], (_request, _response, next) =>
       next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
     );
   }
@@ -175,6 +189,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     await records.close();
     await devices?.close();
     registry?.close();
+    governance.close();
     journal.close();
     host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
   };

@@ -12,15 +12,22 @@ export type AppErrorCode =
   | 'invalid_request'
   | 'unauthenticated'
   | 'forbidden'
+  | 'patient_data_not_allowed'
   | 'not_found'
   | 'method_not_allowed'
   | 'conversation_not_found'
+  | 'model_not_found'
   | 'conflict'
   | 'gone'
   | 'precondition_failed'
   | 'payload_too_large'
   | 'unprocessable'
   | 'rate_limited'
+  | 'model_not_allowed'
+  | 'budget_exceeded_project_day'
+  | 'budget_exceeded_project_month'
+  | 'budget_exceeded_user_day'
+  | 'budget_exceeded_user_month'
   | 'upstream_error'
   | 'upstream_timeout'
   | 'not_configured'
@@ -32,15 +39,24 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   invalid_request: 400,
   unauthenticated: 401,
   forbidden: 403,
+  // Governance (plugin/governance/): a turn about a patient on a model not cleared for patient data.
+  patient_data_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
   conversation_not_found: 404,
+  model_not_found: 404,
   conflict: 409,
   gone: 410,
   precondition_failed: 412,
   payload_too_large: 413,
   unprocessable: 422,
   rate_limited: 429,
+  // Governance (plugin/governance/): a model the caller was not granted; a token or cost budget used up.
+  model_not_allowed: 403,
+  budget_exceeded_project_day: 429,
+  budget_exceeded_project_month: 429,
+  budget_exceeded_user_day: 429,
+  budget_exceeded_user_month: 429,
   // The spec's table: an LLM provider error is a 500; the code tells a failure from a timeout.
   upstream_error: 500,
   upstream_timeout: 500,

@@ -50,6 +50,15 @@ export interface HostFhirEngine {
   createRouter(options: { readonly introspectionEnabled: boolean }): FhirRouter;
   /** Whether the host's definitions index knows a resource type (Medplum's `isResourceType`); checked at mount. */
   isResourceType(resourceType: string): boolean;
+  /**
+   * Optional: a router of a partial copy of the host's engine, whose definitions index holds every data type and
+   * search parameter of the host's but only the resource types named, so that Medplum's own code builds its GraphQL
+   * schema of those types alone, in milliseconds. `/graphql` answers the documents that stay within it from that
+   * schema (`graphql/partial-schema.ts`) and needs the host's whole schema only for the others. The standalone
+   * host has one; a Medplum server's adapter has none: there the server's schema, which its own `$graphql` uses
+   * too, is the only one.
+   */
+  createPartialRouter?(resourceTypes: readonly string[]): FhirRouter;
 }
 
 /** What the plugin receives from the server that mounts it. */

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { DEFAULT_CATEGORY_SYSTEM } from './chat/fhir-vocabulary.ts';
 import { PATIENT_CONTEXT_MODES, PATIENT_CONTEXT_TYPES } from './chat/patient-context.ts';
 import { deviceAuthSchema } from './devices/device-auth-config.ts';
+import { governanceOptionsSchema } from './governance/governance-options.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from './http/json-body.ts';
 import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS } from './http/unauthenticated-requests.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
@@ -96,6 +97,17 @@ export const fhirgateOptionsSchema = z
           .strict()
           .prefault({}),
       })
+      .strict()
+      .prefault({}),
+    /** Governance (docs/governance.md): model prices, and how fresh each instance's view of the rules and budget counters is. */
+    governance: governanceOptionsSchema.prefault({}),
+    /**
+     * De-identification of turns about a patient sent to a model not cleared for patient data, where a project
+     * chooses it (governance/). `dateShiftKey`: the secret each conversation's date shift is derived from (an HMAC
+     * of the project and the conversation); instances of one server share it. Without it such turns answer 503.
+     */
+    deIdentification: z
+      .object({ dateShiftKey: z.string().min(32, 'at least 32 characters').optional() })
       .strict()
       .prefault({}),
     /** History sent with a continued conversation: the newest messages within both limits. */

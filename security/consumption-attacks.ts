@@ -30,6 +30,7 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
     ['one message over maxMessages', { messages: Array.from({ length: LIMITS.maxMessages + 1 }, () => message('m')) }, [400]],
     ['max_tokens over the cap', { messages: [message('long please')], max_tokens: LIMITS.maxTokens + 1 }, [400]],
     ['max_tokens of 2^53', { messages: [message('long please')], max_tokens: Number.MAX_SAFE_INTEGER }, [400]],
+    ['max_completion_tokens over the cap', { messages: [message('long please')], max_completion_tokens: LIMITS.maxTokens + 1 }, [400]],
     ['deeply nested JSON', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, [400]],
   ];
   for (const [name, body, expected] of chatCases) {
@@ -46,9 +47,13 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
 
   // More streams than a caller may hold: the emulator keeps them open; the one over the limit is a 429.
   await log.run(KIND, `stream ${LIMITS.maxConcurrentStreams + 1} at once from one caller`, async () => {
-    const slow = `Hold on. [emulator-behaviour ${JSON.stringify({ latencyMs: 1500 })}]`;
+    const slow = `Hold on. [emulator-behaviour ${JSON.stringify({ latencyMs: 5000 })}]`;
+    const callsBefore = context.providerCalls();
     const held = Array.from({ length: LIMITS.maxConcurrentStreams }, () => context.chat(tokenA, { stream: true, messages: [message(slow)] }, headers));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Every held stream has its place once its request reached the provider, however busy the machine is.
+    for (const deadline = Date.now() + 4000; context.providerCalls() - callsBefore < LIMITS.maxConcurrentStreams && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const { status, sideEffect } = await unchanged(() => context.chat(tokenA, { stream: true, messages: [message('One more')] }, headers));
     await Promise.all((await Promise.all(held)).map((response) => response.arrayBuffer()));
     return refused(status, [429], sideEffect);

@@ -11,12 +11,20 @@ export async function fuzzAttacks(context: SecurityContext, runsPerRoute: number
   const { log, host, tokenA, projectA, deviceTokenA } = context;
   const routes: [string, string, Record<string, string>][] = [
     ['POST /v1/chat/completions', 'v1/chat/completions', { Authorization: `Bearer ${tokenA}`, 'X-Project-ID': projectA.projectId }],
+    ['POST /v1/responses', 'v1/responses', { Authorization: `Bearer ${tokenA}`, 'X-Project-ID': projectA.projectId }],
     ['POST /account/api/token/device/', 'account/api/token/device/', {}],
     ['POST /graphql', 'graphql', { Authorization: `Bearer ${deviceTokenA}` }],
   ];
   const body = fc.oneof(
     fc.jsonValue().map((value) => JSON.stringify(value)),
     fc.record({ messages: fc.array(fc.record({ role: fc.string(), content: fc.oneof(fc.string(), fc.integer(), fc.constant(null)) }), { maxLength: 5 }), model: fc.option(fc.string()) }).map((value) => JSON.stringify(value)),
+    fc
+      .record({
+        input: fc.oneof(fc.string(), fc.array(fc.record({ type: fc.option(fc.string()), role: fc.string(), content: fc.oneof(fc.string(), fc.array(fc.record({ type: fc.string(), text: fc.jsonValue() }), { maxLength: 3 })), id: fc.option(fc.string()) }, { requiredKeys: [] }), { maxLength: 5 })),
+        previous_response_id: fc.option(fc.oneof(fc.string(), fc.string().map((id) => `resp_${id}`))),
+        text: fc.option(fc.record({ format: fc.jsonValue() })),
+      })
+      .map((value) => JSON.stringify(value)),
     fc.record({ device_id: fc.oneof(fc.string(), fc.integer()), api_key: fc.oneof(fc.string(), fc.constant(null)) }).map((value) => JSON.stringify(value)),
     fc.record({ query: fc.string(), variables: fc.option(fc.dictionary(fc.string(), fc.jsonValue())), operationName: fc.option(fc.string()) }).map((value) => JSON.stringify(value)),
     fc.string({ unit: 'binary', maxLength: 300 })

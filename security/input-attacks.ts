@@ -65,6 +65,15 @@ export async function inputAttacks(context: SecurityContext): Promise<void> {
       maxBytes: large,
       body: (extra) => `{"messages":[{"role":"user","content":"Hello"}],"metadata":${extra}}`,
     },
+    {
+      name: 'POST /v1/responses',
+      method: 'POST',
+      path: 'v1/responses',
+      headers: { ...json, Authorization: `Bearer ${tokenA}`, 'X-Project-ID': projectA.projectId },
+      shape: 'openai',
+      maxBytes: large,
+      body: (extra) => `{"input":"Hello","metadata":${extra}}`,
+    },
     { name: 'POST /account/api/token/device/', method: 'POST', path: 'account/api/token/device/', headers: json, shape: 'openai', maxBytes: small, body: (extra) => `{"device_id":"sec-input-device","api_key":"x","extra":${extra}}` },
     { name: 'POST /graphql', method: 'POST', path: 'graphql', headers: { ...json, Authorization: `Bearer ${deviceTokenA}` }, shape: 'graphql', maxBytes: large, body: (extra) => `{"query":"{ __typename }","variables":{"extra":${extra}}}` },
     { name: 'POST to a path nobody serves', method: 'POST', path: 'no/such/route', headers: json, shape: 'outcome', maxBytes: large, body: (extra) => `{"extra":${extra}}`, unserved: true },
@@ -122,6 +131,7 @@ async function heldBodyAttacks(context: SecurityContext): Promise<void> {
     ['POST /fhir/R4/Patient without a token', 'fhir/R4/Patient', { 'Content-Type': 'application/fhir+json' }],
     ['POST /fhir/R4/Patient with a token that is not one', 'fhir/R4/Patient', { 'Content-Type': 'application/fhir+json', Authorization: 'Bearer not-a-token' }],
     ['POST /v1/chat/completions without a token', 'v1/chat/completions', { 'Content-Type': 'application/json', 'X-Project-ID': projectA.projectId }],
+    ['POST /v1/responses without a token', 'v1/responses', { 'Content-Type': 'application/json', 'X-Project-ID': projectA.projectId }],
     ['POST /graphql without a token', 'graphql', { 'Content-Type': 'application/json' }],
     ['POST /admin/projects/:id/invite without a token', `admin/projects/${projectA.projectId}/invite`, { 'Content-Type': 'application/json' }],
   ];

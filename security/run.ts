@@ -46,6 +46,8 @@ const host = await startTestHost({
     llm: {
       providers: { openai: { kind: 'openai', apiKey: PROVIDER_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } },
       defaultModel: 'openai/gpt-4o-mini',
+      // The emulator answers on loopback: cleared for patient data (the attacks chat about patients).
+      patientDataModels: ['openai/*'],
     },
     device_auth: {
       valid_keys: { [DEVICE_ID]: DEVICE_KEY },

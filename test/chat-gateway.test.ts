@@ -29,6 +29,8 @@ describe('chat gateway', () => {
       plugin: {
         llm: {
           providers: { openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } },
+          // The emulator answers on loopback: cleared for patient data.
+          patientDataModels: ['openai/*'],
           defaultModel: MODEL,
         },
       },

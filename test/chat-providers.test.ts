@@ -217,4 +217,28 @@ describe('chat gateway with every provider kind', () => {
     expect(models.data.map((model) => model.id)).toEqual(PROVIDERS.map((provider) => `${provider.name}/${provider.model}`));
     expect(models.data.every((model) => model.object === 'model' && model.owned_by === 'fhirgate')).toBe(true);
   });
+
+  test('GET /v1/models/{id} answers the model object, its slash sent encoded (as the SDK does) or as it is', async () => {
+    // Not cleared for patient data on this host: the model object says so.
+    const expected = { id: 'anthropic/claude-haiku-4-5', object: 'model', created: 0, owned_by: 'fhirgate', fhirgate: { patient_data: 'refused' } };
+    expect(await openai.models.retrieve('anthropic/claude-haiku-4-5')).toEqual(expected);
+    const headers = { Authorization: `Bearer ${openai.apiKey}`, 'X-Project-ID': project.projectId };
+    for (const path of ['anthropic/claude-haiku-4-5', 'anthropic%2Fclaude-haiku-4-5']) {
+      const response = await fetch(`${host.url}v1/models/${path}`, { headers });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual(expected);
+    }
+  });
+
+  test('GET /v1/models/{id} of a model the project is not offered is 404 model_not_found; without a token, 401', async () => {
+    const missing = await openai.models.retrieve('openai/gpt-5-turbo').catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((missing as InstanceType<typeof OpenAI.NotFoundError>).error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found', param: 'model' });
+
+    const anonymous = await fetch(`${host.url}v1/models/openai/gpt-4o-mini`, { headers: { 'X-Project-ID': project.projectId } });
+    expect(anonymous.status).toBe(401);
+    const posted = await fetch(`${host.url}v1/models/openai/gpt-4o-mini`, { method: 'POST', headers: { Authorization: `Bearer ${openai.apiKey}`, 'X-Project-ID': project.projectId } });
+    expect(posted.status).toBe(405);
+    expect(posted.headers.get('allow')).toBe('GET');
+  });
 });

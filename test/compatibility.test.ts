@@ -45,7 +45,7 @@ async function errorOf(response: Response): Promise<{ code: string; type: string
 }
 
 /** The ```ts blocks of docs/mounting.md whose first line names where they go, by that first line. */
-async function mountSnippet(): Promise<Record<'imports' | 'initApp' | 'export' | 'index', string>> {
+async function mountSnippet(): Promise<Record<'imports' | 'initApp' | 'export' | 'indexImport' | 'preShutdown', string>> {
   const blocks = [...(await readFile('docs/mounting.md', 'utf8')).matchAll(/```ts\n([\s\S]*?)```/g)].map(([, code]) => code);
   const find = (firstLine: string): string => {
     const block = blocks.find((code) => code.startsWith(firstLine));
@@ -58,7 +58,8 @@ async function mountSnippet(): Promise<Record<'imports' | 'initApp' | 'export' |
     imports: find('// app.ts, after its other imports'),
     initApp: find('// app.ts, in initApp()'),
     export: find('// app.ts, a new export'),
-    index: find('// index.ts'),
+    indexImport: find("// index.ts, its import from './app'"),
+    preShutdown: find("// index.ts, in gracefulShutdown's preShutdown"),
   };
 }
 
@@ -140,11 +141,13 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
       snippet.initApp,
       '}',
       snippet.export,
+      // Medplum's own, which index.ts imports beside closeFhirgate.
+      'export async function shutdownApp(): Promise<void> {}',
     ].join('\n');
     await writeFile(join(consumerDir, 'medplum-server', 'app.ts'), app);
     await writeFile(
       join(consumerDir, 'medplum-server', 'index.ts'),
-      ["import { closeFhirgate } from './app';", 'export async function preShutdown(): Promise<void> {', snippet.index, '}'].join('\n')
+      [snippet.indexImport, 'export async function preShutdown(): Promise<void> {', snippet.preShutdown, '}', 'export { initApp, shutdownApp };'].join('\n')
     );
     const tsc = join(process.cwd(), 'node_modules', 'typescript', 'bin', 'tsc');
     await expect(run(process.execPath, [tsc, '-p', consumerDir]).catch((error: { stdout?: string }) => Promise.reject(new Error(error.stdout)))).resolves.toBeDefined();

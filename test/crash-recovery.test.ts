@@ -23,7 +23,6 @@ function startHost(dataDir: string, emulatorUrl: string): Promise<HostProcess> {
     AI_PROVIDER: 'openai-compatible',
     AI_API_BASE: `${emulatorUrl}/v1`,
     AI_MODEL: 'slow',
-    FHIRGATE_GRAPHQL_WARMUP: 'off',
   });
 }
 

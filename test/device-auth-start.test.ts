@@ -22,7 +22,7 @@ describe('device_auth as the spec writes it', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fhirgate-device-auth-'));
     await writeFile(join(dir, 'device-auth.json'), JSON.stringify(SPEC_SETTINGS));
-    host = await startHostProcess({ FHIRGATE_DATA_DIR: join(dir, 'data'), FHIRGATE_DEVICE_AUTH: join(dir, 'device-auth.json'), FHIRGATE_GRAPHQL_WARMUP: 'off' });
+    host = await startHostProcess({ FHIRGATE_DATA_DIR: join(dir, 'data'), FHIRGATE_DEVICE_AUTH: join(dir, 'device-auth.json') });
   }, 120_000);
 
   afterAll(async () => {

@@ -338,7 +338,7 @@ describe('a device key too weak', () => {
         JSON.stringify({ valid_keys: { 'ward-3-monitor': 'env:WEAK_DEVICE_KEY' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: 'a1f0c0de-0000-4000-8000-000000000001' }),
       );
       const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
-        env: { ...process.env, PORT: '0', FHIRGATE_DATA_DIR: join(directory, 'data'), FHIRGATE_DEVICE_AUTH: file, WEAK_DEVICE_KEY: 'Monitor-Key-1111', FHIRGATE_GRAPHQL_WARMUP: 'off' },
+        env: { ...process.env, PORT: '0', FHIRGATE_DATA_DIR: join(directory, 'data'), FHIRGATE_DEVICE_AUTH: file, WEAK_DEVICE_KEY: 'Monitor-Key-1111' },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';

@@ -23,6 +23,8 @@ describe('examples/round-trip.ts', () => {
         llm: {
           providers: { openai: { kind: 'openai', apiKey: 'sk-example', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] } },
           defaultModel: 'openai/gpt-4o-mini',
+          // The emulator answers on loopback: cleared for patient data (the example's conversation is about a patient).
+          patientDataModels: ['openai/*'],
         },
       },
     });

@@ -111,6 +111,45 @@ describe("the plugin's close hook", () => {
   }, 30_000);
 });
 
+describe("the close hook and a Responses stream", () => {
+  let emulator: LlmEmulator;
+  let host: TestHost;
+
+  beforeAll(async () => {
+    emulator = await startLlmEmulator({ models: ['echo'] });
+    host = await startTestHost({
+      pluginFor: () => ({ llm: { providers: { emulator: { kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, models: ['echo'] } }, defaultModel: 'emulator/echo' } }),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await host.store.close();
+    await rm(host.dataDir, { recursive: true, force: true });
+    await emulator.close();
+  });
+
+  test('a stream still running after the grace period ends with an unavailable error event, its reply stopped with the text sent', async () => {
+    const project = host.project as SeededProject;
+    const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+    const openai = new OpenAI({ baseURL: `${host.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': project.projectId }, maxRetries: 0 });
+    emulator.enqueue({ replyTokens: 400, tokensPerSecond: 20 });
+    const stream = openai.responses.stream({ model: 'emulator/echo', input: 'Tell me everything.' });
+    let text = '';
+    let responseId = '';
+    stream.on('response.created', (event) => (responseId = event.response.id));
+    stream.on('response.output_text.delta', (event) => (text += event.delta));
+    const ended = stream.finalResponse().catch((error: unknown) => error);
+    await until(() => text.length > 0);
+
+    await host.standalone.close({ graceMs: 200 });
+
+    expect(await ended).toMatchObject({ code: 'unavailable', message: expect.stringContaining('shutting down') });
+    const reply = await host.store.readResource<Communication>('Communication', responseId.replace(/^resp_/, ''));
+    expect(reply.status).toBe('stopped');
+    expect(reply.payload?.[0]?.contentString).toBe(text);
+  }, 30_000);
+});
+
 describe('SIGTERM on the standalone host process', () => {
   let emulator: LlmEmulator;
   let dataDir: string;

@@ -3,7 +3,9 @@
  * non-streaming answer says how many reads, searches and writes its turn asked of the server. A new conversation
  * writes its root, its prompt and its reply; a continued one searches its history once (the page the model is
  * sent, the calls a tool result must answer) besides the read of its root the caller's AccessPolicy decides, and
- * writes its prompt and reply; a turn that shares the chart searches each shared type and writes the disclosure.
+ * writes its prompt and reply; a Responses turn continued with `previous_response_id` also reads that response,
+ * and checks it is the latest from the same search; a turn that shares the chart searches each shared type and
+ * writes the disclosure.
  */
 import type { Communication } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
@@ -90,6 +92,35 @@ describe('repository operations of a chat turn', () => {
     expect(next.operations).toEqual({ reads: 1, searches: 2, writes: 2 });
     const sent = chatHost.emulator.received.at(-1)?.messages.map((message) => message.content);
     expect(sent).toEqual(['The first question.', 'Echo: The first question.', 'The second question.']);
+  });
+
+  async function respond(fields: Record<string, unknown>): Promise<{ id: string; operations: Operations | undefined }> {
+    const { data, response } = await openai.responses.create({ model: MODEL, input: 'How is it going?', ...fields } as never).withResponse();
+    return { id: (data as OpenAI.Responses.Response).id, operations: parse(response.headers.get(REPOSITORY_OPERATIONS_HEADER)) };
+  }
+
+  test('a Responses turn continued with previous_response_id: that response and the root read, the same one search, the prompt and the reply written', async () => {
+    const first = await respond({});
+    expect(first.operations).toEqual({ reads: 0, searches: 0, writes: 3 });
+    // Whether the previous response is still the conversation's latest is read from the history's page.
+    const second = await respond({ previous_response_id: first.id });
+    expect(second.operations).toEqual({ reads: 2, searches: 1, writes: 2 });
+    const third = await respond({ previous_response_id: second.id });
+    expect(third.operations).toEqual({ reads: 2, searches: 1, writes: 2 });
+  });
+
+  test('a page of failed replies is followed by the next until the latest reply that did not fail, which previous_response_id must name', async () => {
+    const first = await respond({ input: 'One.' });
+    const second = await respond({ input: 'Two.', previous_response_id: first.id });
+    // Five failed turns: ten records newer than the latest reply, a whole page (history limit 4, page 10).
+    for (let turn = 0; turn < 5; turn++) {
+      const failing = `Fails. [emulator-behaviour ${JSON.stringify({ errorStatus: 400 })}]`;
+      await expect(respond({ input: failing, previous_response_id: second.id })).rejects.toBeInstanceOf(OpenAI.InternalServerError);
+    }
+    const stale = await respond({ input: 'Fork?', previous_response_id: first.id }).catch((error: unknown) => error);
+    expect(stale).toMatchObject({ status: 400, param: 'previous_response_id' });
+    const next = await respond({ input: 'Three.', previous_response_id: second.id });
+    expect(next.operations).toEqual({ reads: 2, searches: 2, writes: 2 });
   });
 
   test('a streamed answer does not carry the count (its headers leave before the reply is written)', async () => {

@@ -21,7 +21,7 @@ describe('npm run -s token', () => {
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-token-'));
     // A port of its own, and no FHIRGATE_BASE_URL: the tokens' issuer is http://localhost:<that port>/.
-    host = await startHostProcess({ FHIRGATE_DATA_DIR: dataDir, FHIRGATE_GRAPHQL_WARMUP: 'off', PORT: '0' });
+    host = await startHostProcess({ FHIRGATE_DATA_DIR: dataDir, PORT: '0' });
   }, 120_000);
 
   afterAll(async () => {

@@ -4,8 +4,7 @@
  * in SQLite (WAL, synchronous=FULL: durable), and every measured request continuing a conversation, so it loads
  * the conversation's history. The chart is not shared with the model (`patient_context: none`): issue 6's
  * "everything on" is the audit trail, not the patient summary, which adds a chart read and an AuditEvent per turn.
- * Scenario 4 runs a chat-only sibling of it (`startChatOnly`): the same data, the GraphQL schema not built at
- * start-up (FHIRGATE_GRAPHQL_WARMUP=off).
+ * Every scenario runs this one host, as `npm start` runs it (its `#!` line's flags, `/graphql` served).
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -21,8 +20,6 @@ const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
 /** Maria Lopez, in Dr. Carter's care team: the AccessPolicy lets her chat about this patient. */
 const DEMO_PATIENT = 'a1f0c0de-0000-4000-8000-000000000301';
 const ISSUER = 'http://fhirgate.bench.test/';
-/** The bearer token the bench's hosts serve `/metrics` to. */
-const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 /** Earlier turns of each prepared conversation, so each measured request sends history to the model. */
 const EARLIER_TURNS = 3;
 const PREPARE_CONCURRENCY = 8;
@@ -41,47 +38,27 @@ export interface FhirgateOptions {
   readonly nodeFlags?: readonly string[];
 }
 
-/** The fhirgate contender, and what scenario 4 needs from it. */
+/** The fhirgate contender, and what scenario 8 needs from it. */
 export interface FhirgateContender extends Contender {
-  /**
-   * Starts a second host on this one's data directory (same project, signing keys and prepared conversations)
-   * with FHIRGATE_GRAPHQL_WARMUP=off: an instance that serves chat only. Stopping it leaves the data in place.
-   */
-  startChatOnly(): Promise<FhirgateContender>;
-  /** Requests this host's fhirgate `/graphql` has answered so far (from its /metrics). */
-  countGraphqlRequests(): Promise<number>;
   /** The demo patient the measured turns are about (in the practitioner's care team). */
   readonly patientId: string;
 }
 
-/** Whether the contender is a fhirgate host (the others cannot start a chat-only sibling). */
+/** Whether the contender is the fhirgate host. */
 export function isFhirgateContender(contender: Contender): contender is FhirgateContender {
-  return contender.name === 'fhirgate' && 'startChatOnly' in contender;
+  return contender.name === 'fhirgate' && 'patientId' in contender;
 }
 
 /** Starts fhirgate on a fresh data directory and prepares its conversations. */
 export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateContender> {
   const dataDir = await mkdtemp(join(options.dataRoot ?? tmpdir(), 'fhirgate-bench-'));
-  const host = await startHost(options, dataDir, { graphqlWarmUp: true });
+  const host = await startHost(options, dataDir);
   const conversationIds: string[] = [];
   // A few at a time: preparing is not measured, only start-up time.
   while (conversationIds.length < options.conversations) {
     const batch = Math.min(PREPARE_CONCURRENCY, options.conversations - conversationIds.length);
     conversationIds.push(...(await Promise.all(Array.from({ length: batch }, () => prepareConversation(host.chatUrl, host.headers)))));
   }
-  return toContender(options, dataDir, host, conversationIds, async () => {
-    await rm(dataDir, { recursive: true, force: true });
-  });
-}
-
-interface RunningHost {
-  readonly baseUrl: string;
-  readonly chatUrl: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly child: ChildProcess;
-}
-
-function toContender(options: FhirgateOptions, dataDir: string, host: RunningHost, conversationIds: readonly string[], afterStop: () => Promise<void>): FhirgateContender {
   return {
     name: 'fhirgate',
     chatUrl: host.chatUrl,
@@ -91,20 +68,22 @@ function toContender(options: FhirgateOptions, dataDir: string, host: RunningHos
       conversationIds.map((conversationId) =>
         JSON.stringify({ stream, patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
-    startChatOnly: async () => {
-      const sibling = await startHost(options, dataDir, { graphqlWarmUp: false });
-      return toContender(options, dataDir, sibling, conversationIds, async () => undefined);
-    },
-    countGraphqlRequests: () => countGraphqlRequests(host.baseUrl),
     patientId: DEMO_PATIENT,
     stop: async () => {
       await stopProcess(host.child, 15_000);
-      await afterStop();
+      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }
 
-async function startHost(options: FhirgateOptions, dataDir: string, settings: { readonly graphqlWarmUp: boolean }): Promise<RunningHost> {
+interface RunningHost {
+  readonly baseUrl: string;
+  readonly chatUrl: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly child: ChildProcess;
+}
+
+async function startHost(options: FhirgateOptions, dataDir: string): Promise<RunningHost> {
   const port = await findFreePort();
   const env = {
     ...process.env,
@@ -117,13 +96,13 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     AI_API_BASE: `${options.emulatorUrl}/v1`,
     AI_API_KEY: 'bench',
     AI_MODEL: MODEL,
+    // The emulator answers on loopback: cleared for patient data (the scenarios' turns name a patient).
+    AI_PATIENT_DATA_MODELS: '*',
     LOG_LEVEL: 'warn',
-    FHIRGATE_GRAPHQL_WARMUP: settings.graphqlWarmUp ? 'on' : 'off',
     // Scenario 4 opens 1,000 streams as one caller, and scenario 2 sends 32 requests at a time as one: the per-caller
     // limits would refuse most of them.
     FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
     FHIRGATE_MAX_CONCURRENT_TURNS: '2000',
-    FHIRGATE_METRICS_TOKEN: METRICS_TOKEN,
     // Non-streaming answers say what their turn asked of the store (scenario 8 reads it).
     FHIRGATE_REPORT_REPOSITORY_OPERATIONS: 'on',
   };
@@ -139,17 +118,6 @@ async function startHost(options: FhirgateOptions, dataDir: string, settings: { 
     'x-project-id': DEMO_PROJECT,
   };
   return { baseUrl, chatUrl: `${baseUrl}/v1/chat/completions`, headers, child };
-}
-
-/** Sums the request-duration histogram's counts of fhirgate's `/graphql` route on the host's Prometheus text. */
-async function countGraphqlRequests(baseUrl: string): Promise<number> {
-  const response = await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-  if (!response.ok) throw new Error(`fhirgate /metrics answered ${response.status}`);
-  let count = 0;
-  for (const line of (await response.text()).split('\n')) {
-    if (/_count\{/.test(line) && line.includes('http_route="/graphql"')) count += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return count;
 }
 
 /** A conversation about the demo patient with a few earlier turns; returns its id. */

@@ -62,6 +62,8 @@ function hostEnvironment(options: HostOptions): NodeJS.ProcessEnv {
     AI_API_BASE: `${options.emulatorUrl}/v1`,
     AI_MODEL: 'bench-model',
     AI_API_KEY: 'bench',
+    // The emulator answers on loopback: cleared for patient data (the conversations are about a patient).
+    AI_PATIENT_DATA_MODELS: '*',
     LOG_LEVEL: 'warn',
   };
   // Rate limits in memory: the benchmark measures the store, not Redis.

@@ -1,8 +1,7 @@
 /**
  * Scenario 4: a thousand concurrent streams against a slow upstream. The contender's peak resident memory
- * (VmRSS sampled every 50 ms while the streams run) and the streams that failed. fhirgate runs here as a chat-only
- * instance (FHIRGATE_GRAPHQL_WARMUP=off): a second host on the same data, started for this scenario, because a
- * deployment serving 1,000 chat streams need not hold the GraphQL schema the device scenarios use.
+ * (VmRSS sampled every 50 ms while the streams run) and the streams that failed. fhirgate is the host every
+ * scenario runs, as `npm start` runs it, `/graphql` served.
  */
 import { figuresOf, relativeTarget } from '../lib/relative-target.ts';
 import type { ScenarioSection, TargetResult } from '../lib/section.ts';
@@ -11,8 +10,6 @@ import { formatNumber, median } from '../lib/statistics.ts';
 import { runLoad } from '../load/run-load.ts';
 import type { StreamsResult } from '../load/load-job.ts';
 import { measureInterleaved, writeRaw, type BenchContext } from './bench-context.ts';
-import type { Contender } from '../contenders/contender.ts';
-import { isFhirgateContender, type FhirgateContender } from '../contenders/start-fhirgate.ts';
 
 const MEGABYTE = 1024 * 1024;
 
@@ -22,20 +19,9 @@ interface ManyStreamsRun {
   readonly residentPeakBytes: number;
 }
 
-/** Scenario 4 against every contender, fhirgate replaced by its chat-only sibling for the scenario's duration. */
+/** Scenario 4 against every contender. */
 export async function measureManyStreams(context: BenchContext): Promise<ScenarioSection> {
-  const fullHost = context.contenders.find(isFhirgateContender);
-  const chatOnly = await fullHost?.startChatOnly();
-  if (chatOnly) context.log('  fhirgate chat-only instance started (FHIRGATE_GRAPHQL_WARMUP=off)');
-  try {
-    const contenders = context.contenders.map((contender) => (chatOnly && contender === fullHost ? chatOnly : contender));
-    return await measureWith(context, contenders, chatOnly);
-  } finally {
-    await chatOnly?.stop();
-  }
-}
-
-async function measureWith(context: BenchContext, contenders: readonly Contender[], chatOnly: FhirgateContender | undefined): Promise<ScenarioSection> {
+  const { contenders } = context;
   const streams = context.smoke ? 50 : 1000;
   const upstream = context.smoke ? { latencyMs: 200, tokensPerSecond: 50, replyTokens: 10 } : { latencyMs: 1000, tokensPerSecond: 20, replyTokens: 40 };
   await context.emulator.setBehaviour(upstream);
@@ -49,9 +35,6 @@ async function measureWith(context: BenchContext, contenders: readonly Contender
     return { result, residentBeforeBytes, residentPeakBytes: sampler?.stop() ?? Number.NaN };
   });
   await writeRaw(context, 'scenario-4-many-streams', Object.fromEntries(results));
-  // Chat-only means no GraphQL: a request to /graphql would build the schema mid-run and measure something else.
-  const graphqlRequests = (await chatOnly?.countGraphqlRequests()) ?? 0;
-  if (graphqlRequests > 0) throw new Error(`the chat-only fhirgate answered ${graphqlRequests} /graphql request(s)`);
 
   const summary = contenders.map((contender) => {
     const runs = results.get(contender.name) ?? [];
@@ -105,9 +88,7 @@ async function measureWith(context: BenchContext, contenders: readonly Contender
       'Peak RSS: the contender process\'s VmRSS (/proc/<pid>/status) sampled every 50 ms, the highest over all repetitions; ' +
       'growth: peak − RSS just before the streams opened (median over repetitions). ' +
       'A stream fails on a non-200 status, a transport error, or an end without `[DONE]`. ' +
-      'fhirgate runs as a chat-only instance: a second standalone host started for this scenario on the same data ' +
-      '(project, keys, prepared conversations) with FHIRGATE_GRAPHQL_WARMUP=off, so Medplum\'s GraphQL schema is not ' +
-      'built at start-up; its /metrics show no /graphql request afterwards. Scenarios 1–3 keep the full host (schema built).',
+      'fhirgate is the host of scenarios 1–3, as `npm start` runs it (`/graphql` served).',
     table: {
       columns: ['contender', 'RSS before MB', 'peak RSS MB', 'growth MB', 'wall s', 'completed', 'errors'],
       rows: summary.map((row) => [

@@ -25,13 +25,23 @@ export async function measureRepositoryOperations(context: BenchContext): Promis
   const fhirgate = context.contenders.find(isFhirgateContender);
   if (!fhirgate) throw new Error('scenario 8 needs the fhirgate contender');
   await context.emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });
-  const turn = async (fields: Record<string, unknown>): Promise<Turn> => {
-    const response = await fetch(fhirgate.chatUrl, { method: 'POST', headers: fhirgate.headers, body: JSON.stringify({ messages: [{ role: 'user', content: PROMPT }], ...fields }) });
-    const body = (await response.json()) as { conversation_id?: string };
+  const post = async (url: string, body: Record<string, unknown>): Promise<{ body: Record<string, unknown>; operations: Operations }> => {
+    const response = await fetch(url, { method: 'POST', headers: fhirgate.headers, body: JSON.stringify(body) });
+    const answer = (await response.json()) as Record<string, unknown>;
     const header = response.headers.get('x-fhirgate-repository-operations');
-    if (!response.ok || !body.conversation_id || !header) throw new Error(`fhirgate answered ${response.status} without the operations header: ${JSON.stringify(body).slice(0, 300)}`);
+    if (!response.ok || !header) throw new Error(`fhirgate answered ${response.status} without the operations header: ${JSON.stringify(answer).slice(0, 300)}`);
     const counts = Object.fromEntries(header.split('; ').map((part) => part.split('=')));
-    return { conversationId: body.conversation_id, operations: { reads: Number(counts.reads), searches: Number(counts.searches), writes: Number(counts.writes) } };
+    return { body: answer, operations: { reads: Number(counts.reads), searches: Number(counts.searches), writes: Number(counts.writes) } };
+  };
+  const turn = async (fields: Record<string, unknown>): Promise<Turn> => {
+    const { body, operations } = await post(fhirgate.chatUrl, { messages: [{ role: 'user', content: PROMPT }], ...fields });
+    return { conversationId: String(body.conversation_id), operations };
+  };
+  // The Responses API: the answer's id is the response previous_response_id names.
+  const responsesUrl = fhirgate.chatUrl.replace(/\/chat\/completions$/, '/responses');
+  const respond = async (fields: Record<string, unknown>): Promise<Turn & { readonly responseId: string }> => {
+    const { body, operations } = await post(responsesUrl, { input: PROMPT, ...fields });
+    return { conversationId: String((body.conversation as { id?: string } | undefined)?.id), responseId: String(body.id), operations };
   };
   const patient = { patient_id: fhirgate.patientId, patient_context: 'none' };
   await turn({ patient_context: 'none' });
@@ -41,6 +51,8 @@ export async function measureRepositoryOperations(context: BenchContext): Promis
   const continuedAboutPatient = await turn({ ...patient, conversation_id: aboutPatient.conversationId });
   const sharing = await turn({ patient_id: fhirgate.patientId, patient_context: 'summary' });
   const continuedSharing = await turn({ patient_id: fhirgate.patientId, patient_context: 'summary', conversation_id: sharing.conversationId });
+  const firstResponse = await respond({});
+  const continuedResponse = await respond({ previous_response_id: firstResponse.responseId });
   const rows: [string, Turn, string][] = [
     ['new conversation', fresh, 'root, prompt, reply'],
     ['continued turn', continued, "the root's read (the caller's AccessPolicy decides), the history's search, prompt and reply"],
@@ -48,14 +60,17 @@ export async function measureRepositoryOperations(context: BenchContext): Promis
     ['continued turn about a patient (scenarios 1–4)', continuedAboutPatient, 'the root and the patient read, the history, prompt and reply'],
     ['new conversation sharing the chart (summary)', sharing, "the patient's read, a search per shared type (5), root, prompt, reply, the disclosure's AuditEvent"],
     ['continued turn sharing the chart', continuedSharing, 'the root and the patient, the history and a search per shared type, prompt, reply, AuditEvent'],
+    ['Responses turn continued with previous_response_id', continuedResponse, 'that response and the root read, the history (whose page also says the response is still the latest), prompt and reply'],
   ];
   const total = (operations: Operations): number => operations.reads + 20 * operations.searches + 100 * operations.writes;
   const targets: TargetResult[] = [
     {
-      description: 'continued turn: ≤ 1 search and ≤ 2 writes, besides the reads the caller\'s AccessPolicy decides (the root; the patient a request names)',
-      measured: `${continuedAboutPatient.operations.searches} search(es), ${continuedAboutPatient.operations.writes} writes, ${continuedAboutPatient.operations.reads} reads`,
+      description: 'continued turn (chat completions or Responses): ≤ 1 search and ≤ 2 writes, besides the reads the caller\'s AccessPolicy decides (the root; the patient a request names; the previous response)',
+      measured:
+        `${continuedAboutPatient.operations.searches} search(es), ${continuedAboutPatient.operations.writes} writes, ${continuedAboutPatient.operations.reads} reads; ` +
+        `Responses: ${continuedResponse.operations.searches}, ${continuedResponse.operations.writes}, ${continuedResponse.operations.reads}`,
       target: '≤ 1 search, ≤ 2 writes',
-      met: continuedAboutPatient.operations.searches <= 1 && continuedAboutPatient.operations.writes <= 2 && continued.operations.searches <= 1 && continued.operations.writes <= 2,
+      met: [continued, continuedAboutPatient, continuedResponse].every((measured) => measured.operations.searches <= 1 && measured.operations.writes <= 2),
     },
     {
       description: 'new conversation: ≤ 3 writes',
@@ -67,7 +82,7 @@ export async function measureRepositoryOperations(context: BenchContext): Promis
   return {
     title: '8. Repository operations per turn',
     method:
-      'One non-streaming turn of each kind against fhirgate (the host of scenarios 1–3), after one turn that finds the project\'s AI agent Device; the counts are what the turn asked of the ' +
+      'One non-streaming turn of each kind against fhirgate (the host of scenarios 1–4), after one turn that finds the project\'s AI agent Device; the counts are what the turn asked of the ' +
       "store through the host's repositories, as fhirgate reports them in its X-Fhirgate-Repository-Operations header (the host's own token check is not counted). " +
       'Medplum points: what the same operations would cost against a Medplum server\'s FHIR quota (read 1, search 20, write 100), whichever repository makes them.',
     table: {

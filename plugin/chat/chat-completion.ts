@@ -1,17 +1,22 @@
 /**
- * `POST /v1/chat/completions`, step by step in the spec's processing order:
+ * A turn of a conversation, step by step in the spec's processing order, whichever API the client speaks
+ * (`POST /v1/chat/completions` here; the Responses API reads its body and answers through the same steps, with its
+ * own `TurnApi`, in plugin/responses/):
  *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
  *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
  *   3. load the conversation's history, with those checks   (conversation.ts: the earlier turns, so read before
- *      the prompt is written; one search that also names the calls a request with tool results must answer)
+ *      the prompt is written; one search that also names the calls a request with tool results must answer and
+ *      the latest reply a Responses request must continue from)
+ *   -  patient data egress: a turn about a patient goes only to a cleared model, or de-identified (governance/)
+ *   -  budgets: a turn past one of the project's or the caller's is refused (governance/)
  *   2. record the prompt (and the root of a new conversation)
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
+import type { Communication } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
 import { AppError, toAppError } from '../errors.ts';
 import type { CallerContext, FhirgateHost } from '../host.ts';
@@ -50,9 +55,12 @@ import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
-import { isOutcomeStatus, outcomeStatusOf } from '../medplum-errors.ts';
+import { outcomeStatusOf } from '../medplum-errors.ts';
 import { mayCreate } from './write-permission.ts';
 import { callerParty } from './caller-reference.ts';
+import { checkBudgets, checkModelAccess, type Governance } from '../governance/governance.ts';
+import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
+import { resolveSubject } from './turn-subject.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -80,14 +88,51 @@ export interface ChatServices {
   readonly reportRepositoryOperations: boolean;
   /** What a turn about a patient shares with the model, and how. */
   readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly mode: PatientContextMode; readonly tools: FhirToolsOptions };
+  /** Who may use which model, and the budgets (plugin/governance/). */
+  readonly governance: Governance;
+  /** Which models may see patient data, and how the others get it (governance/patient-data-egress.ts). */
+  readonly patientData: PatientDataOptions;
 }
 
-/** Handles one chat completion request, counting the repository operations it asks of the server. */
+/**
+ * What one API makes of a turn: how its request body is read, and how the reply is answered. The steps between
+ * (the model, the checks, the records, the journal) are the same for every API.
+ */
+export interface TurnApi<R extends ChatRequest = ChatRequest> {
+  /** Validates the body (a 400 naming the field); may read the caller's records the request refers to. */
+  readRequest(body: unknown, services: ChatServices, caller: CallerContext): R | Promise<R>;
+  /**
+   * Checks against the conversation being continued, from what step 3 read of it (no read of its own), made once
+   * the turn is known to run (not a replay under its Idempotency-Key) and before anything is stored.
+   */
+  checkConversation?(request: R, conversation: ConversationState): void;
+  /** Steps 4–6 in the API's wire format: JSON or streamed, as `turn.chat.stream` says. */
+  deliver(turn: ChatTurn, response: Response): Promise<void>;
+  /** Answers a request repeated under the same Idempotency-Key again, from the records of its completed turn. */
+  replay(request: R, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void>;
+}
+
+/** `POST /v1/chat/completions`. */
+const CHAT_COMPLETIONS: TurnApi = {
+  readRequest: (body, services) => parseChatRequest(body, services.limits),
+  deliver: (turn, response) => (turn.chat.stream ? deliverStream(turn, response) : deliverJson(turn, response)),
+  replay: replayTurn,
+};
+
+/** Handles one chat completion request. */
 export async function handleChatCompletion(services: ChatServices, request: Request, response: Response): Promise<void> {
+  await handleTurn(services, CHAT_COMPLETIONS, request, response);
+}
+
+/**
+ * Handles one request of `api`: a turn of a conversation, from authentication to the reply's record, counting the
+ * repository operations it asks of the server.
+ */
+export async function handleTurn<R extends ChatRequest>(services: ChatServices, api: TurnApi<R>, request: Request, response: Response): Promise<void> {
   const operations = new RepositoryOperations();
   annotateRequestAtEnd(response, () => ({ fhirReads: operations.reads, fhirSearches: operations.searches, fhirWrites: operations.writes }));
   try {
-    await countingOperations(operations, () => handleTurn(services, request, response, operations));
+    await countingOperations(operations, () => admitTurn(services, api, request, response, operations));
   } finally {
     const counter = services.telemetry.repositoryOperations;
     counter.add(operations.reads, { 'fhirgate.operation': 'read' });
@@ -96,17 +141,18 @@ export async function handleChatCompletion(services: ChatServices, request: Requ
   }
 }
 
-async function handleTurn(services: ChatServices, request: Request, response: Response, operations: RepositoryOperations): Promise<void> {
+/** Admission, authentication, the request and the caller's slot, then the turn. */
+async function admitTurn<R extends ChatRequest>(services: ChatServices, api: TurnApi<R>, request: Request, response: Response, operations: RepositoryOperations): Promise<void> {
   // Given back when the provider call starts, or when the request ends before it.
   const leavePreparation = await services.admission.enter();
   try {
     const caller = await authenticateCaller(services.host, request);
-    const chat = parseChatRequest(request.body, services.limits);
+    const chat = await api.readRequest(request.body, services, caller);
     const idempotencyKey = idempotencyKeyOf(request);
     // Held from here to the end of the turn: a caller over the limit is refused before anything is stored.
     const releaseSlot = (chat.stream ? services.streamSlots : services.turnSlots).take(`${caller.project.id} ${caller.profile.reference}`);
     try {
-      await runTurn(services, response, caller, chat, idempotencyKey, leavePreparation, services.reportRepositoryOperations ? operations : undefined);
+      await runTurn(services, api, response, caller, chat, idempotencyKey, leavePreparation, services.reportRepositoryOperations ? operations : undefined);
     } finally {
       releaseSlot();
     }
@@ -116,17 +162,21 @@ async function handleTurn(services: ChatServices, request: Request, response: Re
 }
 
 /** Everything after authentication and validation: the model, the checks, the records and the delivery. */
-async function runTurn(
+async function runTurn<R extends ChatRequest>(
   services: ChatServices,
+  api: TurnApi<R>,
   response: Response,
   caller: CallerContext,
-  chat: ChatRequest,
+  chat: R,
   idempotencyKey: string | undefined,
   leavePreparation: () => void,
   reportedOperations: RepositoryOperations | undefined
 ): Promise<void> {
-  const target = observed(modelCatalogFor(services.models, caller.project).resolve(chat.model), services.telemetry, caller.project.id);
-  annotateRequest(response, { projectId: caller.project.id, model: target.id, stream: chat.stream });
+  // Model access comes first: a model the caller may not use is refused before any other rule looks at the turn.
+  const requested = await checkModelAccess(services.governance, caller, chat.model, modelCatalogFor(services.models, caller.project).resolve(chat.model));
+  annotateRequest(response, { projectId: caller.project.id, model: requested.id, stream: chat.stream });
+  // A field the provider cannot honour is a 400 before anything is stored, never a field dropped on the way.
+  requested.model.checkRequest?.({ ...chat, maxTokens: chat.maxTokens ?? services.defaultMaxTokens });
   const agent = await requireStored(() => services.agents.referenceFor(caller.project.id));
   const reader: ConversationReader = {
     repo: caller.repo,
@@ -140,7 +190,7 @@ async function runTurn(
   if (idempotencyKey) {
     const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
     if (decision.kind === 'replay') {
-      await replayTurn(chat, decision.prompt, decision.reply, response);
+      await api.replay(chat, decision.prompt, decision.reply, response);
       return;
     }
     ids = { ...decision.ids, rootId: root?.id ?? decision.ids.rootId };
@@ -148,10 +198,19 @@ async function runTurn(
       throw inProgress();
     }
   }
-  // Step 3, read with the checks, before anything is stored: one search gives the history and the calls a request
-  // with tool results must answer (so a wrong id is a 400 with nothing written).
+  // Step 3, read with the checks, before anything is stored: one search gives the history, the calls a request
+  // with tool results must answer and what the API checks (so a wrong id is a 400 with nothing written).
   const conversation = root ? await loadConversation(reader, root.id, services.history) : undefined;
-  checkAnsweredCalls(chat, conversation);
+  if (conversation) {
+    checkAnsweredCalls(chat, conversation);
+    api.checkConversation?.(chat, conversation);
+  }
+  // The two rules below refuse a new turn before anything is stored; a replay above sends nothing, so they never refuse it.
+  // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
+  const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, systemRepo: reader.systemRepo });
+  const target = observed(egress.target, services.telemetry, caller.project.id);
+  // Budgets: 429 when one of the project's or the caller's is used up; otherwise what settles the turn.
+  const budget = await checkBudgets(services.governance, caller);
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
@@ -192,7 +251,8 @@ async function runTurn(
     // Each disclosure of the patient's records is on record before the model is given them.
     const disclose = async (shared: Disclosure['shared'], access: DisclosureAccess): Promise<void> => {
       const system = await services.host.getSystemRepo(caller.project.id);
-      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access });
+      const deIdentified = egress.deIdentification !== undefined;
+      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access, deIdentified });
       await requireStored(() => system.createResource(event));
     };
     const toolbox =
@@ -200,7 +260,7 @@ async function runTurn(
         ? new FhirToolbox(
             { repo: caller.repo, patient, types: sharingOptions.resourceTypes, options: sharingOptions.tools },
             (call, result) => disclose(result.shared, result.access?.kind === 'query' ? { kind: 'query', query: result.access.query, toolCallId: call.id } : { kind: 'read', toolCallId: call.id }),
-            (call) => services.records.toolCall(replyId, call)
+            (call) => services.records.toolCall(replyId, egress.deIdentification?.asSentCall(call) ?? call)
           )
         : undefined;
     const draft: ChatTurn = {
@@ -216,8 +276,10 @@ async function runTurn(
       replyId,
       history: { messages: [] },
       patientContext,
+      deIdentification: egress.deIdentification,
       controller,
       reportedOperations,
+      budget,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
@@ -227,13 +289,13 @@ async function runTurn(
         temperature: chat.temperature,
         tools: chat.tools,
         toolChoice: chat.toolChoice,
-        extra: chat.extra,
+        options: chat.options,
       },
     };
     let turn: ChatTurn;
     try {
       const history = conversation?.history ?? { messages: [] };
-      services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, patientContext);
+      services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
       }
@@ -245,7 +307,7 @@ async function runTurn(
       throw error;
     }
     leavePreparation();
-    await deliver(services, turn, response);
+    await deliver(services, api, turn, response);
   } finally {
     if (!accepted) {
       services.records.abandon(replyId);
@@ -255,15 +317,15 @@ async function runTurn(
 }
 
 /** Steps 4–6, JSON or streamed; an open stream counts in the active-streams gauge. */
-async function deliver(services: ChatServices, turn: ChatTurn, response: Response): Promise<void> {
+async function deliver<R extends ChatRequest>(services: ChatServices, api: TurnApi<R>, turn: ChatTurn, response: Response): Promise<void> {
   annotateRequest(response, { replyId: turn.replyId });
   if (!turn.chat.stream) {
-    await deliverJson(turn, response);
+    await api.deliver(turn, response);
     return;
   }
   services.telemetry.activeStreams.add(1);
   try {
-    await deliverStream(turn, response);
+    await api.deliver(turn, response);
   } finally {
     services.telemetry.activeStreams.add(-1);
   }
@@ -284,64 +346,12 @@ function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string
   return withRetriesAndFallbacks({ ...observe(target), fallbacks: target.fallbacks.map(observe) });
 }
 
-/** The patient a turn is about, and the Patient itself when the turn has already read it. */
-interface TurnSubject {
-  readonly reference: Reference<Patient>;
-  readonly patient?: WithId<Patient>;
-}
-
-/**
- * The patient the conversation is about: the request's `patient_id`, which the caller must be able to read, or the
- * subject of the conversation being continued. A patient of the project that the caller's AccessPolicy does not
- * allow (outside the care team, or no Patient access at all) is a failed RBAC check, 403; one the project does not
- * have is 404. A request may not switch a conversation to another patient.
- */
-async function resolveSubject(
-  repo: FhirRepository,
-  systemRepo: () => Promise<FhirRepository>,
-  patientId: string | undefined,
-  root: Communication | undefined
-): Promise<TurnSubject | undefined> {
-  const conversationSubject = root?.subject?.reference;
-  if (!patientId) {
-    return conversationSubject ? { reference: { reference: conversationSubject } } : undefined;
-  }
-  if (conversationSubject && conversationSubject !== `Patient/${patientId}`) {
-    throw new AppError('invalid_request', 'patient_id names another patient than the conversation is about.', { details: { param: 'patient_id' } });
-  }
-  try {
-    const patient: WithId<Patient> = await repo.readResource('Patient', patientId);
-    return { reference: { reference: `Patient/${patient.id}` }, patient };
-  } catch (error) {
-    if (!isOutcomeStatus(error, 404)) {
-      throw error;
-    }
-  }
-  // Hidden from the caller: whether the project has this patient decides between 403 and 404.
-  if (await findPatient(await systemRepo(), patientId)) {
-    throw new AppError('forbidden', `Forbidden: the AccessPolicy of the caller does not allow Patient '${patientId}'.`, { details: { param: 'patient_id' } });
-  }
-  throw new AppError('not_found', `Patient '${patientId}' not found.`, { details: { param: 'patient_id' } });
-}
-
-async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
-  try {
-    await repo.readResource('Patient', id);
-    return true;
-  } catch (error) {
-    if (isOutcomeStatus(error, 404)) {
-      return false;
-    }
-    throw error;
-  }
-}
-
 /**
  * Tool results that open a continued conversation's request must answer calls of its last reply: checked before
  * anything is stored, so a wrong id is a 400 with nothing written, not a provider's refusal after the prompt.
  */
-function checkAnsweredCalls(chat: ChatRequest, conversation: ConversationState | undefined): void {
-  if (chat.answersEarlierCalls.length === 0 || !conversation) {
+function checkAnsweredCalls(chat: ChatRequest, conversation: ConversationState): void {
+  if (chat.answersEarlierCalls.length === 0) {
     return;
   }
   const unknown = chat.answersEarlierCalls.find((id) => !conversation.pendingCalls.has(id));
@@ -424,12 +434,14 @@ interface PromptIds {
 }
 
 /**
- * The request's system messages, the patient context, then the history, then the request's other messages, in
- * order; tool calls nobody answered, and results of calls that are not there, are left out (providers refuse them).
+ * The request's system (and developer) messages, the patient context, then the history, then the request's other
+ * messages, in order; tool calls nobody answered, and results of calls that are not there, are left out (providers
+ * refuse them).
  */
 function modelMessages(chat: ChatRequest, history: ConversationHistory, patientContext: PatientContext | undefined): ChatMessage[] {
-  const system = chat.messages.filter((message) => message.role === 'system');
-  const rest = chat.messages.filter((message) => message.role !== 'system');
+  const isInstruction = (message: ChatMessage): boolean => message.role === 'system' || message.role === 'developer';
+  const system = chat.messages.filter(isInstruction);
+  const rest = chat.messages.filter((message) => !isInstruction(message));
   const context: ChatMessage[] = patientContext ? [{ role: 'system', content: patientContext.text }] : [];
   return [...system, ...context, ...withAnsweredCallsOnly([...history.messages, ...rest])];
 }

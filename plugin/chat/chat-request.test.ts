@@ -32,7 +32,7 @@ describe('parseChatRequest', () => {
     expect(chat.toolChoice).toEqual({ name: 'get_weather' });
     // What the turn adds to the conversation: the result of the call, after the model's last message.
     expect(chat.inputs).toEqual([{ kind: 'tool-result', toolCallId: 'call_1', text: '18 °C' }]);
-    expect(chat.extra).toEqual({ parallel_tool_calls: false });
+    expect(chat.options).toEqual({ parallelToolCalls: false });
   });
 
   test('results opening a continued conversation answer its last reply; a new user message follows them', () => {
@@ -73,7 +73,7 @@ describe('parseChatRequest', () => {
     ['tool_choice naming another tool', { messages: [{ role: 'user', content: 'hi' }], tools: [weather], tool_choice: { type: 'function', function: { name: 'other' } } }, 'tool_choice'],
     ['a function name with spaces', { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'get weather' } }] }, 'tools.0.function.name'],
     ['a tool message without its call id', { messages: [{ role: 'tool', content: 'r' }] }, 'messages.0.tool_call_id'],
-    ['an unknown role', { messages: [{ role: 'developer', content: 'x' }] }, 'messages.0.role'],
+    ['an unknown role', { messages: [{ role: 'robot', content: 'x' }] }, 'messages.0.role'],
     ['an unknown patient_context', { messages: [{ role: 'user', content: 'x' }], patient_context: 'all' }, 'patient_context'],
   ])('400 for %s, naming the field', (_name, body, param) => {
     const error = appErrorOf(() => parseChatRequest(body));

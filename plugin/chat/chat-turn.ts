@@ -6,13 +6,15 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { ChatFinishReason, ChatModelRequest, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
-import { buildReply, type ConversationParties, type ReplyStatus } from './communication-builders.ts';
+import type { ConversationParties, ReplyStatus } from './communication-builders.ts';
 import type { ConversationHistory } from './conversation.ts';
 import type { FhirToolbox } from './fhir-tool-loop.ts';
 import type { PatientContext } from './patient-context.ts';
 import type { ReplyRecords } from './reply-records.ts';
 import type { AnswerFields } from './wire-format.ts';
 import type { RepositoryOperations } from '../telemetry/repository-operations.ts';
+import type { TurnBudget } from '../governance/budgets.ts';
+import { recordedReply, type TurnDeIdentification } from '../governance/patient-data-record.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
@@ -33,6 +35,8 @@ export interface ChatTurn {
   readonly history: ConversationHistory;
   /** The patient context sent to the model, and its records; undefined for a turn without one. */
   readonly patientContext?: PatientContext;
+  /** How the turn was de-identified for a model not cleared for patient data; undefined when it was not. */
+  readonly deIdentification?: TurnDeIdentification;
   /** `chatcmpl-...`, the same on every chunk. */
   readonly completionId: string;
   /** Unix seconds. */
@@ -42,6 +46,8 @@ export interface ChatTurn {
   readonly reportedOperations?: RepositoryOperations;
   /** Cancels the provider call: aborted when the client leaves, or when the server shuts down (`isShutdownAbort`). */
   readonly controller: AbortController;
+  /** Settles the turn's budgets from the usage its reply records (governance/budgets.ts). */
+  readonly budget?: TurnBudget;
 }
 
 /** How a reply ended, for its record. */
@@ -65,7 +71,11 @@ export function answerFieldsOf(turn: ChatTurn): AnswerFields {
  * does not take it, the reply waits in the outbox and is written later (reply-records.ts).
  */
 export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promise<void> {
-  const resource = buildReply(turn.parties, {
+  const sent = new Date();
+  // The usage the reply records is what the budgets count, in the period of its `sent`; its cost goes on record too.
+  const cost = turn.budget?.settle(turn.target.id, outcome.usage, sent);
+  // A de-identified turn's record holds what the model received and said, as sent (governance/patient-data-record.ts).
+  const resource = recordedReply(turn.deIdentification, turn.parties, {
     id: turn.replyId,
     rootId: turn.rootId,
     promptId: turn.promptId,
@@ -78,8 +88,9 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     status: outcome.status,
     reason: outcome.reason,
     usage: outcome.usage,
+    cost,
     finishReason: outcome.finishReason,
-    sent: new Date().toISOString(),
+    sent: sent.toISOString(),
   });
   await turn.records.record(turn.projectId, { ...resource, id: turn.replyId });
 }

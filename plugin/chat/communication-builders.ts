@@ -7,6 +7,7 @@ import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-mode
 import type { TurnInput } from './chat-request.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 import { textPayload, textPieces } from './fhir-text.ts';
+import { moneyOf } from '../governance/model-prices.ts';
 
 /** Who talks to whom in one conversation. */
 export interface ConversationParties {
@@ -49,7 +50,8 @@ export function buildConversationRoot(parties: ConversationParties, sent: string
 export function buildPrompt(parties: ConversationParties, input: { rootId: string; inputs: readonly TurnInput[]; requestBody: unknown; sent: string }): Communication {
   const payload = input.inputs.flatMap((item): CommunicationPayload[] => {
     if (item.kind === 'user') {
-      return textPayload(item.text);
+      // Text parts are recorded one item each, as sent; read back, the items join into the text the model read.
+      return item.parts ? item.parts.flatMap((part) => textPayload(part)) : textPayload(item.text);
     }
     const marker: Extension[] = [{ url: EXTENSION.toolResult, valueString: item.toolCallId }];
     // An empty result still needs its item, to say which call it answers.
@@ -92,6 +94,8 @@ export interface ReplyRecord {
   readonly reason?: string;
   readonly modelId: string;
   readonly usage?: ChatUsage;
+  /** What the usage cost, in nano-dollars, at the model's price (governance/model-prices.ts); absent without a price. */
+  readonly cost?: number;
   /** Why the model stopped, for a reply that completed. */
   readonly finishReason?: ChatFinishReason;
   readonly history: { readonly count: number; readonly oldest?: string };
@@ -117,6 +121,7 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
         { url: 'prompt-tokens', valueInteger: reply.usage.promptTokens },
         { url: 'completion-tokens', valueInteger: reply.usage.completionTokens },
         { url: 'total-tokens', valueInteger: reply.usage.promptTokens + reply.usage.completionTokens },
+        ...(reply.cost === undefined ? [] : [{ url: 'cost', valueMoney: moneyOf(reply.cost) }]),
       ],
     });
   }

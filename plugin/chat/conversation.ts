@@ -66,7 +66,7 @@ export interface ConversationHistory {
   readonly oldestId?: string;
 }
 
-/** What a continued turn reads of its conversation: the history, and the calls its newest reply asked for. */
+/** What a continued turn reads of its conversation: the history, the calls its newest reply asked for, its latest reply. */
 export interface ConversationState {
   readonly history: ConversationHistory;
   /**
@@ -74,6 +74,11 @@ export interface ConversationState {
    * empty when that reply asked for none (or did not complete). Only replies the AI agent wrote count.
    */
   readonly pendingCalls: ReadonlySet<string>;
+  /**
+   * The id of the conversation's latest reply: the newest the AI agent wrote that did not fail (`not-done`), which
+   * the Responses API's `previous_response_id` must name. Undefined when the conversation has none.
+   */
+  readonly latestReplyId?: string;
 }
 
 /** The fewest Communications one page of history reads, so the newest reply is found even with a tiny limit. */
@@ -89,8 +94,9 @@ const MIN_HISTORY_PAGE = 10;
  *
  * One search reads the newest page of the conversation, as many Communications as the limit has messages: each
  * genuine Communication is at least one message, so in a conversation fhirgate wrote the page is enough and the
- * turn costs one search. A page that ends before the limit is reached (failed replies, prompts with no reply,
- * records a user wrote) is followed by the next.
+ * turn costs one search. The same page names the calls of the newest reply and the latest reply a Responses
+ * request must continue from. A page that ends before the limit is reached, or before a reply that did not fail
+ * (failed replies, prompts with no reply, records a user wrote), is followed by the next.
  */
 export async function loadConversation(reader: ConversationReader, conversationId: string, limits: HistoryLimits): Promise<ConversationState> {
   const pageSize = Math.max(limits.maxMessages, MIN_HISTORY_PAGE);
@@ -114,8 +120,9 @@ export async function loadConversation(reader: ConversationReader, conversationI
       replies.add(id);
     }
     const window = historyWindow(stored, replies, limits);
-    if (window.complete || page.length < pageSize) {
-      return { history: window.history, pendingCalls: pendingCallsOf(stored, replies) };
+    const latestReply = stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done');
+    if ((window.complete && latestReply) || page.length < pageSize) {
+      return { history: window.history, pendingCalls: pendingCallsOf(stored, replies), latestReplyId: latestReply?.id };
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { toAppError } from '../errors.ts';
+import type { ChatCompletion } from '../llm/chat-model.ts';
 import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
 import { clientStillConnected } from './client-presence.ts';
@@ -11,9 +12,10 @@ import { REPOSITORY_OPERATIONS_HEADER } from '../telemetry/repository-operations
  * Steps 4–6 for a non-streaming request. The reply's record is written before the response is sent, so the
  * `communication_id` a client receives can be read at once. A provider failure leaves a `not-done` reply and
  * reaches the client as an error; a client that leaves first gets a `stopped` reply, and so does a turn the server
- * stops while shutting down (its client gets 503).
+ * stops while shutting down (its client gets 503). `answer` writes the body in the API's wire format (a
+ * `chat.completion` by default).
  */
-export async function deliverJson(turn: ChatTurn, response: Response): Promise<void> {
+export async function deliverJson(turn: ChatTurn, response: Response, answer: JsonAnswer = chatCompletionAnswer): Promise<void> {
   const { controller } = turn;
   const abortOnClose = (): void => {
     if (!response.writableFinished) {
@@ -34,7 +36,7 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
     if (turn.reportedOperations) {
       response.set(REPOSITORY_OPERATIONS_HEADER, turn.reportedOperations.toHeader());
     }
-    response.json(completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls));
+    response.json(answer(turn, completion));
   } catch (error) {
     if (isShutdownAbort(controller.signal)) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });
@@ -50,4 +52,12 @@ export async function deliverJson(turn: ChatTurn, response: Response): Promise<v
   } finally {
     response.off('close', abortOnClose);
   }
+}
+
+/** The body of a JSON answer to a turn whose reply completed (and is on record). */
+export type JsonAnswer = (turn: ChatTurn, completion: ChatCompletion) => Record<string, unknown>;
+
+function chatCompletionAnswer(turn: ChatTurn, completion: ChatCompletion): Record<string, unknown> {
+  const { text, finishReason, usage, toolCalls, logprobs } = completion;
+  return completionBody(answerFieldsOf(turn), text, finishReason, usage, toolCalls, logprobs);
 }

@@ -4,7 +4,7 @@ import { toAppError } from '../errors.ts';
 import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
-import { completionChunk, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
+import { completionChunk, contentChunkWithLogprobs, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 import { clientStillConnected } from './client-presence.ts';
@@ -48,7 +48,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       if (event.type === 'text') {
         // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
         turn.records.delivered(turn.replyId, event.text);
-        await sse.send(chunk({ content: event.text }));
+        await sse.send(event.logprobs ? contentChunkWithLogprobs(answerFieldsOf(turn), event.text, event.logprobs) : chunk({ content: event.text }));
         delivered += event.text;
       } else if (event.type === 'tool_call') {
         const call = (toolCalls[event.index] ??= { id: '', name: '', arguments: '' });

@@ -5,12 +5,18 @@
  * entity, each record shared as a domain resource, and the reply it was sent for. One event per disclosure: the
  * patient summary ("Query"), and each FHIR tool call that returned records (a search is a "Query" with its query,
  * a read is a "Read"). Each is written before the model is given the records.
+ *
+ * A disclosure to a model not cleared for patient data, de-identified (governance/), says so: the patient's and each
+ * record's entity carry the security label `PSEUDED` (HL7 v3 ObservationValue, pseudonymized: identifiers replaced by
+ * pseudonyms that fhirgate, and only it, maps back), and the description names the form.
  */
-import type { AuditEvent, AuditEventEntity, Device, Reference } from '@medplum/fhirtypes';
+import type { AuditEvent, AuditEventEntity, Coding, Device, Reference } from '@medplum/fhirtypes';
 
 const OBJECT_ROLE = 'http://terminology.hl7.org/CodeSystem/object-role';
 const ENTITY_TYPE = 'http://terminology.hl7.org/CodeSystem/audit-entity-type';
 const RESTFUL_INTERACTION = 'http://hl7.org/fhir/restful-interaction';
+/** The security label of data sent de-identified: pseudonymised (re-identifiable by fhirgate alone). */
+export const PSEUDONYMIZED: Coding = { system: 'http://terminology.hl7.org/CodeSystem/v3-ObservationValue', code: 'PSEUDED', display: 'pseudonymized' };
 
 /** How the records were read. */
 export type DisclosureAccess =
@@ -30,12 +36,15 @@ export interface Disclosure {
   readonly shared: readonly Reference[];
   readonly replyId: string;
   readonly access: DisclosureAccess;
+  /** True when the records went to the model de-identified (names, identifiers, contacts, addresses replaced; dates shifted). */
+  readonly deIdentified?: boolean;
 }
 
 /** The AuditEvent recording `disclosure`. */
 export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
   const { access } = disclosure;
   const records = disclosure.shared.filter((record) => record.reference !== disclosure.patient.reference);
+  const label = disclosure.deIdentified ? { securityLabel: [PSEUDONYMIZED] } : {};
   return {
     resourceType: 'AuditEvent',
     type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest', display: 'RESTful Operation' },
@@ -51,8 +60,8 @@ export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
     ],
     source: { observer: disclosure.agent },
     entity: [
-      { what: disclosure.patient, role: { system: OBJECT_ROLE, code: '1', display: 'Patient' } },
-      ...records.map((what) => ({ what, role: { system: OBJECT_ROLE, code: '4', display: 'Domain Resource' } })),
+      { what: disclosure.patient, role: { system: OBJECT_ROLE, code: '1', display: 'Patient' }, ...label },
+      ...records.map((what) => ({ what, role: { system: OBJECT_ROLE, code: '4', display: 'Domain Resource' }, ...label })),
       ...(access.kind === 'query' ? [queryEntity(access.query)] : []),
       { what: { reference: `Communication/${disclosure.replyId}` }, role: { system: OBJECT_ROLE, code: '3', display: 'Report' } },
     ],
@@ -61,7 +70,8 @@ export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
 
 function describe(disclosure: Disclosure): string {
   const { access } = disclosure;
-  const count = `${disclosure.shared.length} record${disclosure.shared.length === 1 ? '' : 's'}`;
+  const form = disclosure.deIdentified ? ', de-identified (names, identifiers, contact details and addresses replaced by pseudonyms, dates shifted)' : '';
+  const count = `${disclosure.shared.length} record${disclosure.shared.length === 1 ? '' : 's'}${form}`;
   const reply = `reply Communication/${disclosure.replyId}`;
   if (access.kind === 'summary') {
     return `Patient context sent to the AI model for ${reply}: ${count}`;

@@ -69,7 +69,7 @@ describe('the model with FHIR tools', () => {
     return { target: withFhirTools(plain, toolbox), toolbox, requests };
   }
 
-  const request = { model: 'm', messages: [{ role: 'user' as const, content: 'Latest glucose?' }], maxTokens: 100, extra: {}, signal: new AbortController().signal };
+  const request = { model: 'm', messages: [{ role: 'user' as const, content: 'Latest glucose?' }], maxTokens: 100, signal: new AbortController().signal };
 
   test('JSON: the calls run, the disclosure is on record before the model sees the result, usage adds up', async () => {
     const { target, toolbox, requests } = setUp([searchObservations('call_1'), answer]);

@@ -6,7 +6,7 @@
  * delivery steps this is still one model: a JSON call returns the text of every step, a stream yields every
  * step's text as it comes (the final answer streams) and one `finish` with the usage of all steps.
  */
-import type { ChatCompletion, ChatMessage, ChatModel, ChatModelRequest, ChatStreamEvent, ChatTool, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatCompletion, ChatMessage, ChatModel, ChatModelRequest, ChatStreamEvent, ChatTokenLogprob, ChatTool, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { FhirToolRecord } from './communication-builders.ts';
 import { fhirToolDefinitions, runFhirTool, type FhirToolResult, type FhirToolScope } from './fhir-tools.ts';
@@ -56,6 +56,7 @@ export class FhirToolbox {
 export function withFhirTools(target: ResolvedModel, toolbox: FhirToolbox): ResolvedModel {
   const model: ChatModel = {
     provider: target.model.provider,
+    checkRequest: (request) => target.model.checkRequest?.(request),
     complete: (request) => completeWithTools(target.model, toolbox, request),
     stream: (request) => streamWithTools(target.model, toolbox, request),
   };
@@ -72,14 +73,17 @@ async function completeWithTools(model: ChatModel, toolbox: FhirToolbox, request
   let messages = request.messages;
   let text = '';
   let usage: ChatUsage | undefined;
+  // The answer's text is every step's: so are its tokens' log probabilities.
+  const logprobs: ChatTokenLogprob[] = [];
   for (let step = 0; ; step++) {
     const last = step >= toolbox.maxSteps;
     const completion = await model.complete(stepRequest(request, toolbox, messages, last));
     text += completion.text;
     usage = addUsage(usage, completion.usage);
+    logprobs.push(...(completion.logprobs ?? []));
     const calls = completion.toolCalls ?? [];
     if (calls.length === 0 || last) {
-      return { text, finishReason: finishReasonOf(completion.finishReason, calls), usage };
+      return { text, finishReason: finishReasonOf(completion.finishReason, calls), usage, ...(request.options?.logprobs ? { logprobs } : {}) };
     }
     messages = await runStep(toolbox, messages, completion.text, calls);
   }

@@ -36,6 +36,11 @@ export const EXTENSION = {
    * `result`: the text the model was given); the records the result came from are in the reply's `about`.
    */
   fhirToolCall: 'urn:fhirgate:extension:fhir-tool-call',
+  /**
+   * On the reply of a turn sent de-identified to a model not cleared for patient data: `date-shift-days`, the request's
+   * messages as sent (`request`, JSON) and the reply as the model wrote it (`reply`); see governance/patient-data-record.ts.
+   */
+  deIdentified: 'urn:fhirgate:extension:de-identified',
 } as const;
 
 /** Identifier of the AI agent's Device in each project. */

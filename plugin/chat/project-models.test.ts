@@ -25,7 +25,7 @@ const registry = createModelRegistry(
   }),
 );
 
-const request = { model: 'm', messages: [], maxTokens: 1, extra: {}, signal: new AbortController().signal };
+const request = { model: 'm', messages: [], maxTokens: 1, signal: new AbortController().signal };
 
 function project(fields: Partial<Project> = {}): Project {
   return { resourceType: 'Project', id: 'p1', name: 'Clinic', ...fields };

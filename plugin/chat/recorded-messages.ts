@@ -4,7 +4,7 @@
  * assistant's text and the calls it asked the client for.
  */
 import type { Communication, CommunicationPayload, Extension } from '@medplum/fhirtypes';
-import type { ChatMessage, ChatToolCall } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatMessage, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 import { payloadText } from './fhir-text.ts';
 
@@ -42,6 +42,18 @@ export function messagesOf(communication: Communication): ChatMessage[] {
 /** A reply's text ('' when it has none). */
 export function replyText(reply: Communication): string {
   return payloadText(reply.payload ?? []);
+}
+
+/** What a reply's record says of its answer: the model that gave it, why it stopped, the provider's token counts. */
+export function replyFacts(reply: Communication): { readonly modelId: string; readonly finishReason?: ChatFinishReason; readonly usage?: ChatUsage } {
+  const extensionOf = (url: string): Extension | undefined => reply.extension?.find((extension) => extension.url === url);
+  const usage = extensionOf(EXTENSION.usage)?.extension;
+  const count = (url: string): number => usage?.find((extension) => extension.url === url)?.valueInteger ?? 0;
+  return {
+    modelId: extensionOf(EXTENSION.model)?.valueString ?? '',
+    finishReason: extensionOf(EXTENSION.finishReason)?.valueCode as ChatFinishReason | undefined,
+    usage: usage ? { promptTokens: count('prompt-tokens'), completionTokens: count('completion-tokens') } : undefined,
+  };
 }
 
 /** The request body a prompt recorded, as the client sent it (JSON text). */

@@ -6,12 +6,10 @@
 import type { WithId } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import type { Response } from 'express';
-import type { ChatFinishReason, ChatUsage } from '../llm/chat-model.ts';
 import type { ChatRequest } from './chat-request.ts';
 import { sendEnd } from './deliver-stream.ts';
-import { EXTENSION } from './fhir-vocabulary.ts';
 import { SseWriter } from './sse-writer.ts';
-import { replyText, toolCallsOf } from './recorded-messages.ts';
+import { replyFacts, replyText, toolCallsOf } from './recorded-messages.ts';
 import { completionBody, completionChunk, toolCallDelta, type AnswerFields } from './wire-format.ts';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
@@ -19,17 +17,10 @@ const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
 /** Answers `chat` with the recorded turn. */
 export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {
   const conversationId = prompt.partOf?.[0]?.reference?.split('/')[1] ?? '';
-  const fields: AnswerFields = {
-    completionId: `chatcmpl-${reply.id}`,
-    created: createdOf(prompt),
-    modelId: extensionOf(reply, EXTENSION.model)?.valueString ?? '',
-    conversationId,
-    replyId: reply.id,
-  };
+  const { modelId, finishReason = 'stop', usage } = replyFacts(reply);
+  const fields: AnswerFields = { completionId: `chatcmpl-${reply.id}`, created: createdOf(prompt), modelId, conversationId, replyId: reply.id };
   const text = replyText(reply);
   const toolCalls = toolCallsOf(reply);
-  const finishReason = (extensionOf(reply, EXTENSION.finishReason)?.valueCode ?? 'stop') as ChatFinishReason;
-  const usage = usageOf(reply);
   if (!chat.stream) {
     response.set({ 'X-Conversation-ID': conversationId, ...REPLAYED }).json(completionBody(fields, text, finishReason, usage, toolCalls));
     return;
@@ -49,17 +40,4 @@ export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication
 /** Unix seconds of the prompt's `sent`: the `created` of the turn's answers. */
 export function createdOf(prompt: Communication): number {
   return Math.floor(Date.parse(prompt.sent ?? '') / 1000);
-}
-
-function extensionOf(resource: Communication, url: string): NonNullable<Communication['extension']>[number] | undefined {
-  return resource.extension?.find((extension) => extension.url === url);
-}
-
-function usageOf(reply: Communication): ChatUsage | undefined {
-  const parts = extensionOf(reply, EXTENSION.usage)?.extension;
-  if (!parts) {
-    return undefined;
-  }
-  const part = (url: string): number => parts.find((extension) => extension.url === url)?.valueInteger ?? 0;
-  return { promptTokens: part('prompt-tokens'), completionTokens: part('completion-tokens') };
 }

@@ -3,7 +3,7 @@
  * its records (`Idempotency-Key`): the JSON completion and the SSE chunks, with fhirgate's `conversation_id` and
  * `communication_id`.
  */
-import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatTokenLogprob, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 
 /** What every answer of a turn carries. */
 export interface AnswerFields {
@@ -23,7 +23,8 @@ export function completionBody(
   text: string,
   finishReason: ChatFinishReason,
   usage: ChatUsage | undefined,
-  toolCalls: readonly ChatToolCall[] = []
+  toolCalls: readonly ChatToolCall[] = [],
+  logprobs?: readonly ChatTokenLogprob[]
 ): Record<string, unknown> {
   const message =
     toolCalls.length > 0
@@ -34,7 +35,7 @@ export function completionBody(
     object: 'chat.completion',
     created: fields.created,
     model: fields.modelId,
-    choices: [{ index: 0, message, finish_reason: finishReason }],
+    choices: [{ index: 0, message, finish_reason: finishReason, ...(logprobs ? { logprobs: toWireLogprobs(logprobs) } : {}) }],
     usage: toWireUsage(usage),
     conversation_id: fields.conversationId,
     communication_id: fields.replyId,
@@ -57,6 +58,22 @@ export function completionChunk(
     ...extra,
     choices: [{ index: 0, delta, finish_reason: finishReason }],
   };
+}
+
+/** A content chunk whose tokens carry log probabilities (the request asked for `logprobs`). */
+export function contentChunkWithLogprobs(fields: AnswerFields, text: string, logprobs: readonly ChatTokenLogprob[]): Record<string, unknown> {
+  const chunk = completionChunk(fields, { content: text });
+  return { ...chunk, choices: [{ index: 0, delta: { content: text }, logprobs: toWireLogprobs(logprobs), finish_reason: null }] };
+}
+
+/** Log probabilities as OpenAI's `choices[].logprobs`. */
+export function toWireLogprobs(logprobs: readonly ChatTokenLogprob[]): { content: unknown[]; refusal: null } {
+  const entry = (token: { readonly token: string; readonly logprob: number; readonly bytes: readonly number[] | null }): Record<string, unknown> => ({
+    token: token.token,
+    logprob: token.logprob,
+    bytes: token.bytes,
+  });
+  return { content: logprobs.map((token) => ({ ...entry(token), top_logprobs: token.topLogprobs.map(entry) })), refusal: null };
 }
 
 /** The `delta` of a fragment of a tool call: `id`, `type` and `name` on the call's first fragment, then more arguments. */

@@ -17,6 +17,8 @@ export interface RedisGuardOptions {
   /** One small call to Redis, within the deadline: resolves when Redis answered. */
   readonly probe: () => Promise<unknown>;
   readonly logger?: HostLogger;
+  /** What counts in Redis, for the log lines (default `device rate limits`). */
+  readonly counts?: string;
 }
 
 /**
@@ -61,7 +63,7 @@ export class RedisGuard {
       this.probeTimer = setInterval(() => this.probe(), this.options.probeIntervalMs);
       this.probeTimer.unref();
     }
-    this.options.logger?.warn('fhirgate: Redis did not answer; device rate limits count in this instance\'s memory until it does', {
+    this.options.logger?.warn(`fhirgate: Redis did not answer; ${this.counts} count in this instance's memory until it does`, {
       deadlineMs: this.deadlineMs,
       error: describeError(error),
     });
@@ -71,6 +73,10 @@ export class RedisGuard {
   close(): void {
     this.closed = true;
     clearInterval(this.probeTimer);
+  }
+
+  private get counts(): string {
+    return this.options.counts ?? 'device rate limits';
   }
 
   private probe(): void {
@@ -96,7 +102,7 @@ export class RedisGuard {
     this.isAvailable = true;
     this.epoch++;
     clearInterval(this.probeTimer);
-    this.options.logger?.info('fhirgate: Redis answers again; device rate limits are shared through it again', {
+    this.options.logger?.info(`fhirgate: Redis answers again; ${this.counts} are shared through it again`, {
       unavailableMs: Date.now() - this.unavailableSince,
     });
   }

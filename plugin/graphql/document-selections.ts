@@ -4,10 +4,10 @@
  * merged; the types its type conditions name; and the types of its variables. `pruned-schema.ts` builds a schema
  * of exactly that, so the document runs on it as it runs on Medplum's whole schema.
  *
- * Only documents Medplum's handler has already validated come here, so anything that does not fit (an unknown
- * field or type, a selection on a leaf, a directive other than `@skip`/`@include`, a subscription) is not a
- * client's mistake but something this module does not understand: it throws `UnsupportedSchemaError`, and the
- * document stays with Medplum's handler.
+ * Documents come here validated by Medplum's handler, or not yet validated (tried against the partial engine's
+ * schema, `partial-schema.ts`). Anything that does not fit (an unknown field or type, a selection on a leaf, a
+ * directive other than `@skip`/`@include`, a subscription) throws `UnsupportedSchemaError`, and the document stays
+ * with Medplum's handler, which answers it in its own words.
  */
 import { Kind, visit, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode } from 'graphql';
 import {

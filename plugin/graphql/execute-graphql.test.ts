@@ -1,7 +1,8 @@
 import { beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
-import { OperationOutcomeError, forbidden, type WithId } from '@medplum/core';
+import type { WithId } from '@medplum/core';
 import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
 import type { Observation, Resource } from '@medplum/fhirtypes';
+import { ReadOnlyRepository } from '../../test/support/graphql-engines.ts';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
 import { guardDeviceWrites, type DeviceCaller } from './device-write-guard.ts';
 import { executeGraphql } from './execute-graphql.ts';
@@ -19,13 +20,6 @@ const specVariables = {
     device: { identifier: { system: SYSTEM, value: 'device-001' } },
   },
 };
-
-/** A repository whose writes the AccessPolicy refuses, as Medplum's Repository refuses them. */
-class ReadOnlyRepository extends MemoryRepository {
-  override async createResource<T extends Resource>(): Promise<WithId<T>> {
-    throw new OperationOutcomeError(forbidden);
-  }
-}
 
 /** A repository whose store fails with an internal message that must not reach the client. */
 class BrokenRepository extends MemoryRepository {

@@ -134,9 +134,9 @@ function truncate(text: string): string {
 }
 
 /**
- * Builds Medplum's GraphQL schema now rather than on the first request (it takes seconds, once per process, and
- * blocks the event loop meanwhile), and checks the fast path can read it. Hosts call it at start-up, before they
- * take traffic.
+ * Builds Medplum's whole GraphQL schema now rather than on the first request that needs it (it takes seconds, once
+ * per process, and blocks the event loop meanwhile), and checks the fast path can read it. The standalone host
+ * calls it at start-up, before it takes traffic, with FHIRGATE_GRAPHQL_WARMUP=on.
  */
 export async function warmUpGraphqlSchema(router: FhirRouter, repo: FhirRepository): Promise<void> {
   await executeGraphql(router, repo, { query: '{ __typename }' });

@@ -91,7 +91,7 @@ describe('FastGraphqlPath: what stays with Medplum’s handler', () => {
     await unavailable.execute(new MemoryRepository(), { query: '{ ObservationList { id } }' });
     expect(handleRequest).toHaveBeenCalledTimes(2);
     expect(unavailable.keptDocuments).toBe(0);
-    expect(reasons).toEqual(["Medplum's GraphQL schema could not be read"]);
+    expect(reasons).toEqual(["Medplum's GraphQL schema could not be read: every request is validated by Medplum"]);
   });
 });
 

@@ -4,9 +4,10 @@
  * pruned schema; the later answers must equal Medplum's.
  */
 import { beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { OperationOutcomeError, forbidden, type WithId } from '@medplum/core';
+import type { WithId } from '@medplum/core';
 import { FhirRouter, MemoryRepository, RepositoryMode, type FhirRequest } from '@medplum/fhir-router';
-import type { Device, Observation, Patient, Resource } from '@medplum/fhirtypes';
+import type { Device, Observation, Patient } from '@medplum/fhirtypes';
+import { NESTED_INPUT_CREATE, ReadOnlyRepository, withoutIds } from '../../test/support/graphql-engines.ts';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
 import { guardDeviceWrites, type DeviceCaller } from './device-write-guard.ts';
 import { executeGraphql, type GraphqlExecutionRequest } from './execute-graphql.ts';
@@ -15,18 +16,6 @@ import type { GraphqlResponse } from './graphql-response.ts';
 import { translateDocument } from './translate-document.ts';
 
 const SYSTEM = 'urn:example:devices';
-
-/** A repository whose writes the AccessPolicy refuses, as Medplum's Repository refuses them. */
-class ReadOnlyRepository extends MemoryRepository {
-  override async createResource<T extends Resource>(): Promise<WithId<T>> {
-    throw new OperationOutcomeError(forbidden);
-  }
-}
-
-/** Ids and meta differ between two creates; everything else must not. */
-function withoutIds(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value), (key, inner: unknown) => (key === 'id' || key === 'meta' ? undefined : inner)) as unknown;
-}
 
 describe('FastGraphqlPath: answers exactly as Medplum’s $graphql', () => {
   const router = new FhirRouter();
@@ -92,13 +81,7 @@ describe('FastGraphqlPath: answers exactly as Medplum’s $graphql', () => {
   });
 
   test('a create with inline input and variables of nested input types (a list of them included)', async () => {
-    const request = {
-      query:
-        'mutation($code: CodeableConceptCreate!, $components: [ObservationComponentCreate!]) { ObservationCreate(res: { resourceType: "Observation", ' +
-        'status: "final", code: $code, component: $components, subject: { reference: "Patient/p" } }) { status code { coding { code } } component { code { text } valueQuantity { value } } subject { reference } } }',
-      variables: { code: { coding: [{ system: 'http://loinc.org', code: '85354-9' }] }, components: [{ code: { text: 'systolic' }, valueQuantity: { value: 120 } }] },
-    };
-    const { medplum, fast } = await both(request);
+    const { medplum, fast } = await both(NESTED_INPUT_CREATE);
     expect(fast.errors).toBeUndefined();
     expect(withoutIds(fast)).toEqual(withoutIds(medplum));
   });

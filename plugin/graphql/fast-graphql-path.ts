@@ -1,11 +1,15 @@
 /**
- * The fast path of `/graphql`: Medplum's `$graphql`, minus re-validating a document it has already validated.
- * Medplum's handler validates every request against its whole schema (~30,000 types) before running it, which is
- * nearly all of its cost for a small mutation. Here:
- *   1. a document seen for the first time goes to Medplum's handler, which validates and runs it: that answer is
- *      Medplum's by definition. If it shows the document validated (no syntax or validation error), the document
- *      is kept (`ValidatedDocuments`, bounded) with a schema pruned to what it needs (`buildPrunedSchema`);
- *   2. a kept document runs on its pruned schema, without validation, as Medplum's handler runs it after
+ * The fast path of `/graphql`: Medplum's `$graphql`, minus re-validating a document it has already validated, and
+ * minus Medplum's whole schema for the documents that do not need it. Medplum's handler validates every request
+ * against its whole schema (~30,900 types, built at its first request: seconds, and ~500 MB) before running it,
+ * which is nearly all of its cost for a small mutation. Here:
+ *   1. a document seen for the first time that stays within the host's partial engine (the resource types devices
+ *      write; `partial-schema.ts`) is pruned from that engine's schema, validated against its pruned schema and
+ *      run on it; Medplum's whole schema is neither built nor read for it;
+ *   2. any other document seen for the first time goes to Medplum's handler, which validates and runs it: that
+ *      answer is Medplum's by definition. If it shows the document validated (no syntax or validation error), the
+ *      document is kept (`ValidatedDocuments`, bounded) with a schema pruned from Medplum's (`buildPrunedSchema`);
+ *   3. a kept document runs on its pruned schema, without validation, as Medplum's handler runs it after
  *      validating: Medplum's resolvers, the caller's repository, the same context, the same reader mode.
  * Medplum's handler keeps answering whatever this path is not sure to answer exactly as Medplum would: before
  * Medplum's schema could be read (or if it cannot be), introspection (Medplum's own rules and cache), documents
@@ -19,6 +23,7 @@ import DataLoader from 'dataloader';
 import { execute, parse, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { captureMedplumSchema } from './capture-medplum-schema.ts';
 import type { ForeignSchema } from './foreign-schema.ts';
+import { isPartialSchemaDocument, pruneFromPartialSchema, type PartialSchemaDocument } from './partial-schema.ts';
 import { buildPrunedSchema } from './pruned-schema.ts';
 import { ValidatedDocuments } from './validated-documents.ts';
 
@@ -36,7 +41,12 @@ export type GraphqlEngineResponse = readonly [outcome: OperationOutcome, result?
 export interface FastGraphqlPathOptions {
   /** How many distinct valid documents are kept (256 by default). */
   readonly maxDocuments?: number;
-  /** Told once, with the reason, when Medplum's schema cannot be read and every request goes to Medplum's handler. */
+  /** A router of the host's partial engine (`HostFhirEngine.createPartialRouter`), when it has one. */
+  readonly partialRouter?: FhirRouter;
+  /**
+   * Told once, with the reason, when Medplum's schema cannot be read (every request then goes to Medplum's handler),
+   * or the partial engine's cannot (new documents then go to Medplum's handler, which builds its whole schema).
+   */
   readonly onUnavailable?: (reason: string) => void;
   /** Told once per document, with the reason, when a valid document stays with Medplum's handler. */
   readonly onUnsupportedDocument?: (reason: string) => void;
@@ -54,6 +64,7 @@ export class FastGraphqlPath {
   readonly #options: FastGraphqlPathOptions;
   readonly #documents: ValidatedDocuments<KnownDocument>;
   #foreignSchema: Promise<ForeignSchema | undefined> | undefined;
+  #partialSchema: Promise<ForeignSchema | undefined> | undefined;
 
   constructor(router: FhirRouter, options: FastGraphqlPathOptions = {}) {
     this.#router = router;
@@ -69,18 +80,23 @@ export class FastGraphqlPath {
 
   /** Medplum's response to the request, from its handler or from the document's pruned schema. */
   async execute(repo: FhirRepository, request: FastGraphqlRequest): Promise<GraphqlEngineResponse> {
-    this.#foreignSchema ??= this.#capture();
-    const foreign = await this.#foreignSchema;
-    if (!foreign || INTROSPECTION.test(request.query)) {
+    if (INTROSPECTION.test(request.query)) {
       return this.#medplumHandler(repo, request);
     }
     const known = this.#documents.get(request.query);
-    if (known?.schema) {
-      return executeValidated(repo, request, known.document, known.schema);
+    if (known) {
+      return known.schema ? executeValidated(repo, request, known.document, known.schema) : this.#medplumHandler(repo, request);
     }
+    const partial = await this.#fromPartialSchema(request.query);
+    if (partial) {
+      this.#documents.remember(request.query, partial);
+      return executeValidated(repo, request, partial.document, partial.schema);
+    }
+    this.#foreignSchema ??= this.#capture();
+    const foreign = await this.#foreignSchema;
     const response = await this.#medplumHandler(repo, request);
     // An ok outcome: the handler parsed and validated the document (it answers a 400 outcome when either fails).
-    if (!known && isOk(response[0])) {
+    if (foreign && isOk(response[0])) {
       this.#documents.remember(request.query, this.#prune(foreign, request.query));
     }
     return response;
@@ -106,11 +122,31 @@ export class FastGraphqlPath {
     }
   }
 
+  async #fromPartialSchema(query: string): Promise<PartialSchemaDocument | undefined> {
+    const partialRouter = this.#options.partialRouter;
+    if (!partialRouter) {
+      return undefined;
+    }
+    this.#partialSchema ??= this.#capturePartial(partialRouter);
+    const partial = await this.#partialSchema;
+    const pruned = partial ? pruneFromPartialSchema(partial, query) : undefined;
+    return pruned && isPartialSchemaDocument(pruned) ? pruned : undefined;
+  }
+
+  async #capturePartial(partialRouter: FhirRouter): Promise<ForeignSchema | undefined> {
+    // Never rejects: without it, documents go to Medplum's handler, as on a host without a partial engine.
+    const partial = await captureMedplumSchema(partialRouter).catch(() => undefined);
+    if (!partial) {
+      this.#options.onUnavailable?.("the partial engine's GraphQL schema could not be read: new documents wait for Medplum's whole schema");
+    }
+    return partial;
+  }
+
   async #capture(): Promise<ForeignSchema | undefined> {
     // Never rejects: a failure here must leave Medplum's handler answering, not fail every request.
     const foreign = await captureMedplumSchema(this.#router).catch(() => undefined);
     if (!foreign) {
-      this.#options.onUnavailable?.("Medplum's GraphQL schema could not be read");
+      this.#options.onUnavailable?.("Medplum's GraphQL schema could not be read: every request is validated by Medplum");
     }
     return foreign;
   }

@@ -30,6 +30,9 @@ import { DocumentTranslator } from './translate-document.ts';
 import { requestIdOf } from '../telemetry/request-telemetry.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
 
+/** The resource types of the host's partial engine: the spec's device documents write Observations. */
+const DEVICE_RESOURCE_TYPES: readonly string[] = ['Observation'];
+
 /** What the route is built from. */
 export interface GraphqlRouteOptions {
   readonly host: FhirgateHost;
@@ -46,7 +49,9 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
   // The host's own engine: its schema is built from the definitions the server loaded, not from a copy of ours.
   const engine = options.host.fhir.createRouter({ introspectionEnabled: options.limits.allowIntrospection === true });
   const fastPath = new FastGraphqlPath(engine, {
-    onUnavailable: (reason) => options.host.logger?.warn('GraphQL fast path unavailable: every request is validated by Medplum', { reason }),
+    // What devices write: their documents are answered without Medplum's whole schema where the host can.
+    partialRouter: options.host.fhir.createPartialRouter?.(DEVICE_RESOURCE_TYPES),
+    onUnavailable: (reason) => options.host.logger?.warn('GraphQL fast path unavailable', { reason }),
     // Once per distinct document, and only at debug: the document is still answered, by Medplum's handler.
     onUnsupportedDocument: (reason) => options.host.logger?.debug('GraphQL document left to Medplum\'s handler', { reason }),
   });

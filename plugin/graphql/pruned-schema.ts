@@ -28,10 +28,21 @@ import { collectSelections, type DocumentSelections } from './document-selection
 import { UnsupportedSchemaError, kindOf, nameOf, requireDefined, unwrapForeignType, type ForeignSchema, type ForeignType } from './foreign-schema.ts';
 import { isLeafKind, rebuildWrappers, sharedTypesOf, type SharedSchemaTypes } from './shared-schema-types.ts';
 
+/** How a schema is pruned. */
+export interface PruneOptions {
+  /** Refuse (throw) a document that reaches a union type, instead of rebuilding the union with all its members. */
+  readonly refuseUnions?: boolean;
+}
+
 /** The schema `document` runs on, pruned from `foreign`; throws when something does not fit. */
-export function buildPrunedSchema(foreign: ForeignSchema, document: DocumentNode, shared: SharedSchemaTypes = sharedTypesOf(foreign)): GraphQLSchema {
+export function buildPrunedSchema(
+  foreign: ForeignSchema,
+  document: DocumentNode,
+  shared: SharedSchemaTypes = sharedTypesOf(foreign),
+  options: PruneOptions = {},
+): GraphQLSchema {
   const selections = collectSelections(foreign, document);
-  const types = new PrunedTypes(selections, shared);
+  const types = new PrunedTypes(selections, shared, options);
   const mutationRoot = selections.hasMutation ? types.rootType(requireDefined(foreign.getMutationType(), 'the mutation root type')) : undefined;
   const schema = new GraphQLSchema({
     query: types.rootType(requireDefined(foreign.getQueryType(), 'the query root type')),
@@ -51,11 +62,13 @@ export function buildPrunedSchema(foreign: ForeignSchema, document: DocumentNode
 class PrunedTypes {
   readonly #selections: DocumentSelections;
   readonly #shared: SharedSchemaTypes;
+  readonly #options: PruneOptions;
   readonly #built = new Map<string, GraphQLNamedType>();
 
-  constructor(selections: DocumentSelections, shared: SharedSchemaTypes) {
+  constructor(selections: DocumentSelections, shared: SharedSchemaTypes, options: PruneOptions) {
     this.#selections = selections;
     this.#shared = shared;
+    this.#options = options;
   }
 
   /**
@@ -89,6 +102,8 @@ class PrunedTypes {
       const fields = this.#selections.types.get(name)?.fields;
       // A type the document never looks into (only `__typename`, or a union member it does not name).
       built = fields && fields.size > 0 ? this.#objectType(foreign, fields) : this.#shared.standInObjectType(foreign);
+    } else if (kind === 'GraphQLUnionType' && this.#options.refuseUnions) {
+      throw new UnsupportedSchemaError(`${name} is a union`);
     } else if (kind === 'GraphQLUnionType') {
       built = new GraphQLUnionType({
         name,

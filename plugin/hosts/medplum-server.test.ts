@@ -246,7 +246,8 @@ describe('fhirgate mounted on a Medplum-like app', () => {
       .set('Authorization', `Bearer ${token}`)
       .set('X-Project-ID', clinic.project.id)
       .expect(200);
-    expect(response.body).toEqual({ object: 'list', data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'fhirgate' }] });
+    // Not cleared for patient data by this server's options: the list says so.
+    expect(response.body).toEqual({ object: 'list', data: [{ id: MODEL, object: 'model', created: 0, owned_by: 'fhirgate', fhirgate: { patient_data: 'refused' } }] });
     expect(emulator.received).toHaveLength(0);
   });
 

@@ -24,23 +24,35 @@ const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   429: 'rate_limit_error',
 };
 
+/** Codes whose type is not their status's: a refusal of what the request asks for, not of who asks. */
+const ERROR_TYPE_BY_CODE: Readonly<Partial<Record<AppError['code'], string>>> = {
+  patient_data_not_allowed: 'invalid_request_error',
+};
+
 /** Renders an AppError in the spec's error body. */
 export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
   const param = typeof error.details?.param === 'string' ? error.details.param : undefined;
   return {
     error: {
       message: error.message,
-      type: ERROR_TYPE_BY_STATUS[error.status] ?? 'api_error',
+      type: ERROR_TYPE_BY_CODE[error.code] ?? ERROR_TYPE_BY_STATUS[error.status] ?? 'api_error',
       code: error.code,
       ...(param ? { param } : {}),
     },
   };
 }
 
-/** Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one. */
+/**
+ * Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one. A 429 that
+ * retrying soon cannot cure (a budget used up until its period resets) also says `x-should-retry: false`, the
+ * header OpenAI's SDKs read before retrying a 429 on their own.
+ */
 export function sendOpenAiError(response: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+  }
+  if (error.status === 429 && !error.isRetryable) {
+    response.setHeader('x-should-retry', 'false');
   }
   const allow = allowHeaderOf(error);
   if (allow) {

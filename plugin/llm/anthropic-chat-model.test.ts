@@ -58,9 +58,9 @@ describe('Anthropic', () => {
     expect(headers.authorization).toBe(REDACTED);
   });
 
-  test('maps stop to stop_sequences and user to metadata.user_id, and drops what Anthropic does not take', async () => {
-    const extra = { top_p: 0.8, top_k: 20, stop: ['END', 'STOP'], user: 'user-7', seed: 42, presence_penalty: 1, frequency_penalty: 1, n: 2 };
-    await collectStream(createModel().stream(createRequest({ extra, temperature: 0 })));
+  test('maps stop to stop_sequences and user to metadata.user_id', async () => {
+    const options = { topP: 0.8, topK: 20, stop: ['END', 'STOP'], endUser: { user: 'user-7' } };
+    await collectStream(createModel().stream(createRequest({ options, temperature: 0 })));
 
     expect(emulator.received[0].body).toEqual({
       model: 'claude-test',
@@ -103,9 +103,9 @@ describe('Anthropic', () => {
     });
   });
 
-  test("sends tools with input_schema and the tool choice in Anthropic's terms, and drops parallel_tool_calls", async () => {
+  test("sends tools with input_schema and the tool choice in Anthropic's terms, parallel_tool_calls: false as disable_parallel_tool_use", async () => {
     const tools = [...TEST_TOOLS, { name: 'current_time', parameters: {} }];
-    await createModel().complete(createRequest({ tools, toolChoice: 'required', extra: { parallel_tool_calls: false } }));
+    await createModel().complete(createRequest({ tools, toolChoice: 'required', options: { parallelToolCalls: false } }));
     await createModel().complete(createRequest({ tools, toolChoice: { name: 'read_patient' } }));
     const [first, second] = emulator.received;
 
@@ -113,7 +113,7 @@ describe('Anthropic', () => {
       ...TEST_TOOLS.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters })),
       { name: 'current_time', input_schema: { type: 'object' } },
     ]);
-    expect(first.body.tool_choice).toEqual({ type: 'any' });
+    expect(first.body.tool_choice).toEqual({ type: 'any', disable_parallel_tool_use: true });
     expect(first.body).not.toHaveProperty('parallel_tool_calls');
     expect(second.body.tool_choice).toEqual({ type: 'tool', name: 'read_patient' });
   });

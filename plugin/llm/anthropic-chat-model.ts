@@ -1,15 +1,18 @@
 /**
- * The ChatModel over `@anthropic-ai/sdk` (Anthropic's Messages API). System messages travel in the top-level
- * `system` field; OpenAI's `stop` becomes `stop_sequences` and `user` becomes `metadata.user_id`; `seed`, the
- * penalties and `parallel_tool_calls` have no Anthropic equivalent here and are dropped. Tools, calls and results
- * take Anthropic's content-block shape (`anthropic-messages.ts`).
+ * The ChatModel over `@anthropic-ai/sdk` (Anthropic's Messages API). System and developer messages travel in the
+ * top-level `system` field; OpenAI's `stop` becomes `stop_sequences`, `user` (or `safety_identifier`)
+ * `metadata.user_id`, a `json_schema` response format and `reasoning_effort` Anthropic's `output_config` (`format`,
+ * `effort`), `parallel_tool_calls: false` the tool choice's `disable_parallel_tool_use`. What Anthropic has no
+ * equivalent for (`seed`, the penalties, `logit_bias`, `logprobs`, `json_object`, participant names, OpenAI's own
+ * fields) is refused by `checkRequest`. Tools, calls and results take Anthropic's content-block shape
+ * (`anthropic-messages.ts`).
  */
 import { Anthropic, APIConnectionError, APIConnectionTimeoutError, APIError } from '@anthropic-ai/sdk';
-import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from './chat-model.ts';
+import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatRequestShape, ChatStreamEvent, ChatUsage } from './chat-model.ts';
 import { readToolUses, toAnthropicConversation, toAnthropicTools } from './anthropic-messages.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { readSamplingOptions } from './sampling-options.ts';
+import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
@@ -53,6 +56,8 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
 
   return {
     provider,
+
+    checkRequest: (request) => checkAnthropicRequest(provider, request),
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
@@ -179,9 +184,33 @@ class ToolUseBlocks {
   }
 }
 
+/** Anthropic's effort levels: OpenAI's `none` and `minimal` have no counterpart. */
+const ANTHROPIC_EFFORTS = new Set(['low', 'medium', 'high', 'xhigh', 'max']);
+
+function checkAnthropicRequest(provider: string, request: ChatRequestShape): void {
+  const label = { provider, kind: 'Anthropic' };
+  refuseVendorFields(label, request);
+  refuseOptions(label, request, ['seed', 'presencePenalty', 'frequencyPenalty', 'logitBias', 'logprobs']);
+  refuseOpenAiOnly(label, request);
+  refuseParticipantNames(label, request);
+  const { responseFormat, reasoningEffort } = request.options ?? {};
+  if (responseFormat?.type === 'json_object') {
+    throw refuseField(label, 'response_format', "of type json_object is not supported (Anthropic's structured output takes a schema: use json_schema)");
+  }
+  if (responseFormat?.type === 'json_schema' && responseFormat.schema === undefined) {
+    throw refuseField(label, 'response_format.json_schema.schema', 'is required');
+  }
+  if (reasoningEffort !== undefined && !ANTHROPIC_EFFORTS.has(reasoningEffort)) {
+    throw refuseField(label, 'reasoning_effort', `'${reasoningEffort}' is not supported (Anthropic's efforts: low, medium, high, xhigh, max)`);
+  }
+}
+
 function buildParameters(request: ChatModelRequest) {
-  const sampling = readSamplingOptions(request.extra);
+  const options = request.options ?? {};
   const { system, messages } = toAnthropicConversation(request.messages);
+  const endUser = options.endUser?.safetyIdentifier ?? options.endUser?.user;
+  const format = options.responseFormat?.type === 'json_schema' && options.responseFormat.schema ? { type: 'json_schema' as const, schema: { ...options.responseFormat.schema } } : undefined;
+  const effort = options.reasoningEffort && ANTHROPIC_EFFORTS.has(options.reasoningEffort) ? (options.reasoningEffort as 'low' | 'medium' | 'high' | 'xhigh' | 'max') : undefined;
   return {
     model: request.model,
     max_tokens: request.maxTokens,
@@ -189,10 +218,11 @@ function buildParameters(request: ChatModelRequest) {
     messages,
     ...toAnthropicTools(request),
     temperature: request.temperature,
-    top_p: sampling.topP,
-    top_k: sampling.topK,
-    stop_sequences: sampling.stop ? [...sampling.stop] : undefined,
-    metadata: sampling.user ? { user_id: sampling.user } : undefined,
+    top_p: options.topP,
+    top_k: options.topK,
+    stop_sequences: options.stop ? [...options.stop] : undefined,
+    metadata: endUser ? { user_id: endUser } : undefined,
+    output_config: format || effort ? { ...(format ? { format } : {}), ...(effort ? { effort } : {}) } : undefined,
   };
 }
 

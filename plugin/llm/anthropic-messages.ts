@@ -11,18 +11,22 @@ import { toArgumentsObject } from './tool-arguments.ts';
 type MessageParam = Anthropic.MessageParam;
 type ContentBlockParam = Anthropic.ContentBlockParam;
 
-/** The request's system text (system messages joined) and its other messages, as Anthropic takes them. */
-export function toAnthropicConversation(messages: readonly ChatMessage[]): { system: string | undefined; messages: MessageParam[] } {
-  const system = messages
-    .filter((message) => message.role === 'system')
-    .map((message) => message.content)
-    .join('\n\n');
+/**
+ * The request's system text (system and developer messages, joined; text parts as text blocks of their own) and
+ * its other messages, as Anthropic takes them.
+ */
+export function toAnthropicConversation(messages: readonly ChatMessage[]): { system: string | Anthropic.TextBlockParam[] | undefined; messages: MessageParam[] } {
+  const instructions = messages.filter((message): message is Extract<ChatMessage, { role: 'system' | 'developer' | 'user' }> => message.role === 'system' || message.role === 'developer');
+  const system = instructions.some((message) => message.parts)
+    ? instructions.flatMap((message) => message.parts ?? [message.content]).map((text): Anthropic.TextBlockParam => ({ type: 'text', text }))
+    : instructions.map((message) => message.content).join('\n\n');
   const converted: MessageParam[] = [];
   // The user message being filled with tool results, while nothing else followed them.
   let results: ContentBlockParam[] | undefined;
   for (const message of messages) {
     switch (message.role) {
       case 'system':
+      case 'developer':
         break;
       case 'tool': {
         const block: ContentBlockParam = { type: 'tool_result', tool_use_id: message.toolCallId, content: message.content };
@@ -34,22 +38,25 @@ export function toAnthropicConversation(messages: readonly ChatMessage[]): { sys
         }
         break;
       }
-      case 'user':
+      case 'user': {
+        // Text parts are text blocks, as Anthropic's own clients send them.
+        const blocks = (message.parts?.length ? message.parts : [message.content]).map((text): ContentBlockParam => ({ type: 'text', text }));
         if (results) {
           // The user's text joins the results' message: the next message must be the assistant's.
-          results.push({ type: 'text', text: message.content });
+          results.push(...blocks);
         } else {
-          converted.push({ role: 'user', content: message.content });
+          converted.push({ role: 'user', content: message.parts?.length ? blocks : message.content });
         }
         results = undefined;
         break;
+      }
       case 'assistant':
         results = undefined;
         converted.push(toAssistantMessage(message));
         break;
     }
   }
-  return { system: system === '' ? undefined : system, messages: converted };
+  return { system: system === '' || system.length === 0 ? undefined : system, messages: converted };
 }
 
 function toAssistantMessage(message: Extract<ChatMessage, { role: 'assistant' }>): MessageParam {
@@ -71,21 +78,30 @@ export function toAnthropicTools(request: ChatModelRequest): { tools?: Anthropic
   }
   return {
     // Anthropic requires the schema's `type: 'object'`, which OpenAI lets a client leave out; arguments are an object anyway.
-    tools: tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: { ...tool.parameters, type: 'object' } })),
-    tool_choice: request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice),
+    tools: tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: { ...tool.parameters, type: 'object' },
+      ...(tool.strict === undefined ? {} : { strict: tool.strict }),
+    })),
+    tool_choice: toToolChoice(request.toolChoice, request.options?.parallelToolCalls === false),
   };
 }
 
-function toToolChoice(choice: ChatToolChoice): Anthropic.ToolChoice {
+/** OpenAI's `parallel_tool_calls: false` is Anthropic's `disable_parallel_tool_use`, which lives in the tool choice. */
+function toToolChoice(choice: ChatToolChoice | undefined, oneCallAtATime: boolean): Anthropic.ToolChoice | undefined {
+  const parallel = oneCallAtATime ? { disable_parallel_tool_use: true } : {};
   switch (choice) {
+    case undefined:
+      return oneCallAtATime ? { type: 'auto', ...parallel } : undefined;
     case 'auto':
-      return { type: 'auto' };
+      return { type: 'auto', ...parallel };
     case 'none':
       return { type: 'none' };
     case 'required':
-      return { type: 'any' };
+      return { type: 'any', ...parallel };
     default:
-      return { type: 'tool', name: choice.name };
+      return { type: 'tool', name: choice.name, ...parallel };
   }
 }
 

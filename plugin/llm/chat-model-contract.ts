@@ -6,9 +6,9 @@
 import { createServer } from 'node:net';
 import { expect, jest, test } from '@jest/globals';
 import { AppError } from '../errors.ts';
-import { countPromptTokens, countTokens } from '../../test/emulator/index.ts';
+import { countPromptTokens, countTokens, createLogprobs } from '../../test/emulator/index.ts';
 import type { LlmEmulator, ProviderName, ReceivedRequest } from '../../test/emulator/index.ts';
-import type { ChatMessage, ChatModel, ChatModelRequest, ChatStreamEvent } from './chat-model.ts';
+import type { ChatMessage, ChatModel, ChatModelRequest, ChatStreamEvent, ChatTokenLogprob } from './chat-model.ts';
 import { isAbortError } from './provider-errors.ts';
 
 /** Where an adapter under test sends its requests. */
@@ -116,9 +116,20 @@ export function expectNoSecrets(error: AppError): void {
   }
 }
 
+/** The emulator's log probabilities of `tokens` (`createLogprobs`) as an adapter must report them, UTF-8 bytes included. */
+export function expectedLogprobs(tokens: readonly string[], top: number): ChatTokenLogprob[] {
+  const bytes = (token: string): number[] => [...Buffer.from(token, 'utf8')];
+  return createLogprobs(tokens, top).map((token) => ({
+    token: token.token,
+    logprob: token.logprob,
+    bytes: bytes(token.token),
+    topLogprobs: token.top.map((alternative) => ({ ...alternative, bytes: bytes(alternative.token) })),
+  }));
+}
+
 /** A request to `model` with the test conversation; `overrides` replace any field. */
 export function createTestRequest(model: string, overrides: Partial<ChatModelRequest> = {}): ChatModelRequest {
-  return { model, messages: CONVERSATION, maxTokens: 100, extra: {}, signal: new AbortController().signal, ...overrides };
+  return { model, messages: CONVERSATION, maxTokens: 100, signal: new AbortController().signal, ...overrides };
 }
 
 /** Registers the contract's tests in the current describe block (the tool cases: `chat-model-tool-contract.ts`). */

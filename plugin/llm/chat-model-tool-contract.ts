@@ -185,7 +185,7 @@ export function describeToolCallingContract(contract: ChatModelContract): void {
   });
 
   test('a request without tools sends no tool choice and no parallel_tool_calls (the provider would refuse them)', async () => {
-    const completion = await createModel().complete(createRequest({ tools: [], toolChoice: 'required', extra: { parallel_tool_calls: false } }));
+    const completion = await createModel().complete(createRequest({ tools: [], toolChoice: 'required', options: { parallelToolCalls: true } }));
 
     expect(completion.text).toBe(EXPECTED_REPLY);
     expect(lastRecord()).toMatchObject({ tools: [] });

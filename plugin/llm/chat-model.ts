@@ -20,11 +20,22 @@ export interface ChatToolCall {
   readonly arguments: string;
 }
 
-/** A message of the conversation as the provider sees it. */
+/**
+ * A message of the conversation as the provider sees it. `developer` is OpenAI's role for the application's own
+ * instructions (what `system` is to older models): OpenAI and Azure take it as it is, providers without it as
+ * `system`. `content` is the text as OpenAI's models read it (text parts joined with nothing between them); `parts`
+ * keeps the parts as the client sent them, for providers that take parts (absent when the content was one string).
+ * `name` is OpenAI's participant name (only OpenAI-style providers take it).
+ */
 export type ChatMessage =
-  | { readonly role: 'system' | 'user'; readonly content: string }
+  | {
+      readonly role: 'system' | 'developer' | 'user';
+      readonly content: string;
+      readonly parts?: readonly string[];
+      readonly name?: string;
+    }
   /** A reply; `toolCalls` when the model asked for calls (its `content` may then be empty). */
-  | { readonly role: 'assistant'; readonly content: string; readonly toolCalls?: readonly ChatToolCall[] }
+  | { readonly role: 'assistant'; readonly content: string; readonly toolCalls?: readonly ChatToolCall[]; readonly name?: string }
   /** The result of a call, answering the `toolCalls` entry whose id is `toolCallId` in an earlier assistant message. */
   | { readonly role: 'tool'; readonly content: string; readonly toolCallId: string };
 
@@ -34,6 +45,8 @@ export interface ChatTool {
   readonly description?: string;
   /** JSON Schema of the arguments object. */
   readonly parameters: Readonly<Record<string, unknown>>;
+  /** OpenAI's strict mode: the arguments always follow the schema exactly. */
+  readonly strict?: boolean;
 }
 
 /**
@@ -41,6 +54,65 @@ export interface ChatTool {
  * A provider that cannot force a call (Ollama) treats `required` and a name as `auto`.
  */
 export type ChatToolChoice = 'auto' | 'none' | 'required' | { readonly name: string };
+
+/**
+ * The format the reply must take: any JSON object, or JSON following `schema` (OpenAI's `json_schema`, whose
+ * `name` and `strict` OpenAI-style providers receive as they are).
+ */
+export type ChatResponseFormat =
+  | { readonly type: 'json_object' }
+  | {
+      readonly type: 'json_schema';
+      readonly name: string;
+      readonly description?: string;
+      /** Absent: OpenAI's default, any JSON. */
+      readonly schema?: Readonly<Record<string, unknown>>;
+      readonly strict?: boolean;
+    };
+
+/** How hard a reasoning model thinks, in OpenAI's words. */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/**
+ * Optional settings of one call, in OpenAI's meaning, whatever API the client spoke (chat completions or
+ * responses). Each adapter sends those its provider takes, under its provider's names, and refuses the others in
+ * `checkRequest`: a setting is never dropped on the way.
+ */
+export interface ChatGenerationOptions {
+  readonly topP?: number;
+  /** Not an OpenAI setting; Anthropic, Ollama and many OpenAI-compatible servers take it. */
+  readonly topK?: number;
+  /** A non-empty list. */
+  readonly stop?: readonly string[];
+  readonly seed?: number;
+  readonly presencePenalty?: number;
+  readonly frequencyPenalty?: number;
+  /** Token id to bias. */
+  readonly logitBias?: Readonly<Record<string, number>>;
+  /** Whether the model may make several calls in one reply (sent only with tools). */
+  readonly parallelToolCalls?: boolean;
+  readonly responseFormat?: ChatResponseFormat;
+  /** Log probabilities of the reply's tokens, with `top` alternatives for each (0 to 20). */
+  readonly logprobs?: { readonly top: number };
+  readonly reasoningEffort?: ReasoningEffort;
+  /** OpenAI's `user` and `safety_identifier`: who the end user is, for the provider's abuse monitoring. */
+  readonly endUser?: { readonly user?: string; readonly safetyIdentifier?: string };
+  /** OpenAI's stored completions: `store`, and the `metadata` sent with it. */
+  readonly store?: boolean;
+  readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * Fields only OpenAI's API has (`service_tier`, `prediction`, `verbosity`, `prompt_cache_key`, ...), by their
+   * OpenAI names: OpenAI-style providers receive them as they are, the others refuse them.
+   */
+  readonly openAiOnly?: Readonly<Record<string, unknown>>;
+  /**
+   * Top-level fields of a chat-completions request that are no field fhirgate knows: a server's own extensions
+   * (vLLM's `min_p`, `repetition_penalty`, `guided_json`, ...), by their names as sent. OpenAI-compatible providers
+   * receive them as they are; every other provider refuses them by name.
+   */
+  readonly vendorFields?: Readonly<Record<string, unknown>>;
+}
 
 /** One call to a model. */
 export interface ChatModelRequest {
@@ -55,13 +127,8 @@ export interface ChatModelRequest {
   readonly tools?: readonly ChatTool[];
   /** Absent: the provider's default (`auto` when there are tools). */
   readonly toolChoice?: ChatToolChoice;
-  /**
-   * Other OpenAI request fields the client sent (`top_p`, `stop`, `seed`, `user`, `presence_penalty`,
-   * `frequency_penalty`, ...). Each adapter passes those its provider supports, maps those it names differently
-   * (`stop` becomes Anthropic's `stop_sequences`, Ollama's `options.stop`) and drops the rest; values of the wrong
-   * type are dropped too. See `sampling-options.ts`.
-   */
-  readonly extra: Readonly<Record<string, unknown>>;
+  /** Optional settings; absent: the provider's defaults. */
+  readonly options?: ChatGenerationOptions;
   /** Aborting it cancels the upstream HTTP request. */
   readonly signal: AbortSignal;
   /**
@@ -72,11 +139,23 @@ export interface ChatModelRequest {
   readonly traceHeaders?: Readonly<Record<string, string>>;
 }
 
+/** What `checkRequest` looks at: a request before the history is loaded (no signal, messages as the client sent them). */
+export type ChatRequestShape = Pick<ChatModelRequest, 'messages' | 'maxTokens' | 'temperature' | 'tools' | 'toolChoice' | 'options'>;
+
 /**
  * Why the model stopped: `stop` (done, or a stop sequence), `length` (hit `maxTokens`), `content_filter`, or
  * `tool_calls` (it asked for calls and waits for their results).
  */
 export type ChatFinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
+
+/** A token of the reply with its log probability, as OpenAI reports it (`bytes`: its UTF-8 bytes, or null). */
+export interface ChatTokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  readonly bytes: readonly number[] | null;
+  /** The likeliest tokens at this position (as many as asked for, or fewer). */
+  readonly topLogprobs: readonly { readonly token: string; readonly logprob: number; readonly bytes: readonly number[] | null }[];
+}
 
 /** Token counts as the provider reported them. */
 export interface ChatUsage {
@@ -92,6 +171,8 @@ export interface ChatCompletion {
   readonly finishReason: ChatFinishReason;
   /** Undefined when the provider reported no usage (some OpenAI-compatible servers do not). */
   readonly usage: ChatUsage | undefined;
+  /** The text's tokens with their log probabilities, when the request asked for them. */
+  readonly logprobs?: readonly ChatTokenLogprob[];
 }
 
 /**
@@ -102,7 +183,8 @@ export interface ChatCompletion {
  * fragments' `arguments` joined. An adapter whose provider delivers whole calls emits one event per call.
  */
 export type ChatStreamEvent =
-  | { readonly type: 'text'; readonly text: string }
+  /** `logprobs`: the fragment's tokens, when the request asked for them. */
+  | { readonly type: 'text'; readonly text: string; readonly logprobs?: readonly ChatTokenLogprob[] }
   | { readonly type: 'tool_call'; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }
   | { readonly type: 'finish'; readonly finishReason: ChatFinishReason; readonly usage: ChatUsage | undefined };
 
@@ -110,6 +192,11 @@ export type ChatStreamEvent =
 export interface ChatModel {
   /** The provider's configured name, e.g. `openai`, `azure`, `anthropic`, `ollama`, or an operator's own name. */
   readonly provider: string;
+  /**
+   * Throws AppError `invalid_request` (400) naming the first field of `request` this provider cannot honour; called
+   * before anything of a turn is stored. Absent: the model takes every field.
+   */
+  checkRequest?(request: ChatRequestShape): void;
   /** Asks for a whole reply. */
   complete(request: ChatModelRequest): Promise<ChatCompletion>;
   /**

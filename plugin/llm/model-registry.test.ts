@@ -109,7 +109,7 @@ describe('createModelRegistry', () => {
     expect(other).not.toBe(first);
     expect(registry.resolve('openai/gpt-4o', { apiKey: CONFIGURED_KEY }).model).toBe(configured);
     expect(factory).toHaveBeenCalledTimes(4);
-    const request = { model: 'gpt-4o', messages: [], maxTokens: 1, extra: {}, signal: new AbortController().signal };
+    const request = { model: 'gpt-4o', messages: [], maxTokens: 1, signal: new AbortController().signal };
     expect((await first.complete(request)).text).toBe('sk-project-a');
   });
 
@@ -167,7 +167,7 @@ describe('ModelRegistry.forProject', () => {
   test("a project's key reaches the provider; other providers keep the configured key", async () => {
     const registry = createModelRegistry(config, createFakeFactory());
     const project = registry.forProject({ apiKeys: { openai: 'sk-project-key', claude: 'sk-ant-project' } });
-    const request = { model: 'm', messages: [], maxTokens: 1, extra: {}, signal: new AbortController().signal };
+    const request = { model: 'm', messages: [], maxTokens: 1, signal: new AbortController().signal };
 
     expect((await project.resolve('openai/gpt-4o').model.complete(request)).text).toBe('sk-project-key');
     expect((await project.resolve('claude/claude-sonnet-5-5').model.complete(request)).text).toBe('sk-ant-project');
@@ -215,7 +215,6 @@ describe('createModelRegistry with the real adapters', () => {
       model: modelName,
       messages: [{ role: 'user', content: 'ping' }],
       maxTokens: environmentConfig.maxTokens,
-      extra: {},
       signal: new AbortController().signal,
     });
 

@@ -23,6 +23,8 @@ export interface ResolvedModel {
   readonly retries: RetryPolicy;
   /** Models to try next, in order, when this one keeps failing (`fallbacks` in the configuration). */
   readonly fallbacks: readonly ResolvedModel[];
+  /** True when the call goes with the project's own key, not the server's (whose agreement covers the data sent). */
+  readonly usesProjectKey?: boolean;
 }
 
 /** One entry of the model list. */
@@ -148,13 +150,17 @@ export function createModelRegistry(config: ProviderConfig, factory: ChatModelFa
       }
     }),
   });
-  const toResolved = (entry: ModelEntry, keyOf: (provider: string) => string | undefined): ResolvedModel => ({
-    model: modelFor(entry.provider, keyOf(entry.provider)),
-    modelName: entry.modelName,
-    id: entry.id,
-    retries: config.providers[entry.provider].retries,
-    fallbacks: [],
-  });
+  const toResolved = (entry: ModelEntry, keyOf: (provider: string) => string | undefined): ResolvedModel => {
+    const apiKey = keyOf(entry.provider);
+    return {
+      model: modelFor(entry.provider, apiKey),
+      modelName: entry.modelName,
+      id: entry.id,
+      retries: config.providers[entry.provider].retries,
+      fallbacks: [],
+      usesProjectKey: apiKey !== undefined && apiKey !== config.providers[entry.provider].apiKey,
+    };
+  };
 
   return {
     defaultModelId: operator.defaultModelId,

@@ -46,18 +46,8 @@ describe('Ollama', () => {
 
   test('puts the sampling fields into options, and a JSON response format into format', async () => {
     const model = createOllamaChatModel({ provider: 'ollama', baseUrl: emulator.url, timeoutMs: 5000 });
-    const extra = {
-      top_p: 0.9,
-      top_k: 40,
-      seed: 7,
-      stop: 'END',
-      presence_penalty: 0.1,
-      frequency_penalty: 0.2,
-      response_format: { type: 'json_object' },
-      user: 'user-7',
-      logit_bias: { '1': 2 },
-    };
-    await collectStream(model.stream(createRequest({ extra, temperature: 0.5 })));
+    const options = { topP: 0.9, topK: 40, seed: 7, stop: ['END'], presencePenalty: 0.1, frequencyPenalty: 0.2, responseFormat: { type: 'json_object' as const } };
+    await collectStream(model.stream(createRequest({ options, temperature: 0.5 })));
 
     expect(emulator.received[0].body).toEqual({
       model: 'llama3.2:3b',

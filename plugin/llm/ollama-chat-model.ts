@@ -1,8 +1,12 @@
 /**
  * The ChatModel over the `ollama` SDK (Ollama's native /api/chat). Sampling settings travel in `options`:
  * `maxTokens` as `num_predict`, and `temperature`, `top_p`, `top_k`, `seed`, `stop` and the penalties under their
- * own names; a JSON `response_format` becomes `format: 'json'`. Signals, timeouts and stream checks go through
- * `ollama-transport.ts`, because the SDK has no per-request options.
+ * own names; `response_format` becomes `format` (`json`, or the JSON schema), `reasoning_effort` `think`, and
+ * `logprobs` / `top_logprobs` go as they are. Developer messages are system messages; text parts are consecutive
+ * messages of the same role, as Ollama's own OpenAI-compatible endpoint reads them. What Ollama has no equivalent
+ * for (`logit_bias`, `parallel_tool_calls: false`, strict tools, participant names, OpenAI's own fields) is refused
+ * by `checkRequest`; `user` and `safety_identifier` have no Ollama field and are kept on fhirgate's record only.
+ * Signals, timeouts and stream checks go through `ollama-transport.ts`, because the SDK has no per-request options.
  *
  * Tools: Ollama has no tool choice. `none` sends no tools (the history's calls and results still go); `required`
  * and a named tool send the tools and leave the choice to the model, as `auto`. Ollama's calls have no ids: the
@@ -13,7 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { Ollama } from 'ollama';
 import type { ChatRequest, ChatResponse, Message, Options, Tool, ToolCall } from 'ollama';
-import type { ChatCompletion, ChatFinishReason, ChatMessage, ChatModel, ChatModelRequest, ChatStreamEvent, ChatToolCall, ChatUsage } from './chat-model.ts';
+import type { ChatCompletion, ChatFinishReason, ChatMessage, ChatModel, ChatModelRequest, ChatRequestShape, ChatStreamEvent, ChatToolCall, ChatUsage } from './chat-model.ts';
 import { toArgumentsObject } from './tool-arguments.ts';
 import {
   createOllamaFetch,
@@ -24,7 +28,7 @@ import {
 import type { OllamaRequestScope } from './ollama-transport.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { readSamplingOptions } from './sampling-options.ts';
+import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields, toTokenLogprobs } from './request-support.ts';
 import { connectionPool, fetchThrough } from './http-dispatcher.ts';
 import { startUpstreamCall } from './upstream-call.ts';
 
@@ -56,6 +60,8 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   return {
     provider,
 
+    checkRequest: (request) => checkOllamaRequest(provider, request),
+
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
       const scope: OllamaRequestScope = { signal: call.signal, stream: false, headers: request.traceHeaders };
@@ -67,6 +73,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
           ...(toolCalls.length > 0 ? { toolCalls } : {}),
           finishReason: readFinishReason(response.done_reason, toolCalls.length > 0),
           usage: readUsage(response),
+          ...(response.logprobs ? { logprobs: toTokenLogprobs(response.logprobs) } : {}),
         };
       } catch (error) {
         throw call.toError(error, (sdkError) => describeOllamaError(sdkError, scope));
@@ -84,7 +91,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
         for await (const part of call.guard(parts)) {
           const text = part.message?.content;
           if (text) {
-            yield { type: 'text', text };
+            yield part.logprobs ? { type: 'text', text, logprobs: toTokenLogprobs(part.logprobs) } : { type: 'text', text };
           }
           // Ollama streams calls whole: one event per call, numbered across the reply's lines.
           for (const toolCall of readToolCalls(part.message?.tool_calls)) {
@@ -107,8 +114,30 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
   };
 }
 
+/** Ollama's `think` levels; `none` turns thinking off. */
+const THINK_LEVELS: Readonly<Record<string, ChatRequest['think']>> = { none: false, low: 'low', medium: 'medium', high: 'high' };
+
+function checkOllamaRequest(provider: string, request: ChatRequestShape): void {
+  const label = { provider, kind: 'Ollama' };
+  refuseVendorFields(label, request);
+  refuseOptions(label, request, ['logitBias']);
+  refuseOpenAiOnly(label, request);
+  refuseParticipantNames(label, request);
+  const { parallelToolCalls, reasoningEffort } = request.options ?? {};
+  if (parallelToolCalls === false) {
+    throw refuseField(label, 'parallel_tool_calls', 'false is not supported');
+  }
+  if (reasoningEffort !== undefined && THINK_LEVELS[reasoningEffort] === undefined) {
+    throw refuseField(label, 'reasoning_effort', `'${reasoningEffort}' is not supported (Ollama's think levels: none, low, medium, high)`);
+  }
+  const strict = request.tools?.findIndex((tool) => tool.strict === true) ?? -1;
+  if (strict >= 0) {
+    throw refuseField(label, `tools.${strict}.function.strict`, 'is not supported');
+  }
+}
+
 function buildRequest(request: ChatModelRequest): ChatRequest {
-  const sampling = readSamplingOptions(request.extra);
+  const sampling = request.options ?? {};
   const options: Partial<Options> = {
     num_predict: request.maxTokens,
     temperature: request.temperature,
@@ -120,6 +149,7 @@ function buildRequest(request: ChatModelRequest): ChatRequest {
     frequency_penalty: sampling.frequencyPenalty,
   };
   const tools = request.toolChoice === 'none' ? [] : (request.tools ?? []);
+  const format = sampling.responseFormat;
   return {
     model: request.model,
     messages: toOllamaMessages(request.messages),
@@ -134,35 +164,43 @@ function buildRequest(request: ChatModelRequest): ChatRequest {
             }),
           ),
     options,
-    format: sampling.responseFormat === 'json_object' ? 'json' : undefined,
+    // Ollama's `format` takes a JSON schema, or `json` for any JSON.
+    format: format === undefined ? undefined : format.type === 'json_schema' && format.schema ? { ...format.schema } : 'json',
+    think: sampling.reasoningEffort === undefined ? undefined : THINK_LEVELS[sampling.reasoningEffort],
+    logprobs: sampling.logprobs ? true : undefined,
+    top_logprobs: sampling.logprobs?.top || undefined,
   };
 }
 
 function toOllamaMessages(messages: readonly ChatMessage[]): Message[] {
   // Ollama links a result to its call by the function's name only.
   const namesById = new Map<string, string>();
-  return messages.map((message): Message => {
+  return messages.flatMap((message): Message[] => {
     switch (message.role) {
       case 'assistant': {
         const calls = message.toolCalls ?? [];
         if (calls.length === 0) {
-          return { role: 'assistant', content: message.content };
+          return [{ role: 'assistant', content: message.content }];
         }
         for (const call of calls) {
           namesById.set(call.id, call.name);
         }
-        return {
-          role: 'assistant',
-          content: message.content,
-          tool_calls: calls.map((call): ToolCall => ({ function: { name: call.name, arguments: toArgumentsObject(call.arguments) } })),
-        };
+        return [
+          {
+            role: 'assistant',
+            content: message.content,
+            tool_calls: calls.map((call): ToolCall => ({ function: { name: call.name, arguments: toArgumentsObject(call.arguments) } })),
+          },
+        ];
       }
       case 'tool': {
         const name = namesById.get(message.toolCallId);
-        return name === undefined ? { role: 'tool', content: message.content } : { role: 'tool', content: message.content, tool_name: name };
+        return [name === undefined ? { role: 'tool', content: message.content } : { role: 'tool', content: message.content, tool_name: name }];
       }
-      default:
-        return { role: message.role, content: message.content };
+      default: {
+        const role = message.role === 'developer' ? 'system' : message.role;
+        return (message.parts?.length ? message.parts : [message.content]).map((content) => ({ role, content }));
+      }
     }
   });
 }

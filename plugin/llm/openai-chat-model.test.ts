@@ -40,23 +40,10 @@ describe('OpenAI', () => {
   describeChatModelContract(contract);
   describeToolCallingContract(contract);
 
-  test('passes the OpenAI sampling fields on, drops the others, and asks for usage in streams', async () => {
+  test('passes the sampling fields on under their OpenAI names, and asks for usage in streams', async () => {
     const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
-    const extra = {
-      top_p: 0.9,
-      stop: 'END',
-      seed: 42,
-      user: 'user-7',
-      presence_penalty: 0.5,
-      frequency_penalty: -0.5,
-      logit_bias: { '50256': -100 },
-      response_format: { type: 'json_object' },
-      n: 3,
-      tools: [{ type: 'function' }],
-      top_k: 5,
-      temperature_override: 2,
-    };
-    await collectStream(model.stream(createRequest({ extra })));
+    const options = { topP: 0.9, stop: ['END'], seed: 42, endUser: { user: 'user-7' }, presencePenalty: 0.5, frequencyPenalty: -0.5, logitBias: { '50256': -100 } };
+    await collectStream(model.stream(createRequest({ options })));
     const { body, headers } = emulator.received[0];
 
     expect(body).toEqual({
@@ -70,24 +57,16 @@ describe('OpenAI', () => {
       presence_penalty: 0.5,
       frequency_penalty: -0.5,
       logit_bias: { '50256': -100 },
-      response_format: { type: 'json_object' },
       stream: true,
       stream_options: { include_usage: true },
     });
     expect(headers.authorization).toBe(REDACTED);
   });
 
-  test('sampling fields of the wrong type are dropped', async () => {
-    const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
-    await model.complete(createRequest({ extra: { top_p: '0.9', seed: 1.5, stop: [1, 2], user: 7 } }));
-
-    expect(Object.keys(emulator.received[0].body).sort()).toEqual(['max_completion_tokens', 'messages', 'model', 'stream']);
-  });
-
   test("sends tools, the tool choice, parallel_tool_calls, calls and results in OpenAI's shape", async () => {
     const model = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000 });
     await model.complete(
-      createRequest({ messages: CONVERSATION_WITH_RESULTS, tools: TEST_TOOLS, toolChoice: { name: 'read_patient' }, extra: { parallel_tool_calls: false } }),
+      createRequest({ messages: CONVERSATION_WITH_RESULTS, tools: TEST_TOOLS, toolChoice: { name: 'read_patient' }, options: { parallelToolCalls: false } }),
     );
     const { body } = emulator.received[0];
 

@@ -8,23 +8,27 @@ import type {
   ChatCompletionChunk,
   ChatCompletionMessageParam,
   ChatCompletionMessageToolCall,
+  ChatCompletionTokenLogprob,
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
+import type { ResponseFormatJSONObject, ResponseFormatJSONSchema } from 'openai/resources/shared';
 import type {
   ChatCompletion,
   ChatFinishReason,
   ChatMessage,
   ChatModel,
   ChatModelRequest,
+  ChatResponseFormat,
   ChatStreamEvent,
+  ChatTokenLogprob,
   ChatToolCall,
   ChatToolChoice,
   ChatUsage,
 } from './chat-model.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { readSamplingOptions } from './sampling-options.ts';
+import { refuseOptions, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 
@@ -63,15 +67,26 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
   const { provider, timeoutMs } = options;
   const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, connectTimeoutMs: options.connectTimeoutMs };
   const maxTokensParameter = options.maxTokensParameter ?? (options.kind === 'openai' ? 'max_completion_tokens' : 'max_tokens');
+  const wire: WireChoices = { maxTokensParameter, kind: options.kind };
 
   return {
     provider,
+
+    // Every OpenAI field goes on as it is. `top_k` and fields fhirgate does not know are no OpenAI fields: a
+    // compatible server (vLLM, LM Studio, ...) takes its own extensions, OpenAI and Azure refuse them.
+    checkRequest(request) {
+      if (options.kind !== 'openai-compatible') {
+        const label = { provider, kind: KIND_LABELS[options.kind] };
+        refuseOptions(label, request, ['topK']);
+        refuseVendorFields(label, request);
+      }
+    },
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
       try {
         const completion = await client.chat.completions.create(
-          { ...buildParameters(request, maxTokensParameter), stream: false },
+          { ...buildParameters(request, wire), stream: false },
           { signal: call.signal, headers: request.traceHeaders },
         );
         const choice = completion.choices?.[0];
@@ -80,11 +95,13 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
         }
         const refused = choice.message.content === null && typeof choice.message.refusal === 'string';
         const toolCalls = readToolCalls(choice.message.tool_calls);
+        const logprobs = choice.logprobs?.content;
         return {
           text: choice.message.content ?? choice.message.refusal ?? '',
           ...(toolCalls.length > 0 ? { toolCalls } : {}),
           finishReason: refused ? 'content_filter' : readFinishReason(choice.finish_reason, toolCalls.length > 0),
           usage: readUsage(completion.usage),
+          ...(logprobs ? { logprobs: readLogprobs(logprobs) } : {}),
         };
       } catch (error) {
         throw call.toError(error, describeOpenAiError);
@@ -97,7 +114,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       const call = startUpstreamCall(provider, request.signal, timeouts, true);
       try {
         const stream = await client.chat.completions.create(
-          { ...buildParameters(request, maxTokensParameter), stream: true, stream_options: { include_usage: true } },
+          { ...buildParameters(request, wire), stream: true, stream_options: { include_usage: true } },
           { signal: call.signal, headers: request.traceHeaders },
         );
         let finishReason: ChatFinishReason | undefined;
@@ -108,7 +125,8 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
           const choice = chunk.choices?.[0];
           const text = choice?.delta?.content ?? choice?.delta?.refusal;
           if (text) {
-            yield { type: 'text', text };
+            const logprobs = choice?.logprobs?.content;
+            yield logprobs ? { type: 'text', text, logprobs: readLogprobs(logprobs) } : { type: 'text', text };
           }
           for (const fragment of readToolCallFragments(choice?.delta?.tool_calls)) {
             calls = Math.max(calls, fragment.index + 1);
@@ -187,8 +205,16 @@ function toAzureBaseUrl(endpoint: string): string {
   return trimmed.endsWith('/openai') ? trimmed : `${trimmed}/openai`;
 }
 
-function buildParameters(request: ChatModelRequest, maxTokensParameter: 'max_tokens' | 'max_completion_tokens') {
-  const sampling = readSamplingOptions(request.extra);
+/** How this provider names things on the wire. */
+interface WireChoices {
+  readonly maxTokensParameter: 'max_tokens' | 'max_completion_tokens';
+  readonly kind: OpenAiProviderKind;
+}
+
+const KIND_LABELS: Readonly<Record<OpenAiProviderKind, string>> = { openai: 'OpenAI', 'azure-openai': 'Azure OpenAI', 'openai-compatible': 'OpenAI-compatible' };
+
+function buildParameters(request: ChatModelRequest, wire: WireChoices) {
+  const options = request.options ?? {};
   const tools = request.tools ?? [];
   // OpenAI refuses tool_choice and parallel_tool_calls in a request without tools.
   const toolParameters =
@@ -196,44 +222,75 @@ function buildParameters(request: ChatModelRequest, maxTokensParameter: 'max_tok
       ? {}
       : {
           tools: tools.map(
-            (tool): ChatCompletionTool => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters } } }),
+            (tool): ChatCompletionTool => ({
+              type: 'function',
+              function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters }, ...(tool.strict === undefined ? {} : { strict: tool.strict }) },
+            }),
           ),
           tool_choice: request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice),
-          parallel_tool_calls: sampling.parallelToolCalls,
+          parallel_tool_calls: options.parallelToolCalls,
         };
+  // Servers that are only OpenAI-compatible may not know the `developer` role (it is recent): they get `system`.
+  const developerRole = wire.kind === 'openai-compatible' ? 'system' : 'developer';
   return {
+    // First, so that no field of fhirgate's own can be overridden by one of the server's.
+    ...(wire.kind === 'openai-compatible' ? options.vendorFields : undefined),
     model: request.model,
-    messages: request.messages.map(toOpenAiMessage),
+    messages: request.messages.map((message) => toOpenAiMessage(message, developerRole)),
     ...toolParameters,
-    [maxTokensParameter]: request.maxTokens,
+    [wire.maxTokensParameter]: request.maxTokens,
     temperature: request.temperature,
-    top_p: sampling.topP,
-    stop: sampling.stop ? [...sampling.stop] : undefined,
-    seed: sampling.seed,
-    user: sampling.user,
-    presence_penalty: sampling.presencePenalty,
-    frequency_penalty: sampling.frequencyPenalty,
-    logit_bias: sampling.logitBias ? { ...sampling.logitBias } : undefined,
-    response_format: sampling.responseFormat ? { type: sampling.responseFormat } : undefined,
+    top_p: options.topP,
+    top_k: wire.kind === 'openai-compatible' ? options.topK : undefined,
+    stop: options.stop ? [...options.stop] : undefined,
+    seed: options.seed,
+    user: options.endUser?.user,
+    safety_identifier: options.endUser?.safetyIdentifier,
+    presence_penalty: options.presencePenalty,
+    frequency_penalty: options.frequencyPenalty,
+    logit_bias: options.logitBias ? { ...options.logitBias } : undefined,
+    response_format: options.responseFormat ? toResponseFormat(options.responseFormat) : undefined,
+    logprobs: options.logprobs ? true : undefined,
+    top_logprobs: options.logprobs?.top || undefined,
+    reasoning_effort: options.reasoningEffort,
+    store: options.store,
+    // OpenAI refuses metadata without store: kept on fhirgate's record then, not sent.
+    metadata: options.store && options.metadata ? { ...options.metadata } : undefined,
+    ...options.openAiOnly,
   };
 }
 
-function toOpenAiMessage(message: ChatMessage): ChatCompletionMessageParam {
+function toResponseFormat(format: ChatResponseFormat): ResponseFormatJSONObject | ResponseFormatJSONSchema {
+  if (format.type === 'json_object') {
+    return { type: 'json_object' };
+  }
+  const { name, description, schema, strict } = format;
+  return { type: 'json_schema', json_schema: { name, description, schema: schema ? { ...schema } : undefined, strict } };
+}
+
+function toOpenAiMessage(message: ChatMessage, developerRole: 'developer' | 'system'): ChatCompletionMessageParam {
   switch (message.role) {
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
-    case 'assistant':
+    case 'assistant': {
+      const name = message.name === undefined ? {} : { name: message.name };
       if (message.toolCalls && message.toolCalls.length > 0) {
         return {
           role: 'assistant',
           // OpenAI's own replies with calls and no text carry null, not an empty string.
           content: message.content === '' ? null : message.content,
           tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+          ...name,
         };
       }
-      return { role: 'assistant', content: message.content };
-    default:
-      return { role: message.role, content: message.content };
+      return { role: 'assistant', content: message.content, ...name };
+    }
+    default: {
+      // Text parts go as the client sent them: the provider joins them as it does for its own clients.
+      const content = message.parts ? message.parts.map((text) => ({ type: 'text' as const, text })) : message.content;
+      const role = message.role === 'developer' ? developerRole : message.role;
+      return { role, content, ...(message.name === undefined ? {} : { name: message.name }) };
+    }
   }
 }
 
@@ -269,6 +326,15 @@ function readToolCallFragments(deltas: readonly ToolCallDelta[] | null | undefin
     fragments.push({ type: 'tool_call', index, ...(id === undefined ? {} : { id }), ...(name === undefined ? {} : { name }), arguments: text });
   }
   return fragments;
+}
+
+function readLogprobs(entries: readonly ChatCompletionTokenLogprob[]): ChatTokenLogprob[] {
+  return entries.map((entry) => ({
+    token: entry.token,
+    logprob: entry.logprob,
+    bytes: entry.bytes ?? null,
+    topLogprobs: (entry.top_logprobs ?? []).map((top) => ({ token: top.token, logprob: top.logprob, bytes: top.bytes ?? null })),
+  }));
 }
 
 // Some OpenAI-compatible servers finish a reply with calls as `stop`; the calls are what tell.

@@ -28,7 +28,17 @@ describe('readProviderConfigFromEnvironment', () => {
       defaultModel: 'openai/gpt-4o-mini',
       maxTokens: 4096,
       fallbacks: {},
+      patientDataModels: [],
     });
+  });
+
+  test('AI_PATIENT_DATA_MODELS clears models for patient data, with or without the provider prefix; other providers are refused', () => {
+    const environment = { AI_PROVIDER: 'azure', AI_API_BASE: 'https://clinic.openai.azure.com', AI_API_KEY: SECRET, AI_MODEL: 'gpt-4o-prod', AI_MODELS: 'gpt-4o-test' };
+    expect(readProviderConfigFromEnvironment({ ...environment, AI_PATIENT_DATA_MODELS: 'gpt-4o-prod, azure/gpt-4o-test' })?.patientDataModels).toEqual(['azure/gpt-4o-prod', 'azure/gpt-4o-test']);
+    expect(readProviderConfigFromEnvironment({ ...environment, AI_PATIENT_DATA_MODELS: '*' })?.patientDataModels).toEqual(['azure/*']);
+    expect(readError(() => readProviderConfigFromEnvironment({ ...environment, AI_PATIENT_DATA_MODELS: 'gpt-5' }))).toContain('AI_PATIENT_DATA_MODELS');
+    const providers = { a: { kind: 'ollama' as const, models: ['m1'] } };
+    expect(readError(() => parseProviderConfig({ providers, defaultModel: 'a/m1', patientDataModels: ['b/*'] }))).toContain('patientDataModels');
   });
 
   test('reads the first-token and total timeouts and the retries', () => {

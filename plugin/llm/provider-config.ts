@@ -5,6 +5,7 @@
  * setting must not print the API key next to it.
  */
 import { z } from 'zod';
+import { patientDataModelProblems } from '../governance/patient-data-settings.ts';
 
 /** The kinds of provider fhirgate has an adapter for. */
 export const PROVIDER_KINDS = ['openai', 'azure-openai', 'anthropic', 'ollama', 'openai-compatible'] as const;
@@ -86,6 +87,12 @@ export const providerConfigSchema = z
      * retries), before any byte reached the client: `{ "openai/gpt-4o": ["anthropic/claude-sonnet-4-5"] }`.
      */
     fallbacks: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)).default({}),
+    /**
+     * The models cleared for patient data on the server's own provider accounts (an agreement, BAA or DPA, with the
+     * provider covers them): `provider/model` or `provider/*`. Default none: a turn about a patient on another
+     * model is refused, or de-identified where a project chooses (governance/patient-data-settings.ts).
+     */
+    patientDataModels: z.array(z.string().trim().min(1)).default([]),
   })
   .strict()
   .superRefine((config, context) => {
@@ -101,6 +108,9 @@ export const providerConfigSchema = z
     };
     if (!configured(config.defaultModel)) {
       context.addIssue({ code: 'custom', path: ['defaultModel'], message: 'must be provider/model, naming a configured model' });
+    }
+    for (const problem of patientDataModelProblems(config.patientDataModels, config.providers)) {
+      context.addIssue({ code: 'custom', path: ['patientDataModels'], message: problem });
     }
     for (const [model, fallbacks] of Object.entries(config.fallbacks)) {
       for (const id of [model, ...fallbacks]) {
@@ -161,6 +171,7 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
   retries: 'AI_MAX_RETRIES',
   models: 'AI_MODELS',
   defaultModel: 'AI_MODEL',
+  patientDataModels: 'AI_PATIENT_DATA_MODELS',
   maxTokens: 'AI_MAX_TOKENS',
 };
 
@@ -170,7 +181,8 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
  * AI_API_KEY (required for openai, azure and anthropic), AI_API_BASE (required for azure, its resource endpoint,
  * and openai-compatible), AI_MAX_TOKENS (default 4096), AI_API_VERSION (azure), AI_MODELS (more models, comma
  * separated), AI_TIMEOUT_MS (default 120000), AI_CONNECT_TIMEOUT_MS (default 10000), AI_FIRST_TOKEN_TIMEOUT_MS, AI_TOTAL_TIMEOUT_MS and AI_MAX_RETRIES
- * (default 2). Returns undefined when AI_PROVIDER is unset; throws an Error
+ * (default 2), and AI_PATIENT_DATA_MODELS (the models cleared for patient data, comma separated, `provider/model`
+ * or `*` for all of this provider's; with or without the `provider/` prefix). Returns undefined when AI_PROVIDER is unset; throws an Error
  * naming each wrong variable otherwise.
  */
 export function readProviderConfigFromEnvironment(
@@ -236,6 +248,11 @@ export function readProviderConfigFromEnvironment(
     },
     defaultModel: `${provider}/${defaultModelName}`,
     maxTokens,
+    patientDataModels: (readVariable(environment, 'AI_PATIENT_DATA_MODELS') ?? '')
+      .split(',')
+      .map((model) => model.trim())
+      .filter((model) => model !== '')
+      .map((model) => `${provider}/${stripPrefix(model)}`),
   };
   return parseProviderConfig(input, (path) => {
     const field = String(path.at(path[0] === 'providers' ? 2 : 0) ?? '');

@@ -43,7 +43,7 @@ function resolved(id: string, model: ChatModel, fallbacks: ResolvedModel[] = [],
 }
 
 function request(signal = new AbortController().signal): ChatModelRequest {
-  return { model: 'ignored', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, extra: {}, signal };
+  return { model: 'ignored', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, signal };
 }
 
 async function collect(events: AsyncIterable<ChatStreamEvent>): Promise<string> {
@@ -69,6 +69,18 @@ describe('withRetriesAndFallbacks', () => {
     expect(primary.calls).toEqual(['m', 'm', 'm']);
     expect(waits).toEqual([100, 200]);
     expect(target.id).toBe('a/m');
+  });
+
+  test('the request is checked against the model asked for; a fallback that cannot honour it is passed over', async () => {
+    const primary = scriptedModel('a', [unavailable(), unavailable(), unavailable()]);
+    const picky = { ...scriptedModel('b', []), checkRequest: (): void => { throw new AppError('invalid_request', 'Invalid request: seed is not supported.'); } };
+    const backup = scriptedModel('c', []);
+    const target = withRetriesAndFallbacks(resolved('a/m', primary, [resolved('b/n', picky), resolved('c/o', backup)]), sleep);
+
+    expect(() => target.model.checkRequest?.(request())).not.toThrow();
+    await expect(target.model.complete(request())).resolves.toMatchObject({ text: 'from c' });
+    expect(picky.calls).toEqual([]);
+    expect(target.id).toBe('c/o');
   });
 
   test("the provider's Retry-After is waited for; one longer than allowed moves on to the fallback", async () => {

@@ -29,8 +29,10 @@ export function withRetriesAndFallbacks(target: ResolvedModel, sleep: Sleep = sl
   let answering = target;
   const model: ChatModel = {
     provider: target.model.provider,
+    // The request is checked against the model asked for; a fallback that cannot honour it is left out.
+    checkRequest: (request) => target.model.checkRequest?.(request),
     complete: async (request) => {
-      const tries = attempts(candidates, request.signal, sleep);
+      const tries = attempts(usable(candidates, request), request.signal, sleep);
       for (let next = await tries.next(); ; ) {
         const candidate = next.value;
         try {
@@ -44,7 +46,7 @@ export function withRetriesAndFallbacks(target: ResolvedModel, sleep: Sleep = sl
       }
     },
     stream: (request) =>
-      streamWithRetries(candidates, request, sleep, (candidate) => {
+      streamWithRetries(usable(candidates, request), request, sleep, (candidate) => {
         answering = candidate;
       }),
   };
@@ -55,6 +57,20 @@ export function withRetriesAndFallbacks(target: ResolvedModel, sleep: Sleep = sl
       return answering.id;
     },
   };
+}
+
+/** The model asked for, and the fallbacks that take every field of the request. */
+function usable(candidates: readonly ResolvedModel[], request: ChatModelRequest): readonly ResolvedModel[] {
+  return candidates.filter((candidate, index) => {
+    try {
+      if (index > 0) {
+        candidate.model.checkRequest?.(request);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** How to wait before a retry; rejects with the abort error when the caller goes away meanwhile. */

@@ -7,7 +7,7 @@ import type { ChatModel, ChatModelRequest, ChatStreamEvent } from '../llm/chat-m
 import { observeChatModel } from './observe-chat-model.ts';
 
 const LABELS = { projectId: 'project-1', modelName: 'gpt-test' };
-const REQUEST: Omit<ChatModelRequest, 'signal'> = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10, extra: {} };
+const REQUEST: Omit<ChatModelRequest, 'signal'> = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }], maxTokens: 10 };
 const MODEL_ATTRIBUTES = { 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-test', 'fhirgate.project.id': 'project-1' };
 
 /** An in-memory model: streams the given events, or fails with the given error after them; `seen` gets each request. */

@@ -26,6 +26,7 @@ export function observeChatModel(model: ChatModel, telemetry: Telemetry, labels:
   const startCall = (stream: boolean): ProviderCall => new ProviderCall(telemetry, attributes, stream);
   return {
     provider: model.provider,
+    ...(model.checkRequest ? { checkRequest: model.checkRequest.bind(model) } : {}),
     complete: async (request: ChatModelRequest): Promise<ChatCompletion> => {
       const call = startCall(false);
       try {

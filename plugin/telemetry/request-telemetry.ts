@@ -29,8 +29,14 @@ const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
 /** The fhirgate route a path belongs to, as a low-cardinality `http.route`, or undefined for the host's routes. */
 export function routeOf(path: string): string | undefined {
   const normalized = path.toLowerCase().replace(/\/+$/, '');
-  if (normalized === '/v1/chat/completions' || normalized === '/v1/models') {
+  if (normalized === '/v1/chat/completions' || normalized === '/v1/responses' || normalized === '/v1/models' || normalized === '/v1/usage') {
     return normalized;
+  }
+  if (normalized.startsWith('/v1/models/')) {
+    return '/v1/models/{id}';
+  }
+  if (normalized.startsWith('/v1/responses/')) {
+    return '/v1/responses/{id}';
   }
   if (normalized === '/v1' || normalized.startsWith('/v1/')) {
     return '/v1/*';

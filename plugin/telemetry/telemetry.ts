@@ -48,8 +48,17 @@ export interface Telemetry {
   readonly deviceTokenExchanges: Counter;
   /** Requests refused by a rate limit: `fhirgate.limit` (`device`, `failed_attempts_source`, `failed_attempts_device`). */
   readonly rateLimitRejections: Counter;
+  /**
+   * Chat turns a governance rule refused before anything was stored: `fhirgate.governance.rule` (`model_access`,
+   * `patient_data`, `budget`), `fhirgate.project.id`, and for a budget `fhirgate.budget` (e.g. `project_day_tokens`).
+   */
+  readonly governanceRefusals: Counter;
+  /** Turns about a patient sent de-identified to a model not cleared for patient data: `fhirgate.project.id`, `gen_ai.request.model`. */
+  readonly deIdentifiedTurns: Counter;
   /** 1 while the host's Redis answers fhirgate's calls within their deadline, 0 while limits count in memory; observed only with a Redis. */
   readonly redisAvailable: ObservableGauge;
+  /** Share of each project budget used (0 to 1 and beyond), as this instance sees it: `fhirgate.project.id`, `fhirgate.budget`. */
+  readonly budgetUsage: ObservableGauge;
 }
 
 /** Where the instruments come from: the globally registered providers unless given (as tests do). */
@@ -89,8 +98,18 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
       description: 'Device token exchanges, issued or refused (with the reason).',
     }),
     rateLimitRejections: meter.createCounter('fhirgate.rate_limit.rejections', { description: 'Requests refused by a rate limit.' }),
+    governanceRefusals: meter.createCounter('fhirgate.governance.refusals', {
+      description: 'Chat turns refused by a governance rule (model access, patient data, budgets) before anything was stored.',
+    }),
+    deIdentifiedTurns: meter.createCounter('fhirgate.governance.de_identified_turns', {
+      description: 'Chat turns about a patient sent de-identified to a model not cleared for patient data.',
+    }),
     redisAvailable: meter.createObservableGauge('fhirgate.redis.available', {
       description: "1 while the host's Redis answers within fhirgate's deadline; 0 while device limits count in this instance's memory.",
+    }),
+    budgetUsage: meter.createObservableGauge('fhirgate.budget.usage', {
+      unit: '1',
+      description: "Share of each project budget used in its current period, as this instance's view of the shared counters has it.",
     }),
   };
 }

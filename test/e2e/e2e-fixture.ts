@@ -11,6 +11,7 @@ import type { WithId } from '@medplum/core';
 import type { Condition, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { signInWithPassword } from '../support/password-sign-in.ts';
+import { isOutcomeStatus } from '../../plugin/medplum-errors.ts';
 import type { E2eTarget } from './e2e-target.ts';
 
 /** A practitioner of the run, signed in. */
@@ -94,7 +95,12 @@ export async function createE2eFixture(target: E2eTarget): Promise<E2eFixture> {
 
 /** Email and password sign-in, as the Medplum app and MedplumClient do it; resolves the access token. */
 async function signIn(baseUrl: string, email: string, password: string, projectId: string): Promise<string> {
-  const client = await signInWithPassword(baseUrl, { email, password, projectId });
+  const client = await signInWithPassword(baseUrl, { email, password, projectId }).catch((error: unknown) => {
+    if (isOutcomeStatus(error, 429)) {
+      throw new Error(`The server refused the sign-in of ${email} with 429: Medplum allows 5 sign-ins a minute from one address by default; wait a minute before the next run`, { cause: error });
+    }
+    throw error;
+  });
   const token = client.getAccessToken();
   if (!token) {
     throw new Error(`The sign-in of ${email} gave no access token`);

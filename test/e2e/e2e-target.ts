@@ -68,12 +68,14 @@ async function startLocal(): Promise<E2eTarget> {
   const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-e2e-'));
   const emulator = await startLlmEmulator();
   const authFile = join(dataDir, 'device-auth.json');
+  // The emulator answers on loopback: cleared for patient data.
   const environment = {
     FHIRGATE_DATA_DIR: dataDir,
     AI_PROVIDER: 'openai',
     AI_API_KEY: 'sk-e2e',
     AI_API_BASE: `${emulator.url}/v1`,
     AI_MODEL: 'gpt-4o-mini',
+    AI_PATIENT_DATA_MODELS: '*',
     FHIRGATE_REPORT_REPOSITORY_OPERATIONS: 'on',
   };
   let host: HostProcess | undefined = await startHostProcess(environment);

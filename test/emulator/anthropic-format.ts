@@ -1,6 +1,7 @@
 // Anthropic Messages on the wire: the JSON `message`, the named SSE events (message_start … message_stop)
 // that @anthropic-ai/sdk accumulates, and the `{type: 'error', error: {type, message}}` error body.
 import { readAnthropicMessages, readAnthropicTools } from './anthropic-messages.ts';
+import { readAnthropicOutputOptions } from './output-options.ts';
 import { readTextContent } from './provider-format.ts';
 import type { ChatRequest, PlannedReply, PlannedToolCall, ProviderFormat, StreamFrames } from './provider-format.ts';
 import { splitArguments } from './reply-plan.ts';
@@ -33,10 +34,14 @@ function readAnthropicChatRequest(body: Record<string, unknown>): ChatRequest | 
   if (typeof tools === 'string') {
     return tools;
   }
+  const output = readAnthropicOutputOptions(body);
+  if (typeof output === 'string') {
+    return output;
+  }
   if (body.system !== undefined) {
     messages.unshift({ role: 'system', content: readTextContent(body.system) });
   }
-  return { model: body.model, messages, stream: body.stream === true, maxTokens: body.max_tokens, includeUsage: false, ...tools };
+  return { model: body.model, messages, stream: body.stream === true, maxTokens: body.max_tokens, includeUsage: false, ...tools, output };
 }
 
 function renderStopReason(reply: PlannedReply): string {

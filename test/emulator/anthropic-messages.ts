@@ -195,9 +195,15 @@ function readTool(value: unknown, path: string): NormalizedTool | string {
   if (value.input_schema.type !== 'object') {
     return `${path}.input_schema.type: Input should be 'object'`;
   }
+  if (value.strict !== undefined && typeof value.strict !== 'boolean') {
+    return `${path}.strict: Input should be a valid boolean`;
+  }
   const tool: NormalizedTool = { name: value.name, parameters: value.input_schema };
   if (value.description !== undefined) {
     tool.description = value.description;
+  }
+  if (typeof value.strict === 'boolean') {
+    tool.strict = value.strict;
   }
   return tool;
 }

@@ -131,7 +131,7 @@ async function streamReply(exchange: ChatExchange): Promise<void> {
       pending += frames.malformed;
     }
     if (index < textCount) {
-      pending += frames.renderToken(reply.tokens[index]);
+      pending += frames.renderToken(reply.tokens[index], index);
       // Only text tokens count as sent tokens: a call's frames are not reply text.
       pendingTokens++;
     } else {

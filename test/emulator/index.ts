@@ -7,5 +7,7 @@ export type { EmulatorBehaviour, EmulatorToolCall } from './behaviour.ts';
 export { REDACTED, fingerprintOf } from './recording.ts';
 export type { ReceivedRequest, RequestOutcome, RequestTotals } from './recording.ts';
 export type { NormalizedMessage, NormalizedTool, NormalizedToolCall, NormalizedToolChoice, ProviderName } from './provider-format.ts';
-export { createDefaultReplyText, countPromptTokens } from './reply-plan.ts';
+export { createDefaultReplyText, createLogprobs, createStructuredReplyText, countPromptTokens } from './reply-plan.ts';
+export { exampleOf } from './json-schema-example.ts';
+export type { NormalizedResponseFormat, OutputOptions } from './output-options.ts';
 export { countTokens, splitIntoTokens } from './tokenizer.ts';

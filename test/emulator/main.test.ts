@@ -36,3 +36,23 @@ test('the CLI prints its URL as one JSON line, serves requests and exits on SIGT
   started.kill('SIGTERM');
   expect(await exited).toEqual([0, null]);
 });
+
+test('--help prints the usage and exits 0; an unknown option names itself with the usage and exits 2', async () => {
+  const run = async (argument: string): Promise<{ code: number | null; stdout: string; stderr: string }> => {
+    const started = spawn(process.execPath, [mainPath, argument], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = started;
+    let stdout = '';
+    let stderr = '';
+    started.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    started.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(started, 'exit')) as [number | null];
+    return { code, stdout, stderr };
+  };
+  const help = await run('--help');
+  expect(help.code).toBe(0);
+  expect(help.stdout).toContain('--record-limit N');
+  const unknown = await run('--bogus');
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain("Unknown option '--bogus'");
+  expect(unknown.stderr).toContain('Usage:');
+});

@@ -1,8 +1,9 @@
 // Ollama's native chat API on the wire: newline-delimited JSON, streamed unless `stream: false`, each line a
 // partial `message`, the last with `done: true`, `done_reason` and the eval counts; errors are `{error}`.
 import { isPlainObject } from './behaviour.ts';
+import { readOllamaOutputOptions } from './output-options.ts';
 import { readTextContent } from './provider-format.ts';
-import type { ChatRequest, NormalizedMessage, NormalizedTool, NormalizedToolCall, PlannedReply, ProviderFormat, StreamFrames } from './provider-format.ts';
+import type { ChatRequest, NormalizedMessage, NormalizedTool, NormalizedToolCall, PlannedReply, ProviderFormat, StreamFrames, TokenLogprob } from './provider-format.ts';
 
 /** The Ollama /api/chat format. */
 export function createOllamaFormat(): ProviderFormat {
@@ -29,6 +30,10 @@ function readOllamaChatRequest(body: Record<string, unknown>): ChatRequest | str
   if (typeof tools === 'string') {
     return tools;
   }
+  const output = readOllamaOutputOptions(body);
+  if (typeof output === 'string') {
+    return output;
+  }
   // num_predict caps generation; Ollama treats -1 (and the absent default) as "no cap".
   const numberToPredict = isPlainObject(body.options) ? body.options.num_predict : undefined;
   return {
@@ -39,6 +44,7 @@ function readOllamaChatRequest(body: Record<string, unknown>): ChatRequest | str
     maxTokens: typeof numberToPredict === 'number' && numberToPredict > 0 ? numberToPredict : undefined,
     includeUsage: false,
     tools,
+    output,
   };
 }
 
@@ -133,8 +139,15 @@ function renderMessage(reply: PlannedReply, content: string, withCalls: boolean)
   return { role: 'assistant', content, tool_calls: reply.toolCalls.map((call) => ({ function: { name: call.name, arguments: call.input } })) };
 }
 
+/** Ollama's `logprobs` of a line: each token with its alternatives. */
+function renderLogprobs(logprobs: readonly TokenLogprob[]): Record<string, unknown>[] {
+  return logprobs.map((token) => ({ token: token.token, logprob: token.logprob, top_logprobs: token.top }));
+}
+
 function renderFinalLine(reply: PlannedReply, content: string, withCalls: boolean): Record<string, unknown> {
   return {
+    // A whole reply's line carries every token's; a stream's last line, none (they came with the tokens).
+    ...(reply.logprobs && content !== '' ? { logprobs: renderLogprobs(reply.logprobs) } : {}),
     model: reply.model,
     created_at: new Date(reply.createdAt * 1000).toISOString(),
     message: renderMessage(reply, content, withCalls),
@@ -155,7 +168,9 @@ function createOllamaStreamFrames(_request: ChatRequest, reply: PlannedReply): S
   const tokenPrefix = `${head},"message":{"role":"assistant","content":`;
   return {
     opening: '',
-    renderToken: (text) => `${tokenPrefix}${JSON.stringify(text)}},"done":false}\n`,
+    renderToken: reply.logprobs
+      ? (text, index) => `${tokenPrefix}${JSON.stringify(text)}},"done":false,"logprobs":${JSON.stringify(renderLogprobs(reply.logprobs?.slice(index, index + 1) ?? []))}}\n`
+      : (text) => `${tokenPrefix}${JSON.stringify(text)}},"done":false}\n`,
     // Ollama streams the calls whole, on one line of their own.
     toolCallFrames: reply.toolCalls.length === 0 ? [] : [`${head},"message":${JSON.stringify(renderMessage(reply, '', true))},"done":false}\n`],
     closing: `${JSON.stringify(renderFinalLine(reply, '', false))}\n`,

@@ -3,7 +3,8 @@
 // `{error: {message, type, param, code}}` body the openai package turns into its typed APIError.
 import { isPlainObject } from './behaviour.ts';
 import { readOpenAiMessages, readOpenAiTools } from './openai-messages.ts';
-import type { ChatRequest, PlannedReply, PlannedToolCall, ProviderFormat, StreamFrames } from './provider-format.ts';
+import { readOpenAiOutputOptions } from './output-options.ts';
+import type { ChatRequest, PlannedReply, PlannedToolCall, ProviderFormat, StreamFrames, TokenLogprob } from './provider-format.ts';
 import { splitArguments } from './reply-plan.ts';
 
 // Azure opens every stream with a chunk that has no choices, only the prompt's content-filter verdict.
@@ -56,6 +57,10 @@ function readOpenAiChatRequest(body: Record<string, unknown>, pathModel: string 
   if (maxTokens !== undefined && maxTokens !== null && (typeof maxTokens !== 'number' || maxTokens < 1)) {
     return 'max_tokens must be a positive integer';
   }
+  const output = readOpenAiOutputOptions(body, messages);
+  if (typeof output === 'string') {
+    return output;
+  }
   return {
     model,
     messages,
@@ -63,6 +68,16 @@ function readOpenAiChatRequest(body: Record<string, unknown>, pathModel: string 
     maxTokens: typeof maxTokens === 'number' ? maxTokens : undefined,
     includeUsage: isPlainObject(body.stream_options) && body.stream_options.include_usage === true,
     ...tools,
+    output,
+  };
+}
+
+/** OpenAI's `logprobs` of a choice: each token with its UTF-8 bytes and its alternatives. */
+function renderLogprobs(logprobs: readonly TokenLogprob[]): Record<string, unknown> {
+  const entry = (token: string, logprob: number): Record<string, unknown> => ({ token, logprob, bytes: [...Buffer.from(token, 'utf8')] });
+  return {
+    content: logprobs.map((token) => ({ ...entry(token.token, token.logprob), top_logprobs: token.top.map((top) => entry(top.token, top.logprob)) })),
+    refusal: null,
   };
 }
 
@@ -85,14 +100,13 @@ function renderOpenAiCompletion(_request: ChatRequest, reply: PlannedReply): str
     object: 'chat.completion',
     created: reply.createdAt,
     model: reply.model,
-    choices: [
-      {
-        index: 0,
-        message: renderMessage(reply),
-        logprobs: null,
-        finish_reason: reply.finishReason,
-      },
-    ],
+    // With n, every choice is the same reply.
+    choices: Array.from({ length: reply.choices }, (_, index) => ({
+      index,
+      message: renderMessage(reply),
+      logprobs: reply.logprobs ? renderLogprobs(reply.logprobs) : null,
+      finish_reason: reply.finishReason,
+    })),
     usage: renderUsage(reply),
     system_fingerprint: null,
   });
@@ -150,7 +164,10 @@ function createOpenAiStreamFrames(request: ChatRequest, reply: PlannedReply, azu
     opening:
       (azure ? AZURE_PROMPT_FILTER_CHUNK : '') +
       `${deltaPrefix}{"role":"assistant","content":${openingContent},"refusal":null}${deltaSuffix}`,
-    renderToken: (text) => tokenPrefix + JSON.stringify(text) + tokenSuffix,
+    renderToken: reply.logprobs
+      ? (text, index) =>
+          `${tokenPrefix}${JSON.stringify(text)}},"logprobs":${JSON.stringify(renderLogprobs(reply.logprobs?.slice(index, index + 1) ?? []))},"finish_reason":null}]${usageField}}\n\n`
+      : (text) => tokenPrefix + JSON.stringify(text) + tokenSuffix,
     toolCallFrames: renderToolCallDeltas(reply, deltaPrefix, deltaSuffix),
     closing: finishChunk + usageChunk + 'data: [DONE]\n\n',
     malformed: `data: ${envelope},"choices":[{"index":0,"delta":{"content":\n\n`,

@@ -163,9 +163,15 @@ function readTool(value: unknown, path: string): NormalizedTool | string {
   if (definition.parameters !== undefined && !isPlainObject(definition.parameters)) {
     return `Invalid type for '${path}.function.parameters': expected an object.`;
   }
+  if (definition.strict !== undefined && definition.strict !== null && typeof definition.strict !== 'boolean') {
+    return `Invalid type for '${path}.function.strict': expected a boolean.`;
+  }
   const tool: NormalizedTool = { name: definition.name, parameters: definition.parameters ?? {} };
   if (definition.description !== undefined) {
     tool.description = definition.description;
+  }
+  if (typeof definition.strict === 'boolean') {
+    tool.strict = definition.strict;
   }
   return tool;
 }

@@ -1,3 +1,5 @@
+import type { OutputOptions } from './output-options.ts';
+
 // The port each provider's wire format implements. The delivery code (latency, pacing, cuts, back-pressure)
 // only asks a format for strings to write, so no provider-specific branch lives in the streaming loop.
 
@@ -35,6 +37,8 @@ export interface NormalizedTool {
   description?: string;
   /** The JSON Schema of the arguments: OpenAI's and Ollama's `parameters`, Anthropic's `input_schema` (`{}` when absent). */
   parameters: Record<string, unknown>;
+  /** OpenAI's `function.strict` and Anthropic's `strict`, when sent. */
+  strict?: boolean;
 }
 
 /** The request's tool choice in one vocabulary: Anthropic's `any` is `required`, `{type: 'tool', name}` is `{name}`. */
@@ -53,6 +57,15 @@ export interface ChatRequest {
   tools: NormalizedTool[];
   /** The tool choice, when the request sent one. */
   toolChoice?: NormalizedToolChoice;
+  /** Structured output, log probabilities, reasoning effort and choices asked for. */
+  output: OutputOptions;
+}
+
+/** A token's log probability as the emulated model reports it, with its likeliest alternatives. */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top: { token: string; logprob: number }[];
 }
 
 /** A call the emulated model makes, before it is rendered in any format. */
@@ -82,12 +95,17 @@ export interface PlannedReply {
   completionTokens: number;
   /** Unix seconds, as providers report creation times. */
   createdAt: number;
+  /** One per token, when the request asked for log probabilities. */
+  logprobs?: readonly TokenLogprob[];
+  /** How many choices the reply has (OpenAI's `n`), each the same reply. */
+  choices: number;
 }
 
 /** The strings one streamed reply is made of, prepared once so the per-token work is a concatenation. */
 export interface StreamFrames {
   opening: string;
-  renderToken(text: string): string;
+  /** The frame of the reply's token number `index`. */
+  renderToken(text: string, index: number): string;
   /**
    * The frames of the reply's tool calls, written after the text tokens; each is one unit of the stream, as a token
    * is (a cut or an in-band error after N tokens counts them too).

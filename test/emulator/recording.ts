@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EmulatorBehaviour } from './behaviour.ts';
+import type { OutputOptions } from './output-options.ts';
 import type { NormalizedMessage, NormalizedTool, NormalizedToolChoice, ProviderName } from './provider-format.ts';
 
 /** How a request ended: still running, answered in full, answered with an error, cut by the emulator, or abandoned by the client. */
@@ -28,6 +29,12 @@ export interface ReceivedRequest {
   tools: NormalizedTool[];
   /** The tool choice sent, normalized (`auto`, `none`, `required`, `{name}`); absent when none was sent. */
   toolChoice?: NormalizedToolChoice;
+  /**
+   * What was asked of the reply, normalized: `responseFormat` (`json_object`, or `json_schema` with its schema),
+   * `logprobs` (`{top}`), `reasoningEffort` (OpenAI's effort, Anthropic's `output_config.effort`, Ollama's `think`
+   * as text) and `choices` (OpenAI's `n`, else 1).
+   */
+  output: OutputOptions;
   /** The request body as parsed JSON. */
   body: Record<string, unknown>;
   /** Request headers, lower-cased; credentials are replaced by `[REDACTED]` before they are stored. */

@@ -1,7 +1,8 @@
 // Decides what the emulated model says and what usage it reports, from the request and the behaviour,
 // before any wire format is involved, so all three providers answer the same request the same way.
 import type { EmulatorBehaviour } from './behaviour.ts';
-import type { ChatRequest, NormalizedMessage, PlannedReply, PlannedToolCall } from './provider-format.ts';
+import { exampleOf } from './json-schema-example.ts';
+import type { ChatRequest, NormalizedMessage, PlannedReply, PlannedToolCall, TokenLogprob } from './provider-format.ts';
 import { countTokens, createNumberedTokens, splitIntoTokens } from './tokenizer.ts';
 
 /** The default reply: `Echo: <text of the last user message>` (`Echo:` alone when there is none). */
@@ -97,7 +98,7 @@ export function planReply(request: ChatRequest, behaviour: EmulatorBehaviour, se
     // A step without a fixed reply is only its calls, as a model that calls at once.
     tokens = [];
   } else {
-    tokens = splitIntoTokens(behaviour.reply ?? createDefaultReplyText(request.messages));
+    tokens = splitIntoTokens(behaviour.reply ?? (request.output.responseFormat ? createStructuredReplyText(request) : createDefaultReplyText(request.messages)));
   }
   let finishReason: PlannedReply['finishReason'] = toolCalls.length > 0 ? 'tool_calls' : 'stop';
   if (request.maxTokens !== undefined && tokens.length > request.maxTokens) {
@@ -119,7 +120,34 @@ export function planReply(request: ChatRequest, behaviour: EmulatorBehaviour, se
     promptTokens: behaviour.usage?.promptTokens ?? countPromptTokens(request.messages, request.tools),
     completionTokens: behaviour.usage?.completionTokens ?? completionTokens,
     createdAt: Math.floor(Date.now() / 1000),
+    ...(request.output.logprobs ? { logprobs: createLogprobs(tokens, request.output.logprobs.top) } : {}),
+    choices: request.output.choices,
   };
+}
+
+/**
+ * The reply to a request for structured output: JSON following the schema (`exampleOf`), or, with no schema,
+ * `{"echo": <the default reply>}`; indented, so it streams as several tokens.
+ */
+export function createStructuredReplyText(request: Pick<ChatRequest, 'messages' | 'output'>): string {
+  const format = request.output.responseFormat;
+  const value = format?.type === 'json_schema' && format.schema ? exampleOf(format.schema) : { echo: createDefaultReplyText(request.messages) };
+  return JSON.stringify(value, null, 1);
+}
+
+/**
+ * Log probabilities that depend only on the position: token i has -0.1 × (i mod 5 + 1); its alternatives are the
+ * token itself, then `alt1`, `alt2`, ..., each 1 lower than the one before.
+ */
+export function createLogprobs(tokens: readonly string[], top: number): TokenLogprob[] {
+  return tokens.map((token, index) => {
+    const logprob = -Math.round((index % 5) + 1) / 10;
+    return {
+      token,
+      logprob,
+      top: Array.from({ length: top }, (_, rank) => ({ token: rank === 0 ? token : `alt${rank}`, logprob: logprob - rank })),
+    };
+  });
 }
 
 /** Splits a call's arguments text into a few pieces, as providers stream them; joined, they are the text. */

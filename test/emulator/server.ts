@@ -171,6 +171,7 @@ async function handleChat(
     messages: chatRequest.messages,
     tools: chatRequest.tools,
     ...(chatRequest.toolChoice === undefined ? {} : { toolChoice: chatRequest.toolChoice }),
+    output: chatRequest.output,
     body,
     headers: redactHeaders(request.headers),
     credentialFingerprint: credentialFingerprint(request.headers),

@@ -19,6 +19,7 @@ export interface ChatHost {
 export const OTHER_PROVIDERS = {
   anthropic: { model: 'anthropic/claude-haiku-4-5', settings: (url: string) => ({ kind: 'anthropic' as const, apiKey: 'sk-ant-test', baseUrl: url, models: ['claude-haiku-4-5'] }) },
   ollama: { model: 'ollama/llama3.2', settings: (url: string) => ({ kind: 'ollama' as const, baseUrl: url, models: ['llama3.2'] }) },
+  vllm: { model: 'vllm/qwen3-8b', settings: (url: string) => ({ kind: 'openai-compatible' as const, baseUrl: `${url}/v1`, models: ['qwen3-8b'] }) },
 } as const;
 
 /**
@@ -38,7 +39,9 @@ export async function startChatHost(
   const emulator = await startLlmEmulator();
   const provider = { kind: 'openai' as const, apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], ...options.provider };
   const others = Object.fromEntries((options.withProviders ?? []).map((name) => [name, OTHER_PROVIDERS[name].settings(emulator.url)]));
-  const host = await startTestHost({ ...options.host, plugin: { ...options.plugin, llm: { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL } } });
+  // The emulator answers on loopback: every model of these tests is cleared for patient data.
+  const llm = { providers: { openai: provider, ...others }, defaultModel: CHAT_MODEL, patientDataModels: ['openai/*', ...(options.withProviders ?? []).map((name) => `${name}/*`)] };
+  const host = await startTestHost({ ...options.host, plugin: { ...options.plugin, llm } });
   return {
     emulator,
     host,

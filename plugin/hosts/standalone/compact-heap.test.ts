@@ -21,7 +21,8 @@ describe('compactHeap', () => {
     expect(committedBeforeBytes).toBeGreaterThanOrEqual(committedWhileHeld - 16 * MiB);
     // The objects alone take some 40 MB; at least half of that goes back.
     expect(committedAfterBytes).toBeLessThan(committedBeforeBytes - 20 * MiB);
-    expect(committedAfterBytes).toBe(process.memoryUsage().heapTotal);
+    // What it reports is the heap as it stands (V8's background threads may still move a page or two).
+    expect(Math.abs(committedAfterBytes - process.memoryUsage().heapTotal)).toBeLessThan(4 * MiB);
   });
 
   it('leaves no gc function behind, in this context or in new ones', () => {

@@ -21,6 +21,7 @@ import { createProjectAdminRoutes } from './admin/project-admin-routes.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
+import { createPartialRouter } from './partial-fhir-engine.ts';
 import { createJsonLogger } from './logger.ts';
 import { ProjectRepository } from './project-repository.ts';
 import { createHealthcheck } from './healthcheck.ts';
@@ -95,7 +96,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     authenticate: (request) => authenticateRequest(request.headers, store, tokens, callers),
     getSystemRepo: async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
     getDeviceRepo: async (projectId, accessPolicy, device) => new ProjectRepository(store, { projectId, author: device, accessPolicy }),
-    fhir: { createRouter: (routerOptions) => new FhirRouter(routerOptions), isResourceType },
+    fhir: { createRouter: (routerOptions) => new FhirRouter(routerOptions), isResourceType, createPartialRouter },
     redis: options.redis,
     logger,
   };

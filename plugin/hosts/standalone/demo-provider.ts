@@ -18,6 +18,8 @@ export async function startDemoProvider(): Promise<{ llm: ProviderConfigInput; e
     llm: {
       providers: { demo: { kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, models: ['echo'] } },
       defaultModel: DEMO_MODEL_ID,
+      // The echo runs in this process: nothing a turn sends leaves the machine, so patient data may go to it.
+      patientDataModels: ['demo/*'],
     },
   };
 }

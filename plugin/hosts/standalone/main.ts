@@ -4,8 +4,8 @@
  * sets up a project on a Medplum server with fhirgate mounted (plugin/provision/provision-command.ts).
  *
  * Node runs it with two heap flags (the line above; `npm start` passes the same), each measured with 1,000 open
- * streams on a chat instance and found no slower (bench/findings.md, "Memory under 1,000 streams" and "The old
- * generation's growth"):
+ * streams on the host as it starts (Medplum's whole GraphQL schema not built) and found no slower
+ * (bench/findings.md, "Memory under 1,000 streams" and "The old generation's growth"):
  *   --max-semi-space-size=16    the young generation stays at most 16 MB a half instead of growing to its default
  *                               ceiling under many concurrent requests: ~100 MB off the peak;
  *   --heap-growing-percent=50   after a full collection the old generation may grow by half of what is live before

@@ -18,7 +18,7 @@ import { FhirRouter } from '@medplum/fhir-router';
 import type { Project } from '@medplum/fhirtypes';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 import { compactHeap } from './compact-heap.ts';
-import { readGeneratedMetricsToken } from './secret-files.ts';
+import { readGeneratedDateShiftKey, readGeneratedMetricsToken } from './secret-files.ts';
 
 // From the sources (`npm start`) the token command is an npm script; from the package or the image, a command.
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
@@ -60,13 +60,15 @@ const standalone = await createStandaloneHost({
     device_auth: deviceAuth,
     shutdownGraceMs: config.shutdownGraceMs,
     replyJournalDir: config.journalDir,
+    deIdentification: { dateShiftKey: config.dateShiftKey ?? readGeneratedDateShiftKey(config.dataDir) },
     redisKeyPrefix: config.redisKeyPrefix,
     reportRepositoryOperations: config.reportRepositoryOperations,
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
+    governance: { prices: config.modelPrices },
   },
 });
-// Medplum builds its GraphQL schema on first use (seconds, and ~550 MB of memory); pay for it before the first
-// device waits for it, unless this instance serves no GraphQL (FHIRGATE_GRAPHQL_WARMUP=off).
+// Devices' documents run on the partial engine's small schema; Medplum builds its whole GraphQL schema (seconds, and
+// ~500 MB of memory) only when a request first needs it, or here with FHIRGATE_GRAPHQL_WARMUP=on.
 if (config.graphqlWarmUp) {
   await warmUpGraphqlSchema(new FhirRouter(), store);
 }

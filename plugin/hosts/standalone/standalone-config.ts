@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseLogLevel, type LogLevel } from './logger.ts';
 import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
+import { parsePriceList, type PricePerMillion } from '../../governance/model-prices.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -29,13 +30,15 @@ export interface StandaloneConfig {
   readonly metrics: boolean;
   /** The `/metrics` bearer token; unset: one generated into `<data dir>/secrets/metrics-token`. */
   readonly metricsToken?: string;
+  /** The key of de-identified turns' date shifts (`deIdentification.dateShiftKey`); unset: generated into `<data dir>/secrets/date-shift-key`. */
+  readonly dateShiftKey?: string;
   /** Largest JSON body of `/fhir/R4` and `/admin` (unset: Medplum's default, 1 MiB). */
   readonly maxJsonBytes: number | undefined;
   /** Sign-ins, token requests and device token exchanges worked on at once before the caller is known (unset: 64). */
   readonly maxUnauthenticatedRequests: number | undefined;
   /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
   readonly shutdownGraceMs: number;
-  /** Build Medplum's GraphQL schema before listening (default on); off: on the first GraphQL request, if any. */
+  /** Build Medplum's whole GraphQL schema before listening (default off: when a request first needs it, if ever). */
   readonly graphqlWarmUp: boolean;
   /** How long a write waits for another process's lock on the SQLite file before it fails (milliseconds). */
   readonly storeBusyTimeoutMs: number;
@@ -49,6 +52,8 @@ export interface StandaloneConfig {
   readonly maxPreparingTurns: number | undefined;
   /** Non-streaming chat answers carry their FHIR repository operations (the plugin's `reportRepositoryOperations`). */
   readonly reportRepositoryOperations: boolean;
+  /** Model prices for cost budgets and the usage report (the plugin's `governance.prices`). */
+  readonly modelPrices: Readonly<Record<string, PricePerMillion>>;
 }
 
 const environmentSchema = z.object({
@@ -64,10 +69,11 @@ const environmentSchema = z.object({
   FHIRGATE_DEVICE_AUTH: z.string().min(1).optional(),
   FHIRGATE_METRICS: z.enum(['on', 'off']).default('on'),
   FHIRGATE_METRICS_TOKEN: z.string().trim().min(16, 'at least 16 characters').optional(),
+  FHIRGATE_DATE_SHIFT_KEY: z.string().trim().min(32, 'at least 32 characters').optional(),
   FHIRGATE_MAX_JSON_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
   FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('on'),
+  FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('off'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
   FHIRGATE_STORE_CACHE_MB: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_CACHE_SIZE_MIB),
   // Unset: the plugin's own defaults (options.ts) apply.
@@ -75,6 +81,7 @@ const environmentSchema = z.object({
   FHIRGATE_MAX_CONCURRENT_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_REPORT_REPOSITORY_OPERATIONS: z.enum(['on', 'off']).default('off'),
+  FHIRGATE_MODEL_PRICES: z.string().optional(),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -99,6 +106,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     deviceAuthFile: values.FHIRGATE_DEVICE_AUTH ? resolve(values.FHIRGATE_DEVICE_AUTH) : undefined,
     metrics: values.FHIRGATE_METRICS === 'on',
     metricsToken: values.FHIRGATE_METRICS_TOKEN,
+    dateShiftKey: values.FHIRGATE_DATE_SHIFT_KEY,
     maxJsonBytes: values.FHIRGATE_MAX_JSON_BYTES,
     maxUnauthenticatedRequests: values.FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS,
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
@@ -109,5 +117,15 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     maxConcurrentTurns: values.FHIRGATE_MAX_CONCURRENT_TURNS,
     maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
     reportRepositoryOperations: values.FHIRGATE_REPORT_REPOSITORY_OPERATIONS === 'on',
+    modelPrices: readModelPrices(values.FHIRGATE_MODEL_PRICES),
   };
+}
+
+/** `FHIRGATE_MODEL_PRICES`: `provider/model=<input>/<output>, ...`, US dollars per 1M tokens. */
+function readModelPrices(text: string | undefined): Record<string, PricePerMillion> {
+  try {
+    return parsePriceList(text ?? '', 'FHIRGATE_MODEL_PRICES');
+  } catch (error) {
+    throw new Error(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
 }

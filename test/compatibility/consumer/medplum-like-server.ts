@@ -134,7 +134,8 @@ const fhirgate = mountFhirgate(
     logger,
   },
   {
-    llm: { providers: { emulator: { kind: 'openai-compatible', baseUrl: `${process.env.EMULATOR_URL}/v1`, models: ['echo'] } }, defaultModel: 'emulator/echo' },
+    // The emulator answers on loopback: cleared for patient data.
+    llm: { providers: { emulator: { kind: 'openai-compatible', baseUrl: `${process.env.EMULATOR_URL}/v1`, models: ['echo'] } }, defaultModel: 'emulator/echo', patientDataModels: ['emulator/*'] },
     device_auth: {
       valid_keys: { [clinic.deviceId]: 'env:DEVICE_KEY' },
       jwt_secret: 'env:DEVICE_JWT_SECRET',

@@ -1,0 +1,104 @@
+import { OperationOutcomeError, notFound } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { AccessPolicy, ProjectMembership } from '@medplum/fhirtypes';
+import type { CallerContext } from '../host.ts';
+import type { ResolvedModel } from '../llm/model-registry.ts';
+import { createTestTelemetry } from '../../test/support/telemetry.ts';
+import { grantOf, mayUse, ModelAccess, MODEL_GRANT_EXTENSION } from './model-access.ts';
+import { parseProjectGovernance } from './project-governance-settings.ts';
+
+const BY_POLICY = parseProjectGovernance([{ name: 'AI_MODEL_ACCESS', valueString: 'access-policy' }], new Map());
+const EVERYONE = parseProjectGovernance([], new Map());
+
+function policy(id: string, ...grants: string[]): AccessPolicy {
+  return { resourceType: 'AccessPolicy', id, extension: grants.map((valueString) => ({ url: MODEL_GRANT_EXTENSION, valueString })) };
+}
+
+/** Policies kept in memory, read as a project's system repository reads them; counts the reads. */
+function policyStore(policies: AccessPolicy[]): { repo: FhirRepository; reads: string[]; put: (policy: AccessPolicy) => void } {
+  const byId = new Map(policies.map((item) => [item.id, item]));
+  const reads: string[] = [];
+  const repo = {
+    readResource: async (_type: string, id: string) => {
+      reads.push(id);
+      const found = byId.get(id);
+      if (!found) {
+        throw new OperationOutcomeError(notFound);
+      }
+      return found;
+    },
+  } as unknown as FhirRepository;
+  return { repo, reads, put: (item) => byId.set(item.id, item) };
+}
+
+function callerWith(membership: Partial<ProjectMembership>): CallerContext {
+  return { project: { resourceType: 'Project', id: 'p' }, membership: { resourceType: 'ProjectMembership', id: 'm', ...membership } } as unknown as CallerContext;
+}
+
+function model(id: string, fallbacks: string[] = []): ResolvedModel {
+  return { id, modelName: id.split('/')[1], fallbacks: fallbacks.map((fallback) => model(fallback)) } as unknown as ResolvedModel;
+}
+
+describe('model grants', () => {
+  test('an AccessPolicy grants models by id, by provider or all, in one or several extensions', () => {
+    const grant = grantOf(policy('a', 'openai/gpt-4o-mini, claude/*', 'local/llama3.2'));
+    const permission = { kind: 'granted' as const, grants: [grant] };
+    expect(['openai/gpt-4o-mini', 'claude/sonnet', 'local/llama3.2', 'openai/gpt-4o'].map((id) => mayUse(permission, id))).toEqual([true, true, true, false]);
+    expect(mayUse({ kind: 'granted', grants: [grantOf(policy('b', '*'))] }, 'anything/else')).toBe(true);
+    expect(mayUse({ kind: 'granted', grants: [grantOf(policy('c'))] }, 'openai/gpt-4o-mini')).toBe(false);
+  });
+});
+
+describe('ModelAccess', () => {
+  test("the union of the membership's policies decides; a deleted policy grants nothing", async () => {
+    const { repo } = policyStore([policy('team', 'openai/gpt-4o-mini'), policy('extra', 'claude/*')]);
+    const telemetry = createTestTelemetry();
+    const access = new ModelAccess({ systemRepo: async () => repo, telemetry: telemetry.telemetry, policyCacheMs: 5000 });
+    const caller = callerWith({
+      accessPolicy: { reference: 'AccessPolicy/team' },
+      access: [{ policy: { reference: 'AccessPolicy/extra' } }, { policy: { reference: 'AccessPolicy/deleted' } }],
+    });
+    const listed = await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }, { id: 'claude/sonnet' }]);
+    expect(listed.map((entry) => entry.id)).toEqual(['openai/gpt-4o-mini', 'claude/sonnet']);
+
+    const allowed = await access.check(caller, BY_POLICY, 'openai/gpt-4o-mini', model('openai/gpt-4o-mini', ['openai/gpt-4o', 'claude/sonnet']));
+    expect(allowed.fallbacks.map((fallback) => fallback.id)).toEqual(['claude/sonnet']);
+    await expect(access.check(caller, BY_POLICY, 'openai/gpt-4o', model('openai/gpt-4o'))).rejects.toMatchObject({
+      code: 'model_not_allowed',
+      status: 403,
+      details: { param: 'model' },
+      message: "The model 'openai/gpt-4o' is not among the models your AccessPolicy grants in this project; GET /v1/models lists yours.",
+    });
+    await expect(access.check(caller, BY_POLICY, undefined, model('openai/gpt-4o'))).rejects.toMatchObject({
+      message: expect.stringContaining("No model was named, and the project's default model 'openai/gpt-4o' is not among"),
+    });
+    expect(await telemetry.points('fhirgate.governance.refusals')).toEqual([
+      { attributes: { 'fhirgate.governance.rule': 'model_access', 'fhirgate.project.id': 'p', 'gen_ai.request.model': 'openai/gpt-4o' }, value: 2 },
+    ]);
+  });
+
+  test('a project without the setting lets every member use every model, reading no policy', async () => {
+    const { repo, reads } = policyStore([]);
+    const access = new ModelAccess({ systemRepo: async () => repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000 });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    expect(await access.check(caller, EVERYONE, 'openai/gpt-4o', model('openai/gpt-4o', ['claude/x']))).toMatchObject({ id: 'openai/gpt-4o', fallbacks: [{ id: 'claude/x' }] });
+    expect(reads).toEqual([]);
+  });
+
+  test('a policy is read again once its grant is older than policyCacheMs, without holding the turn: an edit applies from the next one', async () => {
+    const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
+    let now = 0;
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    store.put(policy('team', 'openai/*'));
+    now = 5000;
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    now = 5001;
+    // This turn goes on with the grant it has, and reads the policy again meanwhile.
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
+    expect(store.reads).toEqual(['team', 'team']);
+  });
+});

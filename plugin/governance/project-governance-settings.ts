@@ -1,0 +1,152 @@
+/**
+ * A project's governance settings, kept where Medplum keeps a project's configuration (`Project.setting`), so a
+ * project administrator sets them in the Medplum app (Project → Settings) and they apply at the next request:
+ *
+ *   AI_MODEL_ACCESS                    `all` (default): every model of the project; `access-policy`: each user
+ *                                      only the models the AccessPolicies of their membership grant (model-access.ts)
+ *   AI_BUDGET_<SCOPE>_<PERIOD>_TOKENS  a token budget: SCOPE `PROJECT` or `USER` (each user of the project),
+ *                                      PERIOD `DAY` or `MONTH` (UTC); prompt and completion tokens together
+ *   AI_BUDGET_<SCOPE>_<PERIOD>_COST    a cost budget in US dollars, counted with the models' prices
+ *   AI_MODEL_PRICES                    the project's own prices, `provider/model=<input>/<output>` per 1M tokens
+ *
+ * Parsed once per Project object the host hands over (the host reads the project per request, or keeps it a few
+ * seconds: the standalone host's caller cache), so a turn pays a lookup, not a parse.
+ */
+import type { Project, ProjectSetting } from '@medplum/fhirtypes';
+import { AppError } from '../errors.ts';
+import { modelPricesOf, NANO_PER_DOLLAR, parsePriceList, type ModelPrices } from './model-prices.ts';
+
+/** Names of the Project.setting entries governance reads. */
+export const GOVERNANCE_SETTING = { modelAccess: 'AI_MODEL_ACCESS', prices: 'AI_MODEL_PRICES', budgetPrefix: 'AI_BUDGET_' } as const;
+
+/** Who may use which model: every member every model of the project, or what their AccessPolicies grant. */
+export type ModelAccessMode = 'all' | 'access-policy';
+
+/** Whose spend a budget counts: the whole project's, or each user's own. */
+export type BudgetScope = 'project' | 'user';
+/** A budget's period, in UTC. */
+export type BudgetPeriod = 'day' | 'month';
+/** What a budget counts: tokens (prompt and completion), or cost in nano-dollars. */
+export type BudgetMeasure = 'tokens' | 'cost';
+
+/** One budget of a project. */
+export interface Budget {
+  readonly scope: BudgetScope;
+  readonly period: BudgetPeriod;
+  readonly measure: BudgetMeasure;
+  /** Tokens, or nano-dollars for a cost budget. */
+  readonly limit: number;
+  /** The setting it comes from, e.g. `AI_BUDGET_USER_DAY_TOKENS`. */
+  readonly setting: string;
+}
+
+/** A project's governance, parsed. */
+export interface ProjectGovernance {
+  readonly modelAccess: ModelAccessMode;
+  readonly budgets: readonly Budget[];
+  /** Prices by model: the project's own over the operator's. */
+  readonly prices: ModelPrices;
+}
+
+const SCOPES: readonly BudgetScope[] = ['project', 'user'];
+const PERIODS: readonly BudgetPeriod[] = ['day', 'month'];
+const MEASURES: readonly BudgetMeasure[] = ['tokens', 'cost'];
+
+/** The setting name of a budget, e.g. `AI_BUDGET_PROJECT_MONTH_COST`. */
+export function budgetSettingName(scope: BudgetScope, period: BudgetPeriod, measure: BudgetMeasure): string {
+  return `${GOVERNANCE_SETTING.budgetPrefix}${scope}_${period}_${measure}`.toUpperCase();
+}
+
+/** Reads a project's governance settings, over the operator's prices; cached per Project object. */
+export class ProjectGovernanceSettings {
+  readonly #operatorPrices: ModelPrices;
+  readonly #parsed = new WeakMap<Project, ProjectGovernance | AppError>();
+
+  constructor(operatorPrices: ModelPrices) {
+    this.#operatorPrices = operatorPrices;
+  }
+
+  /** The project's governance. Throws AppError `not_configured` (503) naming a setting that does not parse. */
+  of(project: Project): ProjectGovernance {
+    let parsed = this.#parsed.get(project);
+    if (parsed === undefined) {
+      parsed = parseOrError(project.setting ?? [], this.#operatorPrices);
+      this.#parsed.set(project, parsed);
+    }
+    if (AppError.isInstance(parsed)) {
+      throw parsed;
+    }
+    return parsed;
+  }
+}
+
+function parseOrError(settings: readonly ProjectSetting[], operatorPrices: ModelPrices): ProjectGovernance | AppError {
+  try {
+    return parseProjectGovernance(settings, operatorPrices);
+  } catch (error) {
+    if (AppError.isInstance(error)) {
+      return error;
+    }
+    throw error;
+  }
+}
+
+/** Parses the governance settings of a project (exported for tests). */
+export function parseProjectGovernance(settings: readonly ProjectSetting[], operatorPrices: ModelPrices): ProjectGovernance {
+  const modelAccess = readModelAccess(settings);
+  const budgets: Budget[] = [];
+  for (const scope of SCOPES) {
+    for (const period of PERIODS) {
+      for (const measure of MEASURES) {
+        const setting = budgetSettingName(scope, period, measure);
+        const value = readNumber(settings, setting);
+        if (value !== undefined) {
+          budgets.push({ scope, period, measure, setting, limit: measure === 'cost' ? Math.round(value * NANO_PER_DOLLAR) : value });
+        }
+      }
+    }
+  }
+  const unknown = settings.find((entry) => entry.name.startsWith(GOVERNANCE_SETTING.budgetPrefix) && !budgets.some((budget) => budget.setting === entry.name));
+  if (unknown) {
+    throw notConfigured(unknown.name, `is not a budget fhirgate knows (AI_BUDGET_<PROJECT|USER>_<DAY|MONTH>_<TOKENS|COST>)`);
+  }
+  const projectPrices = readString(settings, GOVERNANCE_SETTING.prices);
+  const prices: ModelPrices =
+    projectPrices === undefined
+      ? operatorPrices
+      : new Map([...operatorPrices, ...modelPricesOf(parsePriceList(projectPrices, `The project setting ${GOVERNANCE_SETTING.prices}`))]);
+  return { modelAccess, budgets, prices };
+}
+
+function readModelAccess(settings: readonly ProjectSetting[]): ModelAccessMode {
+  const value = readString(settings, GOVERNANCE_SETTING.modelAccess)?.toLowerCase();
+  if (value === undefined || value === 'all') {
+    return 'all';
+  }
+  if (value === 'access-policy') {
+    return 'access-policy';
+  }
+  throw notConfigured(GOVERNANCE_SETTING.modelAccess, `is '${value.slice(0, 60)}'; it must be 'all' or 'access-policy'`);
+}
+
+function readString(settings: readonly ProjectSetting[], name: string): string | undefined {
+  const value = settings.find((entry) => entry.name === name)?.valueString?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+/** A setting's number: `valueInteger`, `valueDecimal` or a `valueString` holding one; at least 0. */
+function readNumber(settings: readonly ProjectSetting[], name: string): number | undefined {
+  const entry = settings.find((candidate) => candidate.name === name);
+  if (entry === undefined) {
+    return undefined;
+  }
+  const raw = entry.valueInteger ?? entry.valueDecimal ?? (entry.valueString?.trim() ? Number(entry.valueString.trim().replaceAll('_', '')) : undefined);
+  if (raw === undefined || !Number.isFinite(raw) || raw < 0) {
+    throw notConfigured(name, 'must be a number of at least 0 (tokens, or US dollars for a cost budget)');
+  }
+  return raw;
+}
+
+function notConfigured(setting: string, problem: string): AppError {
+  return new AppError('not_configured', `The project setting ${setting} ${problem}.`, { details: { setting } });
+}

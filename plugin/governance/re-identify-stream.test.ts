@@ -1,0 +1,32 @@
+import { Pseudonymizer } from './de-identify-text.ts';
+import { StreamReIdentifier } from './re-identify-stream.ts';
+import { IDENTIFIED_PATIENT } from './de-identify-text.test.ts';
+
+describe('StreamReIdentifier', () => {
+  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100);
+  const reply = 'Ms. [FAMILY-2] ([GIVEN-1]) was born 1957-12-04; call [PHONE-1]. Seen November 25, 2023 and 2023/9/27. Fine.';
+  const whole = pseudonyms.reIdentify(reply);
+
+  test('a reply cut anywhere, into two or into single characters, comes out as the whole reply re-identified', () => {
+    expect(whole).toBe('Ms. López (María) was born 1958-03-14; call +1 (555) 010-0199. Seen March 4, 2024 and 2024/1/5. Fine.');
+    for (let cut = 0; cut <= reply.length; cut++) {
+      const stream = new StreamReIdentifier(pseudonyms);
+      const out = [stream.push(reply.slice(0, cut)), stream.push(reply.slice(cut)), stream.flush()];
+      expect([cut, out.join('')]).toEqual([cut, whole]);
+    }
+    const stream = new StreamReIdentifier(pseudonyms);
+    const pieces = [...reply].map((character) => stream.push(character));
+    expect(pieces.join('') + stream.flush()).toBe(whole);
+  });
+
+  test('holds back no more than a pseudonym or a date: plain text goes out at once', () => {
+    const stream = new StreamReIdentifier(pseudonyms);
+    expect(stream.push('The patient is stable ')).toBe('The patient is stable ');
+    expect(stream.push('and [FAM')).toBe('and ');
+    expect(stream.push('ILY-2] is')).toBe('López is');
+    expect(stream.push(' fine since 2023-1')).toBe(' fine since ');
+    // A whole date waits for the character after it: `2023-11-25` could still be the start of `2023-11-251`.
+    expect(stream.push('1-25')).toBe('');
+    expect(stream.push('.')).toBe('2024-03-04.');
+  });
+});

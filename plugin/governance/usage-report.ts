@@ -1,0 +1,189 @@
+/**
+ * The usage report of a project: replies, tokens and cost per user, model and UTC day, computed from the stored
+ * replies themselves (the `ai-response` Communications the project's AI agent wrote, with the usage extension each
+ * one records), so it always agrees with the audit trail, record for record. Redis holds only the budgets' fast
+ * counters; this report never reads them.
+ *
+ * The replies of the period are searched with the project's system repository, in pages of 1,000 ordered by
+ * `sent` (the next page starts at the last `sent` seen, skipping the replies of that instant already counted), so
+ * the report's cost is one search per 1,000 replies and its memory one page, whatever the period holds.
+ */
+import type { WithId } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
+import type { Communication, Device, Extension, Reference } from '@medplum/fhirtypes';
+import { agentAuthored } from '../chat/agent-device.ts';
+import { AGENT_DEVICE_IDENTIFIER, CATEGORY, EXTENSION } from '../chat/fhir-vocabulary.ts';
+import { NANO_PER_DOLLAR, nanoDollarsOf } from './model-prices.ts';
+
+/** What a report's rows are grouped by. */
+export type UsageDimension = 'user' | 'model' | 'day';
+
+/** The dimensions, in the order rows are sorted and keys printed. */
+export const USAGE_DIMENSIONS: readonly UsageDimension[] = ['day', 'user', 'model'];
+
+/** What a report covers. */
+export interface UsageQuery {
+  /** First day, `YYYY-MM-DD` (UTC), included. */
+  readonly start: string;
+  /** Last day, `YYYY-MM-DD` (UTC), included. */
+  readonly end: string;
+  readonly groupBy: readonly UsageDimension[];
+  /** The `system` of the category codes (the plugin's `categorySystem`). */
+  readonly categorySystem: string;
+}
+
+/** The sums of one group. */
+export interface UsageTotals {
+  replies: number;
+  /** Replies the provider reported no usage for (failed or stopped before the end): counted with 0 tokens. */
+  replies_without_usage: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Nano-dollars while summing; US dollars in the report. */
+  cost_usd: number;
+}
+
+/** One row: the group's values (those grouped by) and its sums. */
+export type UsageRow = Partial<Record<UsageDimension, string>> & UsageTotals;
+
+/** The report. */
+export interface UsageReport {
+  readonly rows: readonly UsageRow[];
+  readonly total: UsageTotals;
+}
+
+const PAGE_SIZE = 1000;
+
+/** Computes the report from the stored replies of the period (repo: the project's system repository). */
+export async function buildUsageReport(repo: FhirRepository, query: UsageQuery): Promise<UsageReport> {
+  const groups = new Map<string, UsageRow>();
+  const total = emptyTotals();
+  const agent = await findAgent(repo);
+  if (agent !== undefined) {
+    for await (const page of repliesOf(repo, agent, query)) {
+      const genuine = await agentAuthored(page, agent, async () => repo);
+      for (const reply of page) {
+        if (genuine.has(reply.id)) {
+          const usage = usageOf(reply);
+          const values = dimensionsOf(reply);
+          const key = query.groupBy.map((dimension) => values[dimension]).join('\n');
+          let row = groups.get(key);
+          if (row === undefined) {
+            row = { ...Object.fromEntries(query.groupBy.map((dimension) => [dimension, values[dimension]])), ...emptyTotals() };
+            groups.set(key, row);
+          }
+          addUsage(row, usage);
+          addUsage(total, usage);
+        }
+      }
+    }
+  }
+  const rows = [...groups.values()].sort(compareRows).map(inDollars);
+  return { rows, total: inDollars(total) };
+}
+
+/** The project's AI agent, without creating it: a project that never chatted has none, and no usage. */
+async function findAgent(repo: FhirRepository): Promise<Reference<Device> | undefined> {
+  const [agent] = await repo.searchResources<Device>({
+    resourceType: 'Device',
+    filters: [{ code: 'identifier', operator: 'eq', value: `${AGENT_DEVICE_IDENTIFIER.system}|${AGENT_DEVICE_IDENTIFIER.value}` }],
+    count: 1,
+  });
+  return agent ? { reference: `Device/${agent.id}` } : undefined;
+}
+
+/** The agent's replies sent in the period, page by page, in order of `sent` (then id). */
+async function* repliesOf(repo: FhirRepository, agent: Reference<Device>, query: UsageQuery): AsyncGenerator<WithId<Communication>[]> {
+  const end = nextDay(query.end);
+  let from = `${query.start}T00:00:00.000Z`;
+  // Replies already counted whose `sent` is `from`: the next page starts at `from` and skips them.
+  let seenAtFrom = 0;
+  for (;;) {
+    const page = await repo.searchResources<Communication>({
+      resourceType: 'Communication',
+      filters: [
+        { code: 'category', operator: 'eq', value: `${query.categorySystem}|${CATEGORY.response.code}` },
+        { code: 'sender', operator: 'eq', value: agent.reference as string },
+        { code: 'sent', operator: 'ge', value: from },
+        { code: 'sent', operator: 'lt', value: `${end}T00:00:00.000Z` },
+      ],
+      sortRules: [{ code: 'sent' }, { code: '_id' }],
+      count: PAGE_SIZE,
+      offset: seenAtFrom,
+    });
+    if (page.length > 0) {
+      yield page;
+    }
+    if (page.length < PAGE_SIZE) {
+      return;
+    }
+    const last = page[page.length - 1].sent as string;
+    const atLast = page.filter((reply) => reply.sent === last).length;
+    seenAtFrom = last === from ? seenAtFrom + atLast : atLast;
+    from = last;
+  }
+}
+
+/** The reply's user (the caller it answered), model and UTC day. */
+function dimensionsOf(reply: Communication): Record<UsageDimension, string> {
+  const recipient = reply.recipient?.[0];
+  return {
+    user: recipient?.reference ?? recipient?.identifier?.value ?? 'unknown',
+    model: reply.extension?.find((extension) => extension.url === EXTENSION.model)?.valueString ?? 'unknown',
+    day: reply.sent ? new Date(reply.sent).toISOString().slice(0, 10) : 'unknown',
+  };
+}
+
+/** The usage a reply records: tokens and cost (nano-dollars); undefined when it records none. */
+function usageOf(reply: Communication): { prompt: number; completion: number; cost: number } | undefined {
+  const usage = reply.extension?.find((extension) => extension.url === EXTENSION.usage)?.extension;
+  if (usage === undefined) {
+    return undefined;
+  }
+  const part = (url: string): Extension | undefined => usage.find((extension) => extension.url === url);
+  const cost = part('cost')?.valueMoney?.value;
+  return {
+    prompt: part('prompt-tokens')?.valueInteger ?? 0,
+    completion: part('completion-tokens')?.valueInteger ?? 0,
+    cost: cost === undefined ? 0 : nanoDollarsOf(cost),
+  };
+}
+
+function addUsage(totals: UsageTotals, usage: ReturnType<typeof usageOf>): void {
+  totals.replies += 1;
+  if (usage === undefined) {
+    totals.replies_without_usage += 1;
+    return;
+  }
+  totals.prompt_tokens += usage.prompt;
+  totals.completion_tokens += usage.completion;
+  totals.total_tokens += usage.prompt + usage.completion;
+  totals.cost_usd += usage.cost;
+}
+
+function emptyTotals(): UsageTotals {
+  return { replies: 0, replies_without_usage: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost_usd: 0 };
+}
+
+/** Nano-dollars summed exactly as whole numbers, shown in dollars at the end. */
+function inDollars<T extends UsageTotals>(totals: T): T {
+  return { ...totals, cost_usd: totals.cost_usd / NANO_PER_DOLLAR };
+}
+
+function compareRows(left: UsageRow, right: UsageRow): number {
+  for (const dimension of USAGE_DIMENSIONS) {
+    const order = (left[dimension] ?? '').localeCompare(right[dimension] ?? '');
+    if (order !== 0) {
+      return order;
+    }
+  }
+  return 0;
+}
+
+/** The day after `day` (`YYYY-MM-DD`, UTC). */
+function nextDay(day: string): string {
+  const date = new Date(`${day}T00:00:00.000Z`);
+  date.setUTCDate(date.getUTCDate() + 1);
+  return date.toISOString().slice(0, 10);
+}

@@ -1,0 +1,165 @@
+/**
+ * A project that sends turns about a patient de-identified to a model not cleared for patient data
+ * (`AI_PATIENT_DATA_POLICY=de-identify`), side by side with a cleared model: the emulators' recorded requests show
+ * the cleared model got the real chart and the other nothing identifying (the patient's name, identifiers, birth
+ * date, address, phone, e-mail and id appear nowhere in any request body, its summary, history, prompt and FHIR
+ * tool results included), and the caller's replies, JSON and streamed, come back re-identified. The records keep
+ * what the user typed and saw, and what the model received and said; the AuditEvents say the records went
+ * pseudonymised. Real openai SDK against the standalone host; MedplumClient reads the records back.
+ */
+import type { AuditEvent, Communication, Extension } from '@medplum/fhirtypes';
+import OpenAI from 'openai';
+import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
+import { payloadText } from '../plugin/chat/fhir-text.ts';
+import { CLEARED_MODEL, identifyingIn, MARIA, metricValue, OTHER_MODEL, patientDataProject, startTwoModelHost, type PatientDataProject, type TwoModelHost } from './support/two-model-host.ts';
+
+type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+type FhirgateChunk = OpenAI.ChatCompletionChunk & { conversation_id?: string; communication_id?: string };
+
+/** A question that names the patient and every contact detail she has on record. */
+const QUESTION = `Is ${MARIA.given} ${MARIA.family} (born ${MARIA.birthDate}, ${MARIA.mrn}, ${MARIA.phone}, ${MARIA.email}, ${MARIA.line}, ${MARIA.city} ${MARIA.postalCode}) better since 2026-10-15?`;
+
+describe('patient data egress: de-identified for a model not cleared', () => {
+  let models: TwoModelHost;
+  let subject: PatientDataProject;
+  let openai: OpenAI;
+
+  beforeAll(async () => {
+    models = await startTwoModelHost();
+  });
+  afterAll(() => models.close());
+  beforeEach(async () => {
+    models.cleared.reset();
+    models.other.reset();
+    subject = await patientDataProject(models.host);
+    await subject.setSettings({ AI_PATIENT_DATA_POLICY: 'de-identify' });
+    openai = await subject.openai();
+  });
+
+  const ask = (body: Record<string, unknown>): Promise<FhirgateCompletion> => openai.chat.completions.create(body as never) as unknown as Promise<FhirgateCompletion>;
+  const reply = (id: string): Promise<Communication> => subject.medplum.readResource('Communication', id, { cache: 'no-cache' });
+  const part = (extension: Extension | undefined, url: string): string =>
+    (extension?.extension ?? []).filter((item) => item.url === url).map((item) => item.valueString ?? '').join('');
+  const deIdentifiedOf = (record: Communication): Extension | undefined => record.extension?.find((extension) => extension.url === EXTENSION.deIdentified);
+  const auditsOf = (replyId: string): Promise<AuditEvent[]> => subject.medplum.searchResources('AuditEvent', { entity: `Communication/${replyId}` }, { cache: 'no-cache' });
+
+  test('side by side: the cleared model gets the real chart, the other one nothing identifying, and both replies read the same to the caller', async () => {
+    const turnsBefore = await metricValue(models.host, 'fhirgate_governance_de_identified_turns_total', { fhirgate_project_id: subject.project.projectId });
+    const clearedAnswer = await ask({ model: CLEARED_MODEL, messages: [{ role: 'user', content: QUESTION }], patient_id: subject.patientId });
+    const otherAnswer = await ask({ model: OTHER_MODEL, messages: [{ role: 'user', content: QUESTION }], patient_id: subject.patientId });
+
+    const clearedBody = JSON.stringify(models.cleared.received[0].body);
+    expect(clearedBody).toContain(`${MARIA.given} ${MARIA.family}, female, born ${MARIA.birthDate}`);
+    expect(clearedBody).toContain(`called from ${MARIA.phone}`);
+
+    const otherRequest = models.other.received[0];
+    expect(identifyingIn(JSON.stringify(otherRequest.body), subject.patientId)).toEqual([]);
+    // The chart is there, its clinical content intact, the patient pseudonymised and its dates shifted.
+    const context = otherRequest.messages.find((message) => message.role === 'system')?.content ?? '';
+    expect(context).toContain('[GIVEN-1] [FAMILY-1], female, born ');
+    expect(context).toContain('Essential hypertension (since ');
+    expect(context).toContain('[GIVEN-1] [FAMILY-1] called from [PHONE-1] about dizziness since ');
+    expect(context).not.toContain('2021-03-04');
+    expect(otherRequest.messages.at(-1)?.content).toMatch(/^Is \[GIVEN-1\] \[FAMILY-1\] \(born \d{4}-\d{2}-\d{2}, \[ID-1\], \[PHONE-1\], \[EMAIL-1\], \[ADDRESS-1\], \[CITY-1\] \[POSTCODE-1\]\) better since \d{4}-\d{2}-\d{2}\?$/);
+
+    // Re-identified for the caller: the echo reads as the question the user asked.
+    expect(clearedAnswer.choices[0].message.content).toBe(`Echo: ${QUESTION}`);
+    expect(otherAnswer.choices[0].message.content).toBe(`Echo: ${QUESTION}`);
+    expect(await metricValue(models.host, 'fhirgate_governance_de_identified_turns_total', { fhirgate_project_id: subject.project.projectId })).toBe(turnsBefore + 1);
+
+    // On record: the user's prompt as typed, the reply as the caller saw it, and what the model received and said.
+    const record = await reply(otherAnswer.communication_id);
+    const prompt = await subject.medplum.readReference(record.inResponseTo?.[0] as never) as Communication;
+    expect(payloadText(prompt.payload ?? [])).toBe(QUESTION);
+    expect(payloadText(record.payload ?? [])).toBe(`Echo: ${QUESTION}`);
+    expect(record.extension?.find((extension) => extension.url === EXTENSION.patientContext)?.valueString).toBe(context);
+    const deIdentified = deIdentifiedOf(record);
+    const shift = deIdentified?.extension?.find((item) => item.url === 'date-shift-days')?.valueInteger ?? 0;
+    expect(shift).toBeGreaterThanOrEqual(-365);
+    expect(shift).toBeLessThanOrEqual(-30);
+    expect(part(deIdentified, 'reply')).toBe(`Echo: ${otherRequest.messages.at(-1)?.content}`);
+    expect(JSON.parse(part(deIdentified, 'request'))).toEqual([{ role: 'user', content: otherRequest.messages.at(-1)?.content }]);
+    expect(deIdentifiedOf(await reply(clearedAnswer.communication_id))).toBeUndefined();
+
+    // The disclosures say in which form the records left.
+    const [otherAudit] = await auditsOf(otherAnswer.communication_id);
+    const [clearedAudit] = await auditsOf(clearedAnswer.communication_id);
+    const labels = (audit: AuditEvent): (string | undefined)[] => (audit.entity ?? []).filter((entity) => entity.role?.code !== '3').flatMap((entity) => entity.securityLabel?.map((label) => label.code) ?? [undefined]);
+    expect(new Set(labels(otherAudit))).toEqual(new Set(['PSEUDED']));
+    expect(otherAudit.outcomeDesc).toContain('de-identified');
+    expect(new Set(labels(clearedAudit))).toEqual(new Set([undefined]));
+    // An auditor's question, "what of this patient reached a model, and in which form?", is one search.
+    const disclosures = await subject.medplum.searchResources('AuditEvent', { patient: `Patient/${subject.patientId}` }, { cache: 'no-cache' });
+    expect(disclosures.map((audit) => [audit.id, labels(audit).includes('PSEUDED')]).sort()).toEqual([[clearedAudit.id, false], [otherAudit.id, true]].sort());
+  });
+
+  test('a continued conversation: its history and the new prompt go de-identified with the same date shift, and the streamed reply comes back re-identified', async () => {
+    const first = await ask({ model: OTHER_MODEL, messages: [{ role: 'user', content: QUESTION }], patient_id: subject.patientId });
+    const followUp = `And should ${MARIA.given} call ${MARIA.phone} before 2026-12-01?`;
+    const stream = (await openai.chat.completions.create({
+      model: OTHER_MODEL,
+      stream: true,
+      messages: [{ role: 'user', content: followUp }],
+      conversation_id: first.conversation_id,
+    } as never)) as unknown as AsyncIterable<FhirgateChunk>;
+    let streamed = '';
+    let replyId = '';
+    for await (const chunk of stream) {
+      streamed += chunk.choices[0]?.delta?.content ?? '';
+      replyId ||= chunk.communication_id ?? '';
+    }
+    expect(streamed).toBe(`Echo: ${followUp}`);
+
+    const continued = models.other.received[1];
+    expect(identifyingIn(JSON.stringify(continued.body), subject.patientId)).toEqual([]);
+    // The history: the first prompt and its reply, both de-identified as they were the first time.
+    const firstSent = models.other.received[0].messages.at(-1)?.content;
+    expect(continued.messages.filter((message) => message.role !== 'system').map((message) => message.content)).toEqual([
+      firstSent,
+      `Echo: ${firstSent}`,
+      expect.stringMatching(/^And should \[GIVEN-1\] call \[PHONE-1\] before \d{4}-\d{2}-\d{2}\?$/),
+    ]);
+    const shiftOf = async (id: string): Promise<number | undefined> => deIdentifiedOf(await reply(id))?.extension?.find((item) => item.url === 'date-shift-days')?.valueInteger;
+    expect(await shiftOf(replyId)).toBe(await shiftOf(first.communication_id));
+    expect(payloadText((await reply(replyId)).payload ?? [])).toBe(`Echo: ${followUp}`);
+  });
+
+  test("FHIR tools: the model's calls reach the chart re-identified, their results reach the model de-identified, and the record keeps them as sent", async () => {
+    const steps = [
+      [{ name: 'read_record', arguments: { reference: `Patient/${subject.patientId}` } }],
+      [{ name: 'search_patient_records', arguments: { resource_type: 'Observation', params: { date: 'ge2026-10-19', _sort: '-date' } } }],
+    ];
+    const answer = await ask({
+      model: OTHER_MODEL,
+      messages: [{ role: 'user', content: `What did ${MARIA.given} report? [emulator-behaviour ${JSON.stringify({ toolCalls: steps })}]` }],
+      patient_id: subject.patientId,
+      patient_context: 'tools',
+    });
+    expect(answer.choices[0].message.content).toMatch(new RegExp(`^Echo: What did ${MARIA.given} report\\?`));
+
+    const received = models.other.received;
+    expect(received).toHaveLength(3);
+    for (const request of received) {
+      expect(identifyingIn(JSON.stringify(request.body), subject.patientId)).toEqual([]);
+    }
+    // The model asked for `Patient/[PATIENT-1]`: fhirgate read the real record and handed it back pseudonymised.
+    expect(received[1].messages.at(-2)?.toolCalls?.[0].arguments).toBe('{"reference":"Patient/[PATIENT-1]"}');
+    const patientResult = JSON.parse(received[1].messages.at(-1)?.content ?? '') as { records: { name: { given: string[]; family: string }[]; birthDate: string }[] };
+    expect(patientResult.records[0].name[0]).toEqual({ given: ['[GIVEN-1]'], family: '[FAMILY-1]' });
+    // The search's date, shifted for the model, was shifted back for the chart: the note of 2026-10-20 and the pulse of 2026-11-01.
+    const searchResult = JSON.parse(received[2].messages.at(-1)?.content ?? '') as { records: { id: string; valueString?: string }[] };
+    expect(searchResult.records.map((record) => record.id)).toEqual([subject.chart.pulse.id, subject.chart.note.id]);
+    expect(searchResult.records[1].valueString).toMatch(/^\[GIVEN-1\] \[FAMILY-1\] called from \[PHONE-1\] about dizziness since \d{4}-\d{2}-\d{2}; daughter lives at \[ADDRESS-1\]\.$/);
+
+    const record = await reply(answer.communication_id);
+    expect(record.about?.map((reference) => reference.reference)).toEqual([`Patient/${subject.patientId}`, `Observation/${subject.chart.pulse.id}`, `Observation/${subject.chart.note.id}`]);
+    const calls = (record.extension ?? []).filter((extension) => extension.url === EXTENSION.fhirToolCall);
+    expect(calls.map((call) => part(call, 'result'))).toEqual([received[1].messages.at(-1)?.content, received[2].messages.at(-1)?.content]);
+    expect(identifyingIn(JSON.stringify(calls), subject.patientId)).toEqual([]);
+    const audits = await auditsOf(answer.communication_id);
+    expect(audits).toHaveLength(2);
+    for (const audit of audits) {
+      expect(audit.entity?.find((entity) => entity.role?.code === '1')?.securityLabel?.[0]?.code).toBe('PSEUDED');
+    }
+  });
+});
