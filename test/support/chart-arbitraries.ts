@@ -115,31 +115,27 @@ export function chartSearch(pool: ReferencePool): fc.Arbitrary<string> {
       'Observation?code=http://loinc.org|8867-4&date=ge2024-03-05&_sort=-date'
     )
   ).map(([reference, query]) => `${query}${query.endsWith('?') ? '' : '&'}patient=${reference}`);
-  const observation = fc
-    .array(
-      fc.oneof(
-        anyReference.map((value) => `subject=${value}`),
-        patient.map((value) => `patient=${value}`),
-        anyReference.map((value) => `performer=${value}`),
-        fc.constantFrom('subject:missing=true', 'subject:missing=false', 'performer:missing=true', 'device:present=true', 'subject:not=' + pool.patients[0]),
-        fc.constantFrom('status=final', 'status=FINAL,amended', 'status:not=final', 'code=8867-4', `code=${LOINC}|8480-6`, 'code=|8867-4', `code=${LOINC}|`, 'code=heart rate', 'category=vital-signs'),
-        fc.constantFrom(...DATES).chain((value) => fc.constantFrom('', 'ge', 'le', 'gt', 'lt', 'sa', 'eb', 'ap').map((prefix) => `date=${prefix}${encodeURIComponent(value)}`)),
-        fc.constantFrom('_id=abc', '_lastUpdated=ge2000-01-01')
-      ),
-      { maxLength: 2 }
+  const observation = searchOf(
+    'Observation',
+    fc.oneof(
+      anyReference.map((value) => `subject=${value}`),
+      patient.map((value) => `patient=${value}`),
+      anyReference.map((value) => `performer=${value}`),
+      fc.constantFrom('subject:missing=true', 'subject:missing=false', 'performer:missing=true', 'device:present=true', 'subject:not=' + pool.patients[0]),
+      fc.constantFrom('status=final', 'status=FINAL,amended', 'status:not=final', 'code=8867-4', `code=${LOINC}|8480-6`, 'code=|8867-4', `code=${LOINC}|`, 'code=heart rate', 'category=vital-signs'),
+      fc.constantFrom(...DATES).chain((value) => fc.constantFrom('', 'ge', 'le', 'gt', 'lt', 'sa', 'eb', 'ap').map((prefix) => `date=${prefix}${encodeURIComponent(value)}`)),
+      fc.constantFrom('_id=abc', '_lastUpdated=ge2000-01-01')
     )
-    .map((filters) => `Observation?${filters.join('&')}`);
-  const communication = fc
-    .array(
-      fc.oneof(
-        anyReference.map((value) => `subject=${value}`),
-        anyReference.map((value) => `sender=${value}`),
-        anyReference.map((value) => `recipient=${value}`),
-        fc.constantFrom('part-of=Communication/c1', 'subject:missing=true', 'category=ai-prompt', `category=${CATEGORY_SYSTEM}|ai-response`, 'category:not=ai-conversation', 'status=completed', 'sent=ge2024-03-05')
-      ),
-      { maxLength: 2 }
+  );
+  const communication = searchOf(
+    'Communication',
+    fc.oneof(
+      anyReference.map((value) => `subject=${value}`),
+      anyReference.map((value) => `sender=${value}`),
+      anyReference.map((value) => `recipient=${value}`),
+      fc.constantFrom('part-of=Communication/c1', 'subject:missing=true', 'category=ai-prompt', `category=${CATEGORY_SYSTEM}|ai-response`, 'category:not=ai-conversation', 'status=completed', 'sent=ge2024-03-05')
     )
-    .map((filters) => `Communication?${filters.join('&')}`);
+  );
   const sort = fc.constantFrom('', '_sort=-_lastUpdated', '_sort=_id', '_sort=status', '_sort=-date', '_sort=date,-_lastUpdated');
   return fc.tuple(fc.oneof({ weight: 3, arbitrary: turn }, { weight: 2, arbitrary: observation }, { weight: 2, arbitrary: communication }), sort, window).map(([query, sortRule, { count, offset, total }]) => {
     const type = query.split('?')[0];
@@ -148,6 +144,11 @@ export function chartSearch(pool: ReferencePool): fc.Arbitrary<string> {
     const own = query.includes('_sort=') ? extra.filter((part) => !part.startsWith('_sort=')) : extra;
     return [query, ...own.filter((part) => part !== '')].join('&').replace('?&', '?');
   });
+}
+
+/** A search of `resourceType` with up to two of `filter`. */
+function searchOf(resourceType: string, filter: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  return fc.array(filter, { maxLength: 2 }).map((filters) => `${resourceType}?${filters.join('&')}`);
 }
 
 function withoutUndefined(record: object): object {
