@@ -124,7 +124,12 @@ export function existsRow(code: string, condition: string, conditionParams: read
 
 /** The lookup of resources with an index row of `param` equal to `value`, ranked as a compartment. */
 export function compartmentLookup(value: string): Lookup {
-  return { kind: 'index', param: '_compartment', values: [value], rank: RANK_COMPARTMENT, reference: true };
+  return referenceLookup('_compartment', [value]);
+}
+
+/** The lookup of resources with an index row of the reference parameter `param` equal to one of `values`. */
+export function referenceLookup(param: string, values: readonly string[]): Lookup {
+  return { kind: 'index', param, values, rank: param === '_compartment' ? RANK_COMPARTMENT : RANK_REFERENCE, reference: true };
 }
 
 /** `:missing` / `:present`: whether the expression gives any value, a searchable one or one with a presence row. */
@@ -207,7 +212,7 @@ function translateReference(parameter: IndexedParameter, filter: Filter, negated
   const values = [...new Set(references)];
   return {
     exact: true,
-    lookup: negated ? undefined : { kind: 'index', param: parameter.code, values, rank: parameter.code === '_compartment' ? RANK_COMPARTMENT : RANK_REFERENCE, reference: true },
+    lookup: negated ? undefined : referenceLookup(parameter.code, values),
     condition: hasRow(parameter.code, `value IN (${placeholders(values.length)})`, values, negated),
   };
 }

@@ -44,13 +44,24 @@ const careTeam: PolicyAlternative[] = [
 ];
 
 describe('search plans', () => {
-  test('a chart search under a care-team policy is exact: the patient drives, the policy is a condition', () => {
+  test('a chart search under a care-team policy is exact: the patient drives, the policy is one condition for all its patients', () => {
     const searchPlan = plan('Observation?patient=Patient/p1&_project=x', careTeam);
     expect(searchPlan.exact).toBe(true);
     expect(searchPlan.driver).toMatchObject({ kind: 'index', param: 'patient', values: ['Patient/p1'], reference: true });
-    expect(searchPlan.policyDrivers?.map((lookup) => lookup.values)).toEqual([['Patient/p1'], ['Patient/p2']]);
+    expect(searchPlan.policyDrivers?.map((lookup) => lookup.values)).toEqual([['Patient/p1', 'Patient/p2']]);
     expect(searchPlan.project).toBe('x');
+    expect(searchPlan.where.sql).toContain('value IN (?, ?)');
+  });
+
+  test("a policy's other alternatives stay alternatives: an OR of their conditions", () => {
+    const own: PolicyAlternative[] = [
+      ...careTeam,
+      { filters: parseSearchRequest('Observation?subject:missing=true&performer=Practitioner/a').filters ?? [] },
+    ];
+    const searchPlan = plan('Observation?status=final', own);
+    expect(searchPlan.exact).toBe(true);
     expect(searchPlan.where.sql).toContain(' OR ');
+    expect(searchPlan.policyDrivers?.map((lookup) => lookup.param)).toEqual(['subject', 'performer']);
   });
 
   test(':missing is exact on an indexed parameter, as are :not and ne on references and tokens', () => {

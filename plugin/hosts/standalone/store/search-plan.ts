@@ -9,7 +9,16 @@
  * matcher decide each candidate, policy alternatives included).
  */
 import type { Filter } from '@medplum/core';
-import { compartmentLookup, existsRow, translateFilter, type FilterTranslation, type Lookup, type SqlFragment } from './filter-translation.ts';
+import {
+  compartmentLookup,
+  existsRow,
+  placeholders,
+  referenceLookup,
+  translateFilter,
+  type FilterTranslation,
+  type Lookup,
+  type SqlFragment,
+} from './filter-translation.ts';
 import type { IndexedParameter } from './search-index.ts';
 
 export type { Lookup, SqlFragment } from './filter-translation.ts';
@@ -58,7 +67,7 @@ export function planSearch(
   let exact = request.every((translation) => translation.exact);
   let policyDrivers: readonly Lookup[] | undefined;
   if (alternatives) {
-    const policy = planPolicy(resourceType, alternatives, indexed);
+    const policy = plannedPolicy(resourceType, alternatives, indexed);
     if (policy.matchesNothing) {
       return NOTHING;
     }
@@ -91,11 +100,38 @@ interface PlannedPolicy {
   readonly drivers?: readonly Lookup[];
 }
 
+// A caller's policy gives the same alternatives (one array per policy and type) on every search: planned once.
+const plannedPolicies = new WeakMap<readonly PolicyAlternative[], WeakMap<ReadonlyMap<string, IndexedParameter>, PlannedPolicy>>();
+
+function plannedPolicy(resourceType: string, alternatives: readonly PolicyAlternative[], indexed: ReadonlyMap<string, IndexedParameter>): PlannedPolicy {
+  let byIndex = plannedPolicies.get(alternatives);
+  if (!byIndex) {
+    byIndex = new WeakMap();
+    plannedPolicies.set(alternatives, byIndex);
+  }
+  let planned = byIndex.get(indexed);
+  if (!planned) {
+    planned = planPolicy(resourceType, alternatives, indexed);
+    byIndex.set(indexed, planned);
+  }
+  return planned;
+}
+
 function planPolicy(resourceType: string, alternatives: readonly PolicyAlternative[], indexed: ReadonlyMap<string, IndexedParameter>): PlannedPolicy {
   const planned: PlannedAlternative[] = [];
+  // Alternatives that are one reference parameter equal to some values (a care-team policy's `subject=%patient`, once
+  // per patient) are one condition per parameter: one index probe for a resource, not one per patient.
+  const referenceValues = new Map<string, Set<string>>();
   for (const alternative of alternatives) {
     const translations = alternative.filters.map((filter) => translateFilter(resourceType, filter, indexed, 'policy'));
     if (translations.some((translation) => translation.matchesNothing)) {
+      continue;
+    }
+    const [only] = translations;
+    if (translations.length === 1 && only.exact && only.lookup?.kind === 'index' && only.lookup.reference && alternative.compartment === undefined) {
+      const values = referenceValues.get(only.lookup.param) ?? new Set<string>();
+      only.lookup.values.forEach((value) => values.add(value));
+      referenceValues.set(only.lookup.param, values);
       continue;
     }
     const conditions = translations.flatMap((translation) => (translation.condition ? [translation.condition] : []));
@@ -113,6 +149,11 @@ function planPolicy(resourceType: string, alternatives: readonly PolicyAlternati
     }
     planned.push({ exact, condition: conditions.length > 0 ? all(conditions) : undefined, lookup });
   }
+  const merged = [...referenceValues].map(([param, values]): PlannedAlternative => {
+    const lookup = referenceLookup(param, [...values]);
+    return { exact: true, condition: existsRow(param, `value IN (${placeholders(values.size)})`, lookup.values), lookup };
+  });
+  planned.unshift(...merged);
   if (planned.length === 0) {
     return { matchesNothing: true, exact: true };
   }
