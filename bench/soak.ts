@@ -22,7 +22,7 @@ import { DEMO } from './history/seed-store.ts';
 import { RAW_DIRECTORY } from './history/store-cache.ts';
 import { startEmulator } from './lib/emulator-process.ts';
 import { readEventLoopDelay } from './lib/event-loop-delay.ts';
-import { readResidentBytes, startNodeProcess, stopProcess, waitForOutput } from './lib/processes.ts';
+import { readCpuSeconds, readResidentBytes, startNodeProcess, stopProcess, waitForOutput } from './lib/processes.ts';
 
 const run = promisify(execFile);
 const { values } = parseArgs({
@@ -82,10 +82,13 @@ try {
   await readEventLoopDelay(host.url, metricsToken);
   const hostWindows: SoakHostWindow[] = [];
   const windowsStarted = performance.now();
+  let cpuBefore = readCpuSeconds(pid);
   for (let window = 1; window * windowSeconds <= durationSeconds; window++) {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, windowsStarted + window * windowSeconds * 1000 - performance.now())));
     const eventLoop = await readEventLoopDelay(host.url, metricsToken);
-    hostWindows.push({ eventLoop, residentBytes: readResidentBytes(pid) });
+    const cpu = readCpuSeconds(pid);
+    hostWindows.push({ eventLoop, residentBytes: readResidentBytes(pid), cpuSeconds: cpu - cpuBefore });
+    cpuBefore = cpu;
     process.stderr.write(`[soak] window ${window}: event loop p99 ${eventLoop.p99Ms.toFixed(1)} ms\n`);
   }
   const code = await exited;

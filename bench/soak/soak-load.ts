@@ -137,8 +137,8 @@ const MUTATION =
 
 async function device(): Promise<void> {
   const token = await deviceToken();
-  for (let index = 0; performance.now() < endsAt; index++) {
-    const due = started + index * plan.devicePeriodMs;
+  // One post every period, as a monitor sends its readings: a late answer delays the next post, never bunches them.
+  for (let index = 0, due = started; performance.now() < endsAt; index++, due = Math.max(due + plan.devicePeriodMs, performance.now())) {
     await sleep(Math.max(0, due - performance.now()));
     if (performance.now() >= endsAt) break;
     const input = {

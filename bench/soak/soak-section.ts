@@ -15,6 +15,8 @@ import type { StoredRecords } from './stored-records.ts';
 export interface SoakHostWindow {
   readonly eventLoop: EventLoopDelay;
   readonly residentBytes: number;
+  /** CPU the host used in the window (user + system). */
+  readonly cpuSeconds: number;
 }
 
 /** Everything the soak measured. */
@@ -35,17 +37,23 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
   const { plan, load, hostWindows, stored } = measurement;
   const windows = load.windows;
   const rate = (window: SoakWindow): number => window.turns / plan.windowSeconds;
-  const rows = windows.map((window, index) => [
-    `${window.startSeconds}–${window.startSeconds + plan.windowSeconds} s`,
-    round(rate(window)),
-    round(percentile(window.latenciesMs, 50)),
-    round(percentile(window.latenciesMs, 99)),
-    window.turnErrors + window.observationErrors,
-    window.observations,
-    round(hostWindows[index]?.eventLoop.p99Ms ?? Number.NaN),
-    round(hostWindows[index]?.eventLoop.maxMs ?? Number.NaN),
-    Math.round((hostWindows[index]?.residentBytes ?? Number.NaN) / 1024 / 1024),
-  ]);
+  const rows = windows.map((window, index) => {
+    const host = hostWindows[index];
+    return [
+      `${window.startSeconds}–${window.startSeconds + plan.windowSeconds} s`,
+      round(rate(window)),
+      round(percentile(window.latenciesMs, 50)),
+      round(percentile(window.latenciesMs, 99)),
+      window.turnErrors + window.observationErrors,
+      window.observations,
+      // The host's share of its core: below 100 % under a load that never lets it idle, other processes had the core.
+      Math.round(((host?.cpuSeconds ?? Number.NaN) / plan.windowSeconds) * 100),
+      round(((host?.cpuSeconds ?? Number.NaN) * 1000) / window.turns),
+      round(host?.eventLoop.p99Ms ?? Number.NaN),
+      round(host?.eventLoop.maxMs ?? Number.NaN),
+      Math.round((host?.residentBytes ?? Number.NaN) / 1024 / 1024),
+    ];
+  });
   const first = windows[0];
   const last = windows[windows.length - 1];
   const throughputChange = rate(last) / rate(first) - 1;
@@ -71,10 +79,10 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
       met: load.turnErrors === 0 && stored.prompts === load.turns && stored.replies === load.turns,
     },
     {
-      description: 'integrity: every Observation the device posted stored',
-      measured: `${load.observations.toLocaleString('en-US')} posted, ${load.observationErrors} failed; ${stored.observations.toLocaleString('en-US')} stored`,
-      target: 'equal, 0 failed',
-      met: load.observationErrors === 0 && stored.observations === load.observations,
+      description: 'integrity: every Observation /graphql answered with an id stored',
+      measured: `${load.observations.toLocaleString('en-US')} answered, ${stored.observations.toLocaleString('en-US')} stored (${load.observationErrors} posts refused or failed)`,
+      target: 'equal',
+      met: stored.observations === load.observations,
     },
   ];
   const minutes = (windows.length * plan.windowSeconds) / 60;
@@ -89,11 +97,13 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
       `about Maria Lopez (a care-team patient, her chart shared as a summary), the rest without a patient. The demo device posts an ` +
       `ObservationCreate through /graphql every ${plan.devicePeriodMs} ms (its own token). Per ${plan.windowSeconds}-second window: turns ` +
       `answered per second, turn latency to the last byte (p50, p99), errors (turns and posts), Observations posted, the host's ` +
-      `event-loop delay (its /metrics, read at each window's end) and resident memory. At the end the stored prompts, replies ` +
+      `CPU (/proc: its share of its core, and per turn; the load never lets it idle, so a share below 100 % is the core taken by ` +
+      `other processes, and CPU per turn is what shows the host's own work growing), its event-loop delay (its /metrics, read ` +
+      `at each window's end) and resident memory. At the end the stored prompts, replies ` +
       `and Observations are counted through the FHIR API (_total=accurate, the demo integration's client).` +
       `${measurement.smoke ? ' SMOKE RUN: half a minute, numbers not meaningful.' : ''}`,
     table: {
-      columns: ['window', 'turns/s', 'p50 ms', 'p99 ms', 'errors', 'Observations posted', 'event loop p99 ms', 'event loop max ms', 'host RSS MB'],
+      columns: ['window', 'turns/s', 'p50 ms', 'p99 ms', 'errors', 'Observations posted', 'host CPU %', 'host CPU ms per turn', 'event loop p99 ms', 'event loop max ms', 'host RSS MB'],
       rows,
     },
     targets,
