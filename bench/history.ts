@@ -8,17 +8,16 @@
  * on core 1; emulator and load on core 0). Seeded stores are cached under bench/results/raw/ and copied for each
  * run, since requests write to them.
  */
-import { closeSync, constants, copyFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { STORE_FILE_NAME } from '../plugin/hosts/standalone/open-store.ts';
-import type { LoadCase, LoadPlan, LoadResult } from './history/load-runner.ts';
+import type { LoadCase } from './history/load-runner.ts';
 import { buildHistorySection, type StoreMeasurement } from './history/history-section.ts';
-import { demoToken, layout, startHost, type RunningHost } from './history/processes.ts';
+import { demoToken, layout, runLoadRunner, startHost, type RunningHost } from './history/processes.ts';
 import { startEmulator } from './lib/emulator-process.ts';
-import { startNodeProcess, stopProcess } from './lib/processes.ts';
+import { stopProcess } from './lib/processes.ts';
 import { DEMO, type SeedPlan } from './history/seed-store.ts';
-import { RAW_DIRECTORY, cachedStore, type CachedStore } from './history/store-cache.ts';
+import { RAW_DIRECTORY, cachedStore, copyForRun, type CachedStore } from './history/store-cache.ts';
 
 /** Sizes of a run. */
 export interface HistoryRunSize {
@@ -66,7 +65,7 @@ try {
       { name: `${store.label}/long`, url: host.url, token, conversationIds: [store.cached.seeded.longConversationId] }
     );
   }
-  const result = await runLoad({
+  const result = await runLoadRunner({
     projectId: DEMO.projectId,
     cases,
     warmUp: size.warmUp,
@@ -106,44 +105,6 @@ async function prepareStore(label: string, otherCommunications: number): Promise
   const freshNeeded = size.warmUp + size.repetitions * size.requestsPerRepetition;
   const plan: SeedPlan = { longConversationTurns: size.longConversationTurns, freshConversations: freshNeeded, otherCommunications };
   const cached = await cachedStore(`${values.smoke ? 'smoke' : 'full'}-${label}`, plan);
-  const workDir = mkdtempSync(join(RAW_DIRECTORY, `history-work-${label}-`));
-  const copyStarted = performance.now();
-  const copy = join(workDir, STORE_FILE_NAME);
-  copyFileSync(join(cached.directory, STORE_FILE_NAME), copy, constants.COPYFILE_FICLONE);
-  // Flushed before the host starts: otherwise the copy's gigabytes are written back while the host's own
-  // fsyncs (synchronous=FULL) are being measured, and the first checkpoint waits for all of them.
-  const descriptor = openSync(copy, 'r+');
-  fsyncSync(descriptor);
-  closeSync(descriptor);
-  readThrough(copy);
-  return { label, otherCommunications, cached, workDir, copySeconds: (performance.now() - copyStarted) / 1000 };
-}
-
-/**
- * Reads the file once so that it sits in the OS page cache, as a store in service would: otherwise the first
- * touch of each random index page during the measurement is a disk read, and the large store measures the disk.
- */
-function readThrough(path: string): void {
-  const descriptor = openSync(path, 'r');
-  try {
-    const buffer = Buffer.allocUnsafe(16 * 1024 * 1024);
-    while (readSync(descriptor, buffer, 0, buffer.length, null) > 0) {
-      // reading is the point
-    }
-  } finally {
-    closeSync(descriptor);
-  }
-}
-
-async function runLoad(plan: LoadPlan): Promise<LoadResult> {
-  const child = startNodeProcess(['bench/history/load-runner.ts', JSON.stringify(plan)], { core: layout.generatorCore });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) {
-    throw new Error(`load runner exited with ${code}: ${stderr}`);
-  }
-  return JSON.parse(stdout) as LoadResult;
+  const { workDir, copySeconds } = copyForRun(cached.directory, `history-work-${label}`);
+  return { label, otherCommunications, cached, workDir, copySeconds };
 }

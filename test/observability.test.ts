@@ -147,6 +147,25 @@ describe('observability of the standalone host', () => {
     expect(sample(text, 'fhirgate_http_server_request_duration_count', { http_route: '/v1/chat/completions', http_response_status_code: '500' })).toBe(1);
   });
 
+  test('a stalled event loop shows in /metrics, for the interval since the previous scrape', async () => {
+    await metrics();
+    // Holds the host's event loop (it runs in this process) as a synchronous step of a request would.
+    await new Promise<void>((resolve) =>
+      setTimeout(() => {
+        const until = performance.now() + 120;
+        while (performance.now() < until) {
+          // the stall is the point
+        }
+        resolve();
+      }, 30)
+    );
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const text = await metrics();
+    expect(sample(text, 'fhirgate_host_event_loop_delay_max')).toBeGreaterThanOrEqual(0.1);
+    expect(sample(text, 'fhirgate_host_event_loop_delay_p99')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'fhirgate_host_event_loop_delay_p50')).toBeGreaterThanOrEqual(0);
+  });
+
   test('device token issuances, refusals by reason and rate-limit rejections are counted', async () => {
     expect((await exchange(DEVICE_KEY)).status).toBe(200);
     expect((await exchange('not-the-key')).status).toBe(403);

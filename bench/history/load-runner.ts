@@ -12,6 +12,8 @@ export interface LoadCase {
   readonly token: string;
   /** Conversation ids used in turn; a case with one id continues the same conversation every time. */
   readonly conversationIds: readonly string[];
+  /** Fields of every request body besides the conversation and the message; `{"patient_context": "none"}` unless given. */
+  readonly body?: Readonly<Record<string, unknown>>;
 }
 
 /** What the load runner does. */
@@ -37,8 +39,8 @@ async function chat(plan: LoadPlan, loadCase: LoadCase, conversationId: string, 
       'X-Project-ID': plan.projectId,
       'Content-Type': 'application/json',
     },
-    // The chart is not shared (patient_context none): what is measured is the history, not the patient summary.
-    body: JSON.stringify({ conversation_id: conversationId, patient_context: 'none', messages: [{ role: 'user', content: `Benchmark question ${turn}: anything new?` }] }),
+    // By default the chart is not shared (patient_context none): what is measured is the history, not the patient summary.
+    body: JSON.stringify({ ...(loadCase.body ?? { patient_context: 'none' }), conversation_id: conversationId, messages: [{ role: 'user', content: `Benchmark question ${turn}: anything new?` }] }),
   });
   const body = await response.text();
   const elapsed = performance.now() - started;

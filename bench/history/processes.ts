@@ -5,6 +5,7 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { planCoreLayout, standaloneHostArgs, startNodeProcess, waitForOutput } from '../lib/processes.ts';
+import type { LoadPlan, LoadResult } from './load-runner.ts';
 
 const run = promisify(execFile);
 /** The host signs tokens for this issuer; the token command must use the same one. */
@@ -69,4 +70,18 @@ function hostEnvironment(options: HostOptions): NodeJS.ProcessEnv {
   // Rate limits in memory: the benchmark measures the store, not Redis.
   delete environment.REDIS_URL;
   return environment;
+}
+
+/** Runs the load runner (load-runner.ts) with `plan` as its own process on the generator's core. */
+export async function runLoadRunner(plan: LoadPlan): Promise<LoadResult> {
+  const child = startNodeProcess(['bench/history/load-runner.ts', JSON.stringify(plan)], { core: layout.generatorCore });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) {
+    throw new Error(`load runner exited with ${code}: ${stderr}`);
+  }
+  return JSON.parse(stdout) as LoadResult;
 }

@@ -1,22 +1,19 @@
 /**
  * Builds the store file of the history benchmark: the demo project (through the host's own seed), the AI agent
  * Device (through the plugin's own lookup), then every Communication bulk-inserted straight into the SQLite schema
- * in one transaction. Each row is what the repository would write: the same JSON in `resources` and
- * `resource_history`, and the `search_index` rows of the store's own SearchIndexSpec. Secondary indexes are dropped
- * during the load and rebuilt after it (same SQL), which is far faster than updating them row by row.
+ * (bench/lib/bulk-store.ts), each with the `search_index` rows of the store's own SearchIndexSpec.
  */
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { AgentDevices } from '../../plugin/chat/agent-device.ts';
 import { STORE_FILE_NAME } from '../../plugin/hosts/standalone/open-store.ts';
 import { ProjectRepository } from '../../plugin/hosts/standalone/project-repository.ts';
 import { readProjectFixture, seedProject } from '../../plugin/hosts/standalone/seed.ts';
-import { openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
 import { SearchIndexSpec } from '../../plugin/hosts/standalone/store/search-index.ts';
 import { SqliteRepository } from '../../plugin/hosts/standalone/store/sqlite-repository.ts';
+import { BulkStore } from '../lib/bulk-store.ts';
 import { buildSeededConversation, type ConversationOwner } from './bulk-communications.ts';
 import { IndexRowChecker, communicationIndexRows } from './communication-index-rows.ts';
 
@@ -99,8 +96,8 @@ export async function seedStore(dataDir: string, plan: SeedPlan): Promise<Seeded
   }
 }
 
-/** The demo project and its AI agent, through the host's and plugin's own code; returns `Device/<id>`. */
-async function seedProjectAndAgent(path: string): Promise<string> {
+/** The demo project and its AI agent, through the host's and plugin's own code, into the store file at `path`; returns `Device/<id>`. */
+export async function seedProjectAndAgent(path: string): Promise<string> {
   const store = SqliteRepository.open(path, { synchronous: 'NORMAL' });
   try {
     await seedProject(store, await readProjectFixture(), { freshIds: false });
@@ -141,40 +138,17 @@ function* otherConversations(demoAgent: string, total: number, startMillis: numb
   }
 }
 
-/** The bulk load: prepared inserts in one transaction, secondary indexes rebuilt at the end. */
+/** The bulk load (bench/lib/bulk-store.ts), each Communication's index rows built from its fields and checked on samples. */
 class BulkRows {
-  readonly #database;
+  readonly #store: BulkStore;
   readonly checker = new IndexRowChecker(new SearchIndexSpec(), 997);
-  readonly #droppedIndexes: string[];
-  readonly #insertResource;
-  readonly #insertHistory;
-  readonly #insertIndexRow;
-  count = 0;
 
   constructor(path: string) {
-    this.#database = openStoreDatabase(path, { synchronous: 'NORMAL' });
-    // The load is rebuilt from scratch if it fails, so neither a journal nor durability buys anything during it;
-    // without a journal the rows are written once, not to the WAL and then again by the checkpoint.
-    this.#database.exec('PRAGMA journal_mode = OFF');
-    this.#database.exec('PRAGMA synchronous = OFF');
-    this.#database.exec('PRAGMA cache_size = -2000000');
-    const secondary = this.#database
-      .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND name != 'resources_by_id'")
-      .all();
-    this.#droppedIndexes = secondary.map((row) => String(row.sql));
-    for (const row of secondary) {
-      this.#database.exec(`DROP INDEX ${String(row.name)}`);
-    }
-    this.#database.exec('BEGIN IMMEDIATE');
-    this.#insertResource = this.#database.prepare(
-      'INSERT INTO resources (resource_type, id, version_id, last_updated, project, deleted, content) VALUES (?, ?, ?, ?, ?, 0, ?)'
-    );
-    this.#insertHistory = this.#database.prepare(
-      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, ?)'
-    );
-    this.#insertIndexRow = this.#database.prepare(
-      'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
-    );
+    this.#store = new BulkStore(path);
+  }
+
+  get count(): number {
+    return this.#store.count;
   }
 
   insert(resources: Iterable<Communication>): void {
@@ -195,40 +169,18 @@ class BulkRows {
   }
 
   finish(): void {
-    this.#database.exec('COMMIT');
-    for (const sql of this.#droppedIndexes) {
-      this.#database.exec(sql);
-    }
-    this.#database.exec('PRAGMA journal_mode = WAL');
+    this.#store.finish();
   }
 
   close(): void {
-    if (this.#database.isOpen) {
-      this.#database.close();
-    }
+    this.#store.close();
   }
 
   #insertOne(resource: Communication): void {
-    // As SqliteRepository.#newVersion: fresh versionId, lastUpdated, the JSON of the stored form.
-    const versionId = randomUUID();
-    const lastUpdated = resource.sent as string;
-    const stored: Communication = { ...resource, meta: { ...resource.meta, versionId, lastUpdated } };
-    const content = stringify(stored);
-    const { lastInsertRowid } = this.#insertResource.run(
-      'Communication',
-      stored.id as string,
-      versionId,
-      lastUpdated,
-      stored.meta?.project?.toLowerCase() ?? null,
-      content
-    );
-    const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, versionId, lastUpdated, content);
-    const indexRows = communicationIndexRows(stored);
-    this.checker.check(content, indexRows);
-    for (const row of indexRows) {
-      this.#insertIndexRow.run('Communication', row.param, row.value, row.extra, pk);
-    }
-    this.count++;
+    this.#store.insert(resource as Communication & { id: string }, resource.sent as string, (stored, content) => {
+      const indexRows = communicationIndexRows(stored);
+      this.checker.check(content, indexRows);
+      return indexRows;
+    });
   }
 }

@@ -6,6 +6,9 @@
  * Decisions about stored versions are remembered: a stored version (type, id, versionId) never changes content,
  * and a compiled policy never changes, so the answer for the pair is fixed. A conversation's history, read under
  * the caller's policy on every turn, then costs one FHIRPath evaluation per message once, not once per turn.
+ *
+ * For a search, the policy is also given as the alternatives a store can evaluate itself (`searchAlternatives`):
+ * the same rules, in the same order, as filters.
  */
 import {
   AccessPolicyInteraction,
@@ -16,6 +19,7 @@ import {
   type SearchRequest,
 } from '@medplum/core';
 import type { AccessPolicy, AccessPolicyResource, Resource } from '@medplum/fhirtypes';
+import type { PolicyAlternative } from './store/search-plan.ts';
 
 /** Decides what one policy allows, as `satisfiedAccessPolicy` does. */
 export interface CompiledAccessPolicy {
@@ -26,6 +30,12 @@ export interface CompiledAccessPolicy {
    * remembered per stored version. Never for content about to be written: it may carry an old versionId.
    */
   satisfiedByStored(resource: Resource, interaction: AccessPolicyInteraction): AccessPolicyResource | undefined;
+  /**
+   * What the policy lets a search of `resourceType` return, as alternatives (some rule's criteria and compartment):
+   * a resource is allowed exactly when it satisfies one. Undefined when the policy does not narrow the search (a
+   * rule for the type has neither criteria nor compartment); empty when no rule allows searching the type.
+   */
+  searchAlternatives(resourceType: string): readonly PolicyAlternative[] | undefined;
 }
 
 interface CompiledRule {
@@ -94,10 +104,36 @@ function buildCompiledPolicy(policy: AccessPolicy): CompiledAccessPolicy {
     }
     return index;
   };
+  const alternativesByType = new Map<string, readonly PolicyAlternative[] | undefined>();
   return {
     satisfiedBy: (resource, interaction) => compiledRules()[firstMatch(resource, interaction)]?.rule,
     satisfiedByStored: (resource, interaction) => compiledRules()[storedMatch(resource, interaction)]?.rule,
+    searchAlternatives: (resourceType) => {
+      if (!alternativesByType.has(resourceType)) {
+        alternativesByType.set(resourceType, searchAlternativesOf(compiledRules(), resourceType));
+      }
+      return alternativesByType.get(resourceType);
+    },
   };
+}
+
+/** The rules `matchesRule` would try for a search of the type, as alternatives a store can evaluate. */
+function searchAlternativesOf(rules: readonly CompiledRule[], resourceType: string): readonly PolicyAlternative[] | undefined {
+  const applicable = rules.filter((compiled) => shallowMatchesRule(compiled.rule, resourceType, AccessPolicyInteraction.SEARCH));
+  if (resourceType === 'Binary') {
+    // Criteria and compartments do not apply to Binary (see matchesRule): any rule for it allows every one.
+    return applicable.length > 0 ? undefined : [];
+  }
+  if (applicable.some((compiled) => !compiled.criteria && !compiled.rule.compartment)) {
+    return undefined;
+  }
+  // Criteria of another type match no resource of this one (matchesSearchRequest compares the types first).
+  return applicable
+    .filter((compiled) => !compiled.criteria || compiled.criteria.resourceType === resourceType)
+    .map((compiled) => ({
+      filters: compiled.criteria?.filters ?? [],
+      ...(compiled.rule.compartment ? { compartment: { reference: compiled.rule.compartment.reference } } : {}),
+    }));
 }
 
 /** Medplum's `matchesAccessPolicyResourcePolicy` with the criteria already parsed. */

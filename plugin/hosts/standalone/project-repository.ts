@@ -30,6 +30,7 @@ import {
 } from '@medplum/fhir-router';
 import type { AccessPolicy, AccessPolicyResource, Bundle, BundleEntry, Meta, Reference, Resource } from '@medplum/fhirtypes';
 import { compileAccessPolicy, type CompiledAccessPolicy } from './compiled-access-policy.ts';
+import type { PolicyAlternative } from './store/search-plan.ts';
 
 type PatchOperations = Parameters<FhirRepository['patchResource']>[2];
 
@@ -44,8 +45,17 @@ export interface ProjectRepositoryOptions {
   readonly onWrite?: (resourceType: string) => void;
 }
 
-/** Searches that the policy narrows read at most this many candidates before paging. */
+/** Searches that the policy narrows, on a store that cannot narrow them itself, read at most this many candidates before paging. */
 const POLICY_SCAN_LIMIT = 10_000;
+
+/** A store that narrows a search by an AccessPolicy itself (the standalone SQLite store). */
+interface PolicyNarrowingStore {
+  searchWithinPolicy<T extends Resource>(searchRequest: SearchRequest<T>, alternatives: readonly PolicyAlternative[]): Promise<Bundle<WithId<T>>>;
+}
+
+function narrowsByPolicy(store: FhirRepository): store is FhirRepository & PolicyNarrowingStore {
+  return typeof (store as Partial<PolicyNarrowingStore>).searchWithinPolicy === 'function';
+}
 
 /** A FhirRepository limited to one project and one AccessPolicy, over a system-level store. */
 export class ProjectRepository extends FhirRepository {
@@ -169,18 +179,25 @@ export class ProjectRepository extends FhirRepository {
       ...searchRequest,
       filters: [...(searchRequest.filters ?? []), { code: '_project', operator: Operator.EQUALS, value: this.projectId }],
     };
-    if (!this.#policyNarrows(searchRequest.resourceType)) {
-      const bundle = await this.#store.search(scoped, options);
-      return { ...bundle, entry: this.#visibleEntries(bundle.entry) };
+    const alternatives = this.#policy?.searchAlternatives(searchRequest.resourceType);
+    let bundle: Bundle<WithId<T>>;
+    if (!alternatives) {
+      bundle = await this.#store.search(scoped, options);
+    } else if (narrowsByPolicy(this.#store)) {
+      // The store applies the policy's criteria with its index, reading about one page for a page.
+      bundle = await this.#store.searchWithinPolicy(scoped, alternatives);
+    } else {
+      return this.#searchNarrowed(scoped, searchRequest, options);
     }
-    return this.#searchNarrowed(scoped, searchRequest, options);
+    // Each entry is checked still: included resources are not narrowed by the store.
+    return { ...bundle, entry: this.#visibleEntries(bundle.entry) };
   }
 
   /**
-   * The policy's criteria are evaluated per resource, so candidates are read in batches (the first just large
-   * enough for the page, then doubling), the allowed ones kept, and reading stops once the page is full: a page
-   * of the newest messages of a long conversation reads about one page of candidates, not the whole conversation.
-   * The total is given when every candidate was read (always, when the request asks for one).
+   * On a store that cannot narrow a search by the policy, its criteria are evaluated per resource, so candidates
+   * are read in batches (the first just large enough for the page, then doubling), the allowed ones kept, and
+   * reading stops once the page is full. The total is given when every candidate was read (always, when the
+   * request asks for one).
    */
   async #searchNarrowed<T extends Resource>(
     scoped: SearchRequest<T>,
@@ -309,13 +326,6 @@ export class ProjectRepository extends FhirRepository {
     return visible?.length ? visible : undefined;
   }
 
-  /** True when some rule for the type has criteria or a compartment, so results must be checked one by one. */
-  #policyNarrows(resourceType: string): boolean {
-    const rules = this.#options.accessPolicy?.resource ?? [];
-    return rules.some(
-      (rule) => (rule.resourceType === resourceType || rule.resourceType === '*') && (rule.criteria || rule.compartment)
-    );
-  }
 }
 
 /** The patient compartments a resource belongs to (the patient itself, or the patient it is about). */

@@ -13,6 +13,7 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { RequestHandler } from 'express';
 import { readBearerToken } from '../../http/bearer-token.ts';
 import { FHIRGATE_VERSION } from '../../version.ts';
+import { registerEventLoopDelay } from './event-loop-delay.ts';
 
 /** Shortest bearer token `/metrics` accepts as configuration. */
 export const MIN_METRICS_TOKEN_LENGTH = 16;
@@ -20,8 +21,8 @@ export const MIN_METRICS_TOKEN_LENGTH = 16;
 let registered: RequestHandler | undefined;
 
 /**
- * Registers the process's meter provider (once: OpenTelemetry's global can be set only once per process) and
- * returns the `/metrics` handler. Call it before creating the plugin, whose instruments are made at creation.
+ * Registers the process's meter provider (once: OpenTelemetry's global can be set only once per process), with the
+ * host's own gauges (event-loop-delay.ts), and returns the `/metrics` handler. Call it before creating the plugin, whose instruments are made at creation.
  */
 export function registerPrometheusMetrics(): RequestHandler {
   if (!registered) {
@@ -31,6 +32,7 @@ export function registerPrometheusMetrics(): RequestHandler {
       resource: resourceFromAttributes({ 'service.name': 'fhirgate', 'service.version': FHIRGATE_VERSION }),
     });
     metrics.setGlobalMeterProvider(provider);
+    registerEventLoopDelay(provider.getMeter('fhirgate-host', FHIRGATE_VERSION));
     registered = (request, response) => exporter.getMetricsRequestHandler(request, response);
   }
   return registered;

@@ -53,6 +53,7 @@ export class ResourceStore {
   readonly #history: StatementSync;
   readonly #version: StatementSync;
   readonly #content: StatementSync;
+  readonly #contents: StatementSync;
   readonly #readInfo: StatementSync;
   readonly #writeInfo: StatementSync;
   #commits = 0;
@@ -87,6 +88,7 @@ export class ResourceStore {
       'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? AND version_id = ?'
     );
     this.#content = database.prepare('SELECT content FROM resources WHERE pk = ?');
+    this.#contents = database.prepare('SELECT pk, content FROM resources WHERE pk IN (SELECT value FROM json_each(?)) AND content IS NOT NULL');
     this.#readInfo = database.prepare('SELECT value FROM store_info WHERE key = ?');
     this.#writeInfo = database.prepare('INSERT OR REPLACE INTO store_info (key, value) VALUES (?, ?)');
   }
@@ -208,6 +210,15 @@ export class ResourceStore {
   /** The current JSON of the resource `pk`, undefined when deleted. */
   contentOf(pk: number): string | undefined {
     return toOptionalText(this.#content.get(pk)?.content);
+  }
+
+  /** The current JSON of each of the resources `pks` that is not deleted, by pk. */
+  contentsOf(pks: readonly number[]): Map<number, string> {
+    const contents = new Map<number, string>();
+    for (const row of this.#contents.all(JSON.stringify(pks))) {
+      contents.set(toNumber(row.pk), toText(row.content));
+    }
+    return contents;
   }
 
   /** Runs a (cached) query and returns all rows. */

@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { prepareOwnerOnlyDatabaseFile } from './owner-only-files.ts';
 
 /** The schema version this code writes; kept in `PRAGMA user_version`. */
-export const STORE_SCHEMA_VERSION = 1;
+export const STORE_SCHEMA_VERSION = 2;
 
 /** SQLite `synchronous` levels the store accepts. FULL: a commit that returned survives power loss. */
 export type SynchronousMode = 'FULL' | 'EXTRA' | 'NORMAL';
@@ -77,6 +77,10 @@ const MIGRATIONS: readonly string[] = [
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
   ) WITHOUT ROWID;
+  `,
+  // `_id` compares ids without regard to case, as Medplum's matcher does: looked up here, not one row at a time.
+  `
+  CREATE INDEX resources_by_lower_id ON resources (resource_type, lower(id));
   `,
 ];
 

@@ -1,16 +1,16 @@
 /**
- * Runs the match part of a search (filters, sort, offset, count, total) against the store.
+ * Runs the match part of a search (filters, the caller's AccessPolicy, sort, offset, count, total) against the store.
  *
- * `matchesSearchRequest` from @medplum/core decides what matches where SQL cannot: a plan is exact when its SQL
- * selects exactly the matches (search-plan.ts), and then SQL decides; otherwise SQL narrows the candidates and
- * every returned resource has passed the matcher. SQL orders them when it can (see sort.ts).
- * - Exact plan and SQL order: SQL pages with LIMIT/OFFSET and counts the total; only the page is loaded.
- * - Inexact plan and SQL order: candidates are read in order and checked one by one until the page is full
- *   (or all of them, when a total is asked for).
- * - An index lookup drives and the index answers the sort: candidates are ordered from index rows alone, then
- *   checked against the other conditions in that order until the page is full (see searchOrderedCandidates). One
- *   reference value sorted by a date the index pairs with it (search-index.ts) is a single ordered range read.
- * - Order SQL cannot give (a sort on a parameter outside the index): all candidates are loaded, checked and sorted.
+ * Candidates are read in slices (candidate-sources.ts), each one bounded statement that also tells, for each
+ * candidate, whether the plan's SQL accepts it (search-plan.ts); between slices other requests run. When the plan
+ * is exact SQL decides and only the returned page's resources are loaded; otherwise `matchesSearchRequest` from
+ * @medplum/core (and each policy alternative's criteria) decides every candidate the SQL accepted.
+ * - The order of the search is an index's order (a reference sorted by the date the index pairs with it, or the
+ *   order without `_sort`): candidates are read in that order until the page is full, so a page of a patient's
+ *   newest Observations reads about one page of index rows however large the chart or the store.
+ * - Otherwise every candidate of the best lookup (or of the policy's lookups, or of the type) is read and the page
+ *   kept as the best `offset + count` by the sort rules.
+ * A total is counted (in slices) only when the request asks for one.
  */
 import {
   DEFAULT_SEARCH_COUNT,
@@ -22,11 +22,12 @@ import {
   type WithId,
 } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
-import type { SQLInputValue } from 'node:sqlite';
+import type { SQLOutputValue } from 'node:sqlite';
+import { countUpTo, indexRange, lookupSources, toCandidateRow, typeScan, type CandidateSource, type Cursor } from './candidate-sources.ts';
 import { toNumber, type ResourceStore } from './resource-store.ts';
 import type { IndexedParameter } from './search-index.ts';
-import { planFilters, type FilterPlan, type SqlFragment } from './search-plan.ts';
-import { resolveSortRules, sortResources, sqlOrderBy, type ResolvedSortRule } from './sort.ts';
+import { planSearch, type PolicyAlternative, type SearchPlan, type SqlFragment } from './search-plan.ts';
+import { compareSortKeys, resolveSortRules, sortKey, sqlSortKey, type ResolvedSortRule, type SortKey } from './sort.ts';
 
 /** The matching resources of one page, and the total when the request asked for one. */
 export interface SearchPage<T extends Resource> {
@@ -34,236 +35,307 @@ export interface SearchPage<T extends Resource> {
   readonly total: number | undefined;
 }
 
+/** The store as a search reads it: every statement through `read`, which runs it when no other caller's transaction is open. */
+export interface SearchStore {
+  readonly rows: ResourceStore;
+  read<R>(work: () => R): Promise<R>;
+}
+
+/** The `param` of the index's sorted lookup of a reference parameter by a date parameter, if it keeps one. */
+export type SortedLookups = (filter: string, sort: string) => string | undefined;
+
 interface PageWindow {
   readonly offset: number;
   readonly count: number;
   readonly wantsTotal: boolean;
 }
 
-/** The `param` of the index's sorted lookup of a reference parameter by a date parameter, if it keeps one. */
-export type SortedLookups = (filter: string, sort: string) => string | undefined;
-
-const NO_SORTED_LOOKUPS: SortedLookups = () => undefined;
+/** The first slice of a search in order: about the page. Then twice the previous, up to this. */
+const MAX_SLICE_ROWS = 256;
+const MIN_SLICE_ROWS = 8;
+/** A lookup with fewer index rows than this is read whole; with more, a search in the type's order scans the type. */
+const SMALL_LOOKUP_ROWS = 2048;
+/** Work between two chances for other requests to run. */
+const YIELD_AFTER_MS = 2;
 
 /**
- * Runs `searchRequest` with `indexed` as the parameters the search index holds for its resource type, and
- * `sortedLookups` as its sorted lookups.
+ * Runs `searchRequest`, narrowed by `alternatives` (the caller's AccessPolicy; undefined: not narrowed), with
+ * `indexed` as the parameters the search index holds for its type and `sortedLookups` as its sorted lookups.
  */
-export function executeSearch<T extends Resource>(
-  store: ResourceStore,
+export async function executeSearch<T extends Resource>(
+  store: SearchStore,
   indexed: ReadonlyMap<string, IndexedParameter>,
   searchRequest: SearchRequest<T>,
-  sortedLookups: SortedLookups = NO_SORTED_LOOKUPS
-): SearchPage<T> {
+  alternatives: readonly PolicyAlternative[] | undefined,
+  sortedLookups: SortedLookups
+): Promise<SearchPage<T>> {
   if (searchRequest.types?.length) {
     throw new OperationOutcomeError(badRequest('Searching several resource types at once is not supported'));
   }
-  validateResourceType(searchRequest.resourceType);
+  const { resourceType } = searchRequest;
+  validateResourceType(resourceType);
   const window: PageWindow = {
     offset: nonNegative(searchRequest.offset, 0),
     count: nonNegative(searchRequest.count, DEFAULT_SEARCH_COUNT),
     // Medplum's server counts only when asked; 'estimate' is answered with the exact count.
     wantsTotal: searchRequest.total === 'accurate' || searchRequest.total === 'estimate',
   };
-  const plan = planFilters(searchRequest.resourceType, searchRequest.filters ?? [], indexed);
-  const rules = resolveSortRules(searchRequest.resourceType, searchRequest.sortRules);
-  if (plan.matchesNothing) {
+  const plan = planSearch(resourceType, searchRequest.filters ?? [], alternatives, indexed);
+  const rules = resolveSortRules(resourceType, searchRequest.sortRules);
+  if (plan.matchesNothing || (window.count === 0 && !window.wantsTotal)) {
     return { resources: [], total: window.wantsTotal ? 0 : undefined };
   }
-  const orderedCandidates = plan.driver ? orderCandidates(searchRequest.resourceType, plan.driver, rules, indexed, sortedLookups) : undefined;
-  if (plan.driver && orderedCandidates) {
-    return searchOrderedCandidates(store, plan, plan.driver, orderedCandidates, searchRequest, window);
+  const search = new SlicedSearch<T>(store, plan, window, (resource) => matchesAll(resource, searchRequest, alternatives));
+  const ordered = await orderedSource(store, resourceType, plan, rules, sortedLookups);
+  if (ordered) {
+    return search.inOrder(ordered);
   }
-  const orderBy = sqlOrderBy(rules, indexed);
-  if (!orderBy) {
-    return searchSortedInMemory(store, plan, rules, searchRequest, window);
-  }
-  const select = `SELECT r.pk FROM resources r WHERE ${plan.where.sql} ORDER BY ${orderBy.sql}`;
-  const params = [...plan.where.params, ...orderBy.params];
-  if (plan.exact) {
-    const pageRows = store.queryAll(`${select} LIMIT ? OFFSET ?`, [...params, window.count, window.offset]);
-    // SQL selected exactly the matches and counted them for the total; the page is what it selected.
-    const resources = loadAll<T>(store, pageRows.map((row) => toNumber(row.pk)));
-    return { resources, total: window.wantsTotal ? countMatches(store, plan) : undefined };
-  }
-  return searchCheckingInOrder(store, select, params, searchRequest, window);
+  const drivers = plan.driver ? [plan.driver] : plan.policyDrivers;
+  const sources = drivers ? drivers.flatMap((lookup) => lookupSources(resourceType, lookup)) : [typeScan(resourceType, plan.project, false)];
+  return search.collect(sources, rules, indexed);
 }
 
-function searchCheckingInOrder<T extends Resource>(
-  store: ResourceStore,
-  select: string,
-  params: readonly SQLInputValue[],
-  searchRequest: SearchRequest<T>,
-  window: PageWindow
-): SearchPage<T> {
-  const resources: WithId<T>[] = [];
-  if (window.count === 0 && !window.wantsTotal) {
-    return { resources, total: undefined };
-  }
-  let matched = 0;
-  for (const row of store.queryIterate(select, params)) {
-    const resource = loadIfMatching(store, toNumber(row.pk), searchRequest);
-    if (!resource) {
-      continue;
-    }
-    if (matched >= window.offset && resources.length < window.count) {
-      resources.push(resource);
-    }
-    matched++;
-    if (!window.wantsTotal && resources.length >= window.count) {
-      break;
-    }
-  }
-  return { resources, total: window.wantsTotal ? matched : undefined };
-}
-
-/**
- * The driver's candidate pks in the order of the sort rules, from index rows alone; undefined when the index does
- * not answer the sort. The order is {@link sqlOrderBy}'s: a resource's largest value first descending (its smallest
- * ascending), those without one first descending (last ascending), ties by pk.
- */
-function orderCandidates(
+/** A source whose order is the search's, when there is one worth reading in order. */
+async function orderedSource(
+  store: SearchStore,
   resourceType: string,
-  driver: NonNullable<FilterPlan['driver']>,
+  plan: SearchPlan,
   rules: readonly ResolvedSortRule[],
-  indexed: ReadonlyMap<string, IndexedParameter>,
   sortedLookups: SortedLookups
-): SqlFragment | undefined {
-  const pair = driver.reference && rules.length === 1 ? sortedLookups(driver.reference.code, rules[0].code) : undefined;
-  if (driver.reference && pair) {
-    const direction = rules[0].descending ? 'DESC' : 'ASC';
-    return {
-      sql: `SELECT resource_pk AS pk FROM search_index WHERE resource_type = ? AND param = ? AND value = ? ORDER BY extra ${direction}, resource_pk ${direction}`,
-      params: [resourceType, pair, driver.reference.value],
-    };
+): Promise<CandidateSource | undefined> {
+  const { driver } = plan;
+  if (driver?.kind === 'index' && driver.reference && driver.values.length === 1 && rules.length === 1) {
+    const pair = sortedLookups(driver.param, rules[0].code);
+    if (pair) {
+      return indexRange(resourceType, pair, driver.values[0], rules[0].descending);
+    }
   }
-  const order = sqlOrderBy(rules, indexed, 'candidate.resource_pk');
-  if (!order) {
+  const byLastUpdated = rules.length === 0 || (rules.length === 1 && rules[0].code === '_lastUpdated');
+  if (!byLastUpdated) {
     return undefined;
   }
-  return {
-    sql: `SELECT candidate.resource_pk AS pk FROM (${driver.candidates.sql}) candidate ORDER BY ${order.sql}`,
-    params: [...driver.candidates.params, ...order.params],
-  };
-}
-
-/**
- * Sorting in one query reads the `resources` row of every candidate (a conversation's every turn) before LIMIT
- * applies. Here the candidates are ordered from their index rows alone and each is checked against the rest of the
- * filters in that order, so `resources` rows are read for about one page: the newest 50 turns of a 1,000-turn
- * conversation read 51 rows, not 2,000. A filter that rejects most candidates costs one small query per candidate.
- */
-function searchOrderedCandidates<T extends Resource>(
-  store: ResourceStore,
-  plan: FilterPlan,
-  driver: NonNullable<FilterPlan['driver']>,
-  orderedCandidates: SqlFragment,
-  searchRequest: SearchRequest<T>,
-  window: PageWindow
-): SearchPage<T> {
-  const resources: WithId<T>[] = [];
-  if (window.count === 0 && !window.wantsTotal) {
-    return { resources, total: undefined };
+  const scan = typeScan(resourceType, plan.project, rules[0]?.descending ?? false);
+  const drivers = plan.driver ? [plan.driver] : plan.policyDrivers;
+  if (!drivers) {
+    return scan;
   }
-  // With an exact plan SQL decides the matches, so a total is counted in SQL and the scan stops with the page.
-  const scanAll = window.wantsTotal && !plan.exact;
-  // The rest of the SQL conditions and the content in one lookup per candidate.
-  const load = `SELECT r.content FROM resources r WHERE r.pk = ? AND ${driver.residual.sql}`;
-  // A resource with several of the looked-up values has several index rows.
-  const seen = new Set<number>();
-  let matched = 0;
-  for (const row of store.queryIterate(orderedCandidates.sql, orderedCandidates.params)) {
-    const pk = toNumber(row.pk);
-    if (seen.has(pk)) {
-      continue;
-    }
-    seen.add(pk);
-    const [loaded] = store.queryAll(load, [pk, ...driver.residual.params]);
-    if (!loaded) {
-      continue;
-    }
-    if (plan.exact && matched < window.offset) {
-      matched++;
-      continue;
-    }
-    const resource = plan.exact ? parseResource<T>(loaded.content) : matching(parseResource<T>(loaded.content), searchRequest);
-    if (!resource) {
-      continue;
-    }
-    if (matched >= window.offset && resources.length < window.count) {
-      resources.push(resource);
-    }
-    matched++;
-    if (!scanAll && resources.length >= window.count) {
-      break;
-    }
-  }
-  if (!window.wantsTotal) {
-    return { resources, total: undefined };
-  }
-  return { resources, total: plan.exact ? countMatches(store, plan) : matched };
-}
-
-function searchSortedInMemory<T extends Resource>(
-  store: ResourceStore,
-  plan: FilterPlan,
-  rules: readonly ResolvedSortRule[],
-  searchRequest: SearchRequest<T>,
-  window: PageWindow
-): SearchPage<T> {
-  // Loaded in insertion order (reversed for a descending first rule), the tie order sqlOrderBy gives.
-  const direction = rules[0]?.descending ? 'DESC' : 'ASC';
-  const rows = store.queryAll(
-    `SELECT r.content FROM resources r WHERE ${plan.where.sql} ORDER BY r.pk ${direction}`,
-    plan.where.params
+  // Few candidates: read them all. Many: the type in order, stopping at the page, is likely to read fewer.
+  const counted = await store.read(() =>
+    drivers.reduce((sum, lookup) => {
+      const query = countUpTo(lookup, resourceType, SMALL_LOOKUP_ROWS);
+      return sum + toNumber(store.rows.queryAll(query.sql, query.params)[0]?.total);
+    }, 0)
   );
-  const matches: WithId<T>[] = [];
-  for (const row of rows) {
-    const resource = parseResource<T>(row.content);
-    if (resource && matchesSearchRequest(resource, searchRequest)) {
-      matches.push(resource);
+  return counted >= SMALL_LOOKUP_ROWS ? scan : undefined;
+}
+
+function matchesAll<T extends Resource>(resource: WithId<T>, searchRequest: SearchRequest<T>, alternatives: readonly PolicyAlternative[] | undefined): boolean {
+  if (!matchesSearchRequest(resource, searchRequest)) {
+    return false;
+  }
+  return (
+    !alternatives ||
+    alternatives.some(
+      (alternative) =>
+        matchesSearchRequest(resource, { resourceType: resource.resourceType, filters: [...alternative.filters] }) &&
+        (alternative.compartment === undefined || (resource.meta?.compartment?.some((entry) => entry.reference === alternative.compartment?.reference) ?? false))
+    )
+  );
+}
+
+/** A candidate kept for the page, with its sort keys. */
+interface Kept<T extends Resource> {
+  readonly pk: number;
+  readonly keys: readonly SortKey[];
+  readonly resource?: WithId<T>;
+}
+
+/** One search's reading of slices: the page and the count so far. */
+class SlicedSearch<T extends Resource> {
+  readonly #store: SearchStore;
+  readonly #plan: SearchPlan;
+  readonly #window: PageWindow;
+  readonly #matches: (resource: WithId<T>) => boolean;
+  readonly #seen = new Set<number>();
+  #matched = 0;
+  #sliceStarted = performance.now();
+
+  constructor(store: SearchStore, plan: SearchPlan, window: PageWindow, matches: (resource: WithId<T>) => boolean) {
+    this.#store = store;
+    this.#plan = plan;
+    this.#window = window;
+    this.#matches = matches;
+  }
+
+  /** Reads `source` in order until the page is full (to the end when a total is wanted). */
+  async inOrder(source: CandidateSource): Promise<SearchPage<T>> {
+    const { offset, count, wantsTotal } = this.#window;
+    const page: Kept<T>[] = [];
+    let cursor: Cursor | undefined;
+    let size = Math.min(MAX_SLICE_ROWS, Math.max(MIN_SLICE_ROWS, offset + count + 1));
+    for (;;) {
+      const slice = await this.#readSlice(source, cursor, size, []);
+      for (const candidate of slice.accepted) {
+        if (!(await this.#confirm(candidate))) {
+          continue;
+        }
+        if (this.#matched >= offset && page.length < count) {
+          page.push(candidate);
+        }
+        this.#matched++;
+      }
+      cursor = slice.cursor;
+      if (slice.exhausted || (!wantsTotal && page.length >= count)) {
+        break;
+      }
+      size = Math.min(MAX_SLICE_ROWS, size * 2);
+      await this.#pause();
+    }
+    return { resources: await this.#load(page), total: wantsTotal ? this.#matched : undefined };
+  }
+
+  /** Reads every candidate of `sources`, keeping the best `offset + count` by the rules. */
+  async collect(sources: readonly CandidateSource[], rules: readonly ResolvedSortRule[], indexed: ReadonlyMap<string, IndexedParameter>): Promise<SearchPage<T>> {
+    const { offset, count, wantsTotal } = this.#window;
+    // Without rules, the order without `_sort`: last updated, oldest first.
+    const sqlKeys = rules.length === 0 ? [{ sql: 'r.last_updated', params: [] }] : rules.map((rule) => sqlSortKey(rule, indexed));
+    const inSql = sqlKeys.every((key): key is SqlFragment => key !== undefined);
+    const descending = rules.length === 0 ? [false] : rules.map((rule) => rule.descending);
+    const best = new BestCandidates<T>(offset + count, descending, rules[0]?.descending ?? false);
+    for (const source of sources) {
+      let cursor: Cursor | undefined;
+      for (;;) {
+        const slice = await this.#readSlice(source, cursor, MAX_SLICE_ROWS, inSql ? sqlKeys : [], !inSql);
+        for (const candidate of slice.accepted) {
+          if (!(await this.#confirm(candidate))) {
+            continue;
+          }
+          this.#matched++;
+          const keys = inSql ? candidate.keys : rules.map((rule) => sortKey(candidate.resource as WithId<T>, rule));
+          best.add({ ...candidate, keys });
+        }
+        cursor = slice.cursor;
+        if (slice.exhausted) {
+          break;
+        }
+        await this.#pause();
+      }
+    }
+    const page = best.sorted().slice(offset, offset + count);
+    return { resources: await this.#load(page), total: wantsTotal ? this.#matched : undefined };
+  }
+
+  /**
+   * One slice: the candidates after `cursor` the plan's SQL accepts (each once per search), with `keys` read in SQL,
+   * their content too when the matcher must decide or `withContent` asks.
+   */
+  async #readSlice(
+    source: CandidateSource,
+    cursor: Cursor | undefined,
+    limit: number,
+    keys: readonly SqlFragment[],
+    withContent = false
+  ): Promise<{ accepted: Kept<T>[]; cursor: Cursor | undefined; exhausted: boolean }> {
+    const where = this.#plan.where;
+    const inner = source.slice(cursor, limit);
+    const direction = source.descending ? 'DESC' : 'ASC';
+    const keyColumns = keys.map((key, index) => `, ${key.sql} AS key_${index}`).join('');
+    // CROSS JOIN: the slice is the outer loop, each resource read by its pk.
+    const sql =
+      `SELECT c.pk AS pk, c.cursor_key AS cursor_key, (${where.sql}) AS ok${keyColumns} ` +
+      `FROM (${inner.sql}) c CROSS JOIN resources r WHERE r.pk = c.pk ORDER BY c.cursor_key ${direction}, c.pk ${direction}`;
+    const params = [...where.params, ...keys.flatMap((key) => key.params), ...inner.params];
+    const loadContent = withContent || !this.#plan.exact;
+    const { rows, contents } = await this.#store.read(() => {
+      const sliceRows = this.#store.rows.queryAll(sql, params);
+      const acceptedPks = sliceRows.filter((row) => toNumber(row.ok) !== 0).map((row) => toNumber(row.pk));
+      return { rows: sliceRows, contents: loadContent && acceptedPks.length > 0 ? this.#store.rows.contentsOf(acceptedPks) : undefined };
+    });
+    const accepted: Kept<T>[] = [];
+    let last: Cursor | undefined = cursor;
+    for (const row of rows) {
+      const candidate = toCandidateRow(row);
+      last = candidate.cursor;
+      if (toNumber(row.ok) === 0 || this.#seen.has(candidate.pk)) {
+        continue;
+      }
+      this.#seen.add(candidate.pk);
+      const content = contents?.get(candidate.pk);
+      if (loadContent && content === undefined) {
+        continue; // deleted since
+      }
+      accepted.push({ pk: candidate.pk, keys: keys.map((_, index) => toKey(row[`key_${index}`])), resource: content === undefined ? undefined : (JSON.parse(content) as WithId<T>) });
+    }
+    return { accepted, cursor: last, exhausted: rows.length < limit };
+  }
+
+  /** True when the candidate matches: SQL decided it (an exact plan), or the matcher does. */
+  async #confirm(candidate: Kept<T>): Promise<boolean> {
+    if (this.#plan.exact) {
+      return true;
+    }
+    await this.#pause();
+    return candidate.resource !== undefined && this.#matches(candidate.resource);
+  }
+
+  /** The page's resources, in its order: those not loaded yet read by pk. */
+  async #load(page: readonly Kept<T>[]): Promise<WithId<T>[]> {
+    const missing = page.filter((candidate) => !candidate.resource).map((candidate) => candidate.pk);
+    const contents = missing.length > 0 ? await this.#store.read(() => this.#store.rows.contentsOf(missing)) : new Map<number, string>();
+    return page.flatMap((candidate) => {
+      if (candidate.resource) {
+        return [candidate.resource];
+      }
+      const content = contents.get(candidate.pk);
+      return content === undefined ? [] : [JSON.parse(content) as WithId<T>];
+    });
+  }
+
+  /** Lets other requests run once this search has held the event loop for a while. */
+  async #pause(): Promise<void> {
+    if (performance.now() - this.#sliceStarted < YIELD_AFTER_MS) {
+      return;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    this.#sliceStarted = performance.now();
+  }
+}
+
+/** The best `limit` candidates by their keys; ties by pk (descending when the first rule is). */
+class BestCandidates<T extends Resource> {
+  readonly #limit: number;
+  readonly #compare: (left: Kept<T>, right: Kept<T>) => number;
+  #kept: Kept<T>[] = [];
+
+  constructor(limit: number, descending: readonly boolean[], pkDescending: boolean) {
+    this.#limit = limit;
+    const rules = descending.map((isDescending) => ({ descending: isDescending }));
+    this.#compare = (left, right) => compareSortKeys(left.keys, right.keys, rules) || (pkDescending ? right.pk - left.pk : left.pk - right.pk);
+  }
+
+  add(candidate: Kept<T>): void {
+    if (this.#limit === 0) {
+      return;
+    }
+    this.#kept.push(candidate);
+    if (this.#kept.length >= 2 * this.#limit + MAX_SLICE_ROWS) {
+      this.#kept = this.sorted();
     }
   }
-  const sorted = sortResources(matches, rules);
-  return {
-    resources: sorted.slice(window.offset, window.offset + window.count),
-    total: window.wantsTotal ? sorted.length : undefined,
-  };
-}
 
-function countMatches(store: ResourceStore, plan: FilterPlan): number {
-  const [row] = store.queryAll(`SELECT COUNT(*) AS total FROM resources r WHERE ${plan.where.sql}`, plan.where.params);
-  return toNumber(row?.total);
-}
-
-function loadAll<T extends Resource>(store: ResourceStore, pks: readonly number[]): WithId<T>[] {
-  const resources: WithId<T>[] = [];
-  for (const pk of pks) {
-    const resource = parseResource<T>(store.contentOf(pk));
-    if (resource) {
-      resources.push(resource);
-    }
+  sorted(): Kept<T>[] {
+    return this.#kept.sort(this.#compare).slice(0, this.#limit);
   }
-  return resources;
 }
 
-function loadIfMatching<T extends Resource>(
-  store: ResourceStore,
-  pk: number,
-  searchRequest: SearchRequest<T>
-): WithId<T> | undefined {
-  return matching(parseResource<T>(store.contentOf(pk)), searchRequest);
-}
-
-function matching<T extends Resource>(resource: WithId<T> | undefined, searchRequest: SearchRequest<T>): WithId<T> | undefined {
-  return resource && matchesSearchRequest(resource, searchRequest) ? resource : undefined;
+function toKey(value: SQLOutputValue | undefined): SortKey {
+  if (value === null || value === undefined) {
+    return undefined;
+  }
+  return typeof value === 'bigint' ? Number(value) : (value as string | number);
 }
 
 /** `_count` and `_offset` as given when they are whole numbers of at least 0, else the default. */
 function nonNegative(value: number | undefined, fallback: number): number {
   return value !== undefined && Number.isInteger(value) && value >= 0 ? value : fallback;
-}
-
-function parseResource<T extends Resource>(content: unknown): WithId<T> | undefined {
-  return typeof content === 'string' ? (JSON.parse(content) as WithId<T>) : undefined;
 }

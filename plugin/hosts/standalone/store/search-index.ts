@@ -6,6 +6,11 @@
  * - reference: `value` = the reference string ('Type/id'), `extra` = ''
  * - token: `value` = lower-cased code (or Identifier.value, or text), `extra` = lower-cased system or ''
  * - date: `value` = start of the period as a UTC instant ('0000' when open), `extra` = its end ('9999' when open)
+ *
+ * `:missing` and `:present` ask whether the parameter's expression gives any value at all, which is not the same as
+ * having a row: a reference with only a `display` is a value without a searchable reference. Such a resource gets
+ * one presence row (`<code>:present`, value and extra ''), so "present" is "has a row of the parameter or its
+ * presence row".
  */
 import {
   convertToSearchableDates,
@@ -35,7 +40,13 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
     'recipient',
     'status',
   ],
-  Observation: ['identifier', 'device', 'subject', 'code', 'status'],
+  // Every search a chat turn makes (plugin/chat/patient-context.ts, fhir-tools.ts) and every parameter of the
+  // ready-made and device AccessPolicies' criteria, for the types a chart summary reads.
+  Observation: ['identifier', 'device', 'subject', 'code', 'status', 'patient', 'date', 'performer', 'category'],
+  Condition: ['patient', 'subject', 'clinical-status', 'recorded-date', 'code'],
+  MedicationRequest: ['patient', 'subject', 'status', 'authoredon'],
+  MedicationStatement: ['patient', 'subject', 'status', 'effective'],
+  AllergyIntolerance: ['patient', 'clinical-status', 'date'],
   Device: ['identifier', 'status'],
 };
 
@@ -47,7 +58,19 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
  */
 export const SORTED_LOOKUPS: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>> = {
   Communication: [{ filter: 'part-of', sort: 'sent' }],
+  // A chart's newest records: the chart summary's searches, and what a model's FHIR tool asks most.
+  Observation: [
+    { filter: 'patient', sort: 'date' },
+    { filter: 'subject', sort: 'date' },
+  ],
+  Condition: [{ filter: 'patient', sort: 'recorded-date' }],
+  MedicationRequest: [{ filter: 'patient', sort: 'authoredon' }],
+  MedicationStatement: [{ filter: 'patient', sort: 'effective' }],
+  AllergyIntolerance: [{ filter: 'patient', sort: 'date' }],
 };
+
+/** Changes when the rows a resource gets change for the same parameters, so that a file indexed before is rebuilt. */
+const ROWS_VERSION = 'rows 2: presence rows';
 
 /** The `extra` of a pair row whose resource has no sort value: after every date ascending, before every one descending. */
 export const NO_SORT_VALUE = '~';
@@ -55,6 +78,11 @@ export const NO_SORT_VALUE = '~';
 /** The `param` of the rows of a sorted lookup. */
 export function sortedLookupParam(filter: string, sort: string): string {
   return `${filter}>${sort}`;
+}
+
+/** The `param` of the presence row of a parameter whose expression gives a value but no searchable one. */
+export function presenceParam(code: string): string {
+  return `${code}:present`;
 }
 
 /** A sorted lookup whose two parameters the index holds. */
@@ -97,7 +125,7 @@ export class SearchIndexSpec {
   constructor(spec: Readonly<Record<string, readonly string[]>> = INDEXED_SEARCH_PARAMETERS, sorted = SORTED_LOOKUPS) {
     this.#spec = spec;
     this.#sorted = sorted;
-    const described: string[] = [`*:${(spec['*'] ?? []).join(',')}`];
+    const described: string[] = [ROWS_VERSION, `*:${(spec['*'] ?? []).join(',')}`];
     for (const resourceType of Object.keys(spec).filter((key) => key !== '*').sort()) {
       for (const parameter of this.parametersFor(resourceType).values()) {
         described.push(`${resourceType}:${parameter.code}:${parameter.type}:${parameter.expression}`);
@@ -147,10 +175,13 @@ export class SearchIndexSpec {
     };
     const valuesOf = new Map<string, [string, string][]>();
     for (const parameter of parameters.values()) {
-      const values = indexValues(parameter, typedResource);
+      const { present, values } = indexValues(parameter, typedResource);
       valuesOf.set(parameter.code, values);
       for (const [value, extra] of values) {
         add(parameter.code, value, extra);
+      }
+      if (present && values.length === 0) {
+        add(presenceParam(parameter.code), '', '');
       }
     }
     for (const pair of this.#pairsOf(resource.resourceType)) {
@@ -199,15 +230,20 @@ export class SearchIndexSpec {
   }
 }
 
-function indexValues(parameter: IndexedParameter, typedResource: TypedValue[]): [string, string][] {
+/** Whether the expression gives any value (what `:missing` asks), and the rows of its searchable values. */
+function indexValues(parameter: IndexedParameter, typedResource: TypedValue[]): { present: boolean; values: [string, string][] } {
   let typedValues: TypedValue[];
   try {
     typedValues = evalFhirPathTyped(parameter.atom, typedResource);
   } catch {
     // A value the FHIRPath engine cannot evaluate is not searchable by the matcher either.
-    return [];
+    return { present: false, values: [] };
   }
-  switch (parameter.type) {
+  return { present: typedValues.length > 0, values: searchableValues(parameter.type, typedValues) };
+}
+
+function searchableValues(type: IndexedParameterType, typedValues: TypedValue[]): [string, string][] {
+  switch (type) {
     case 'reference':
       return convertToSearchableReferences(typedValues).map((reference) => [reference, '']);
     case 'token':

@@ -1,402 +1,186 @@
 /**
- * Turns the filters of a SearchRequest into an SQL WHERE clause over `resources r`.
+ * A search's filters, and the caller's AccessPolicy when it narrows the search, as one SQL condition over
+ * `resources r` and the lookups that can drive it.
  *
- * Each filter the store can answer from a column or from `search_index` becomes a condition that selects exactly
- * the resources `matchesSearchRequest` would accept; any other filter adds no condition, and the plan is then
- * marked inexact (the SQL selects a superset and the caller checks every candidate with the matcher). The most
- * selective index lookup drives the query (`r.pk IN (...)`); the other filters are per-row checks.
+ * The policy is an OR of alternatives (its rules for the type, as `satisfiedAccessPolicy` tries them), each the AND
+ * of its criteria's filters and, when the rule has one, its compartment. Each filter becomes a condition that
+ * selects exactly the resources `matchesSearchRequest` accepts (filter-translation.ts), so the whole is exact when
+ * every filter is; otherwise it selects a superset and the plan is marked inexact (the executor then has the
+ * matcher decide each candidate, policy alternatives included).
  */
+import type { Filter } from '@medplum/core';
 import {
-  OperationOutcomeError,
-  Operator,
-  badRequest,
-  getSearchParameter,
-  splitSearchOnComma,
-  toPeriod,
-  type Filter,
-} from '@medplum/core';
-import type { SQLInputValue } from 'node:sqlite';
+  compartmentLookup,
+  existsRow,
+  placeholders,
+  referenceLookup,
+  translateFilter,
+  type FilterTranslation,
+  type Lookup,
+  type SqlFragment,
+} from './filter-translation.ts';
 import type { IndexedParameter } from './search-index.ts';
 
-/** An SQL expression and its bound parameters. */
-export interface SqlFragment {
-  readonly sql: string;
-  readonly params: readonly SQLInputValue[];
+export type { Lookup, SqlFragment } from './filter-translation.ts';
+
+/** One way an AccessPolicy lets a resource be seen: its criteria's filters, and a compartment it must be in. */
+export interface PolicyAlternative {
+  readonly filters: readonly Filter[];
+  /** The rule's `compartment`: some entry of the resource's `meta.compartment` must have its `reference`. */
+  readonly compartment?: { readonly reference?: string };
 }
 
-/** The SQL form of a search's filters. */
-export interface FilterPlan {
-  /** True when some filter can match no resource, so there is nothing to query. */
+/** The SQL form of a search's filters and its policy. */
+export interface SearchPlan {
+  /** True when some filter (or the whole policy) can match no resource, so there is nothing to query. */
   readonly matchesNothing: boolean;
   /** True when `where` selects exactly the matching resources; false when it selects a superset. */
   readonly exact: boolean;
-  /** The condition on `resources r` (live resources of the searched type). */
+  /** Every condition (type, not deleted, the request's filters, the policy) on `resources r`. */
   readonly where: SqlFragment;
-  /**
-   * When an index lookup drives: the query selecting its candidate pks (column `resource_pk`), and `residual`,
-   * the rest of `where`, to check one candidate at a time with `r.pk = ?`.
-   */
-  readonly driver?: {
-    readonly candidates: SqlFragment;
-    readonly residual: SqlFragment;
-    /** When the lookup is one reference parameter equal to one value: which (for a sorted lookup, search-index.ts). */
-    readonly reference?: SingleReference;
-  };
+  /** The request's most selective lookup. */
+  readonly driver?: Lookup;
+  /** When the policy narrows and each of its alternatives has a lookup: those lookups, whose union holds every match. */
+  readonly policyDrivers?: readonly Lookup[];
+  /** The one project `_project` asks for (lower-cased), when it asks for one. */
+  readonly project?: string;
 }
 
-/** A reference parameter equal to one value. */
-export interface SingleReference {
-  readonly code: string;
-  readonly value: string;
-}
+const NOTHING: SearchPlan = { matchesNothing: true, exact: true, where: { sql: '0', params: [] } };
 
-interface IndexLookup {
-  readonly sql: SqlFragment;
-  /** Lower is expected to be more selective. */
-  readonly rank: number;
-  readonly reference?: SingleReference;
-}
-
-interface FilterTranslation {
-  readonly exact: boolean;
-  readonly matchesNothing?: boolean;
-  /** A per-row condition; `columnPrefix` is '+' when the column must not drive the query. */
-  readonly condition?: (columnPrefix: string) => SqlFragment;
-  readonly lookup?: IndexLookup;
-  readonly selectsById?: boolean;
-}
-
-const NOT_PUSHED: FilterTranslation = { exact: false };
-const MATCHES_NOTHING: FilterTranslation = { exact: true, matchesNothing: true };
-
-const RANK_BY_ID = 0;
-const RANK_REFERENCE = 1;
-const RANK_TOKEN = 2;
-const RANK_COMPARTMENT = 3;
-const RANK_DATE = 4;
-
-/** Plans the filters of a search on `resourceType`; throws badRequest for parameters the type does not have. */
-export function planFilters(
+/**
+ * Plans `filters` of a search on `resourceType` narrowed by `alternatives` (undefined: the policy does not narrow);
+ * throws badRequest for a request filter on a parameter the type does not have.
+ */
+export function planSearch(
   resourceType: string,
   filters: readonly Filter[],
+  alternatives: readonly PolicyAlternative[] | undefined,
   indexed: ReadonlyMap<string, IndexedParameter>
-): FilterPlan {
-  const translations = filters.map((filter) => translateFilter(resourceType, filter, indexed));
-  if (translations.some((translation) => translation.matchesNothing)) {
-    return { matchesNothing: true, exact: true, where: { sql: '0', params: [] } };
+): SearchPlan {
+  const request = filters.map((filter) => translateFilter(resourceType, filter, indexed, 'request'));
+  if (request.some((translation) => translation.matchesNothing)) {
+    return NOTHING;
   }
-
-  const selectsById = translations.some((translation) => translation.selectsById);
-  let driver: FilterTranslation | undefined;
-  if (!selectsById) {
-    for (const translation of translations) {
-      if (translation.lookup && (!driver?.lookup || translation.lookup.rank < driver.lookup.rank)) {
-        driver = translation;
-      }
+  const conditions: SqlFragment[] = [{ sql: 'r.resource_type = ? AND r.deleted = 0', params: [resourceType] }];
+  conditions.push(...request.flatMap((translation) => (translation.condition ? [translation.condition] : [])));
+  let exact = request.every((translation) => translation.exact);
+  let policyDrivers: readonly Lookup[] | undefined;
+  if (alternatives) {
+    const policy = plannedPolicy(resourceType, alternatives, indexed);
+    if (policy.matchesNothing) {
+      return NOTHING;
     }
-  }
-
-  // With an index lookup driving, '+' keeps SQLite from scanning a resources index instead.
-  const columnPrefix = driver ? '+' : '';
-  const residualConditions: string[] = [`${columnPrefix}r.resource_type = ?`, 'r.deleted = 0'];
-  const residualParams: SQLInputValue[] = [resourceType];
-  for (const translation of translations) {
-    if (translation !== driver && translation.condition) {
-      const condition = translation.condition(columnPrefix);
-      residualConditions.push(condition.sql);
-      residualParams.push(...condition.params);
+    exact &&= policy.exact;
+    if (policy.condition) {
+      conditions.push(policy.condition);
     }
+    policyDrivers = policy.drivers;
   }
-  const residual: SqlFragment = { sql: residualConditions.join(' AND '), params: residualParams };
-  const exact = translations.every((translation) => translation.exact);
-  if (!driver?.lookup) {
-    return { matchesNothing: false, exact, where: residual };
-  }
-  const lookup = driver.lookup.sql;
   return {
     matchesNothing: false,
     exact,
-    where: { sql: `r.pk IN (${lookup.sql}) AND ${residual.sql}`, params: [...lookup.params, ...residual.params] },
-    driver: { candidates: lookup, residual, reference: driver.lookup.reference },
+    where: all(conditions),
+    driver: bestLookup(request),
+    policyDrivers,
+    project: request.find((translation) => translation.project !== undefined)?.project,
   };
 }
 
-function translateFilter(
-  resourceType: string,
-  filter: Filter,
-  indexed: ReadonlyMap<string, IndexedParameter>
-): FilterTranslation {
-  if (filter.code.startsWith('_has:') || filter.code.includes('.')) {
-    throw new OperationOutcomeError(badRequest(`Chained search is not supported: ${filter.code}`));
-  }
-  const searchParameter = getSearchParameter(resourceType, filter.code);
-  if (!searchParameter) {
-    throw new OperationOutcomeError(badRequest(`Unknown search parameter: ${filter.code}`));
-  }
-  if (!isPositiveComparison(filter.operator)) {
-    return NOT_PUSHED;
-  }
-  switch (filter.code) {
-    case '_id':
-      return translateId(filter);
-    case '_project':
-      return translateProject(filter);
-    case '_lastUpdated':
-      return translateDateColumn(filter);
-  }
-  const parameter = indexed.get(filter.code);
-  switch (parameter?.type) {
-    case 'reference':
-      return translateReference(resourceType, parameter, filter);
-    case 'token':
-      return translateToken(resourceType, parameter, filter);
-    case 'date':
-      return translateIndexedDate(resourceType, parameter, filter);
-    default:
-      return NOT_PUSHED;
-  }
+interface PlannedAlternative {
+  readonly exact: boolean;
+  readonly condition: SqlFragment | undefined;
+  readonly lookup: Lookup | undefined;
 }
 
-/** The matcher treats every operator but negation and presence as "has one of these values" (or a date comparison). */
-function isPositiveComparison(operator: Operator): boolean {
-  return (
-    operator !== Operator.NOT_EQUALS &&
-    operator !== Operator.NOT &&
-    operator !== Operator.MISSING &&
-    operator !== Operator.PRESENT
-  );
+interface PlannedPolicy {
+  readonly matchesNothing: boolean;
+  readonly exact: boolean;
+  readonly condition?: SqlFragment;
+  readonly drivers?: readonly Lookup[];
 }
 
-interface TokenPart {
-  /** Lower-cased code, or undefined for `system|` (any code in the system). */
-  readonly code: string | undefined;
-  /** Lower-cased system; '' means "no system" (`|code`); undefined means any system. */
-  readonly system: string | undefined;
+// A caller's policy gives the same alternatives (one array per policy and type) on every search: planned once.
+const plannedPolicies = new WeakMap<readonly PolicyAlternative[], WeakMap<ReadonlyMap<string, IndexedParameter>, PlannedPolicy>>();
+
+function plannedPolicy(resourceType: string, alternatives: readonly PolicyAlternative[], indexed: ReadonlyMap<string, IndexedParameter>): PlannedPolicy {
+  let byIndex = plannedPolicies.get(alternatives);
+  if (!byIndex) {
+    byIndex = new WeakMap();
+    plannedPolicies.set(alternatives, byIndex);
+  }
+  let planned = byIndex.get(indexed);
+  if (!planned) {
+    planned = planPolicy(resourceType, alternatives, indexed);
+    byIndex.set(indexed, planned);
+  }
+  return planned;
 }
 
-/** Parses token values as `matchesTokenValue` does; undefined when a value cannot be expressed in SQL. */
-function parseTokenParts(value: string): TokenPart[] | undefined {
-  const parts: TokenPart[] = [];
-  for (const part of splitSearchOnComma(value)) {
-    if (part.includes('|')) {
-      const [system, code] = part.split('|').map((segment) => segment.toLowerCase());
-      if (!system && !code) {
-        continue; // matches nothing
+function planPolicy(resourceType: string, alternatives: readonly PolicyAlternative[], indexed: ReadonlyMap<string, IndexedParameter>): PlannedPolicy {
+  const planned: PlannedAlternative[] = [];
+  // Alternatives that are one reference parameter equal to some values (a care-team policy's `subject=%patient`, once
+  // per patient) are one condition per parameter: one index probe for a resource, not one per patient.
+  const referenceValues = new Map<string, Set<string>>();
+  for (const alternative of alternatives) {
+    const translations = alternative.filters.map((filter) => translateFilter(resourceType, filter, indexed, 'policy'));
+    if (translations.some((translation) => translation.matchesNothing)) {
+      continue;
+    }
+    const [only] = translations;
+    if (translations.length === 1 && only.exact && only.lookup?.kind === 'index' && only.lookup.reference && alternative.compartment === undefined) {
+      const values = referenceValues.get(only.lookup.param) ?? new Set<string>();
+      only.lookup.values.forEach((value) => values.add(value));
+      referenceValues.set(only.lookup.param, values);
+      continue;
+    }
+    const conditions = translations.flatMap((translation) => (translation.condition ? [translation.condition] : []));
+    let exact = translations.every((translation) => translation.exact);
+    let lookup = bestLookup(translations);
+    if (alternative.compartment !== undefined) {
+      // `_compartment` rows hold each meta.compartment reference as it is: equal is what the policy checks.
+      const reference = alternative.compartment.reference;
+      if (reference !== undefined && indexed.has('_compartment')) {
+        conditions.push(existsRow('_compartment', 'value = ?', [reference]));
+        lookup ??= compartmentLookup(reference);
+      } else {
+        exact = false;
       }
-      parts.push({ code: code || undefined, system: system ?? '' });
-    } else if (part === '') {
-      return undefined; // the matcher's answer depends on whether a token's value is '' or absent
-    } else {
-      parts.push({ code: part.toLowerCase(), system: undefined });
+    }
+    planned.push({ exact, condition: conditions.length > 0 ? all(conditions) : undefined, lookup });
+  }
+  const merged = [...referenceValues].map(([param, values]): PlannedAlternative => {
+    const lookup = referenceLookup(param, [...values]);
+    return { exact: true, condition: existsRow(param, `value IN (${placeholders(values.size)})`, lookup.values), lookup };
+  });
+  planned.unshift(...merged);
+  if (planned.length === 0) {
+    return { matchesNothing: true, exact: true };
+  }
+  const exact = planned.every((alternative) => alternative.exact);
+  // An alternative without a condition lets every resource through (or, inexact, may): the policy adds no condition.
+  if (planned.some((alternative) => alternative.condition === undefined)) {
+    return { matchesNothing: false, exact };
+  }
+  const conditions = planned.map((alternative) => alternative.condition as SqlFragment);
+  const drivers = planned.every((alternative) => alternative.lookup) ? planned.map((alternative) => alternative.lookup as Lookup) : undefined;
+  return { matchesNothing: false, exact, condition: any(conditions), drivers };
+}
+
+function bestLookup(translations: readonly FilterTranslation[]): Lookup | undefined {
+  let best: Lookup | undefined;
+  for (const translation of translations) {
+    if (translation.lookup && (!best || translation.lookup.rank < best.rank)) {
+      best = translation.lookup;
     }
   }
-  return parts;
+  return best;
 }
 
-function translateToken(resourceType: string, parameter: IndexedParameter, filter: Filter): FilterTranslation {
-  const parts = parseTokenParts(filter.value);
-  if (!parts) {
-    return NOT_PUSHED;
-  }
-  if (parts.length === 0) {
-    return MATCHES_NOTHING;
-  }
-  const alternatives: string[] = [];
-  const alternativeParams: SQLInputValue[] = [];
-  for (const part of parts) {
-    if (part.code === undefined) {
-      alternatives.push('extra = ?');
-      alternativeParams.push(part.system ?? '');
-    } else if (part.system === undefined) {
-      alternatives.push('value = ?');
-      alternativeParams.push(part.code);
-    } else {
-      alternatives.push('(value = ? AND extra = ?)');
-      alternativeParams.push(part.code, part.system);
-    }
-  }
-  const anyOf = `(${alternatives.join(' OR ')})`;
-  const codes = parts.map((part) => part.code);
-  const lookup: IndexLookup | undefined = codes.every((code) => code !== undefined)
-    ? {
-        sql: {
-          sql:
-            'SELECT resource_pk FROM search_index WHERE resource_type = ? AND param = ? ' +
-            `AND value IN (${placeholders(codes.length)}) AND ${anyOf}`,
-          params: [resourceType, parameter.code, ...codes, ...alternativeParams],
-        },
-        rank: parameter.code === 'identifier' ? RANK_REFERENCE : RANK_TOKEN,
-      }
-    : undefined;
-  return { exact: true, lookup, condition: () => existsRow(parameter.code, anyOf, alternativeParams) };
+function all(conditions: readonly SqlFragment[]): SqlFragment {
+  return { sql: conditions.map((condition) => `(${condition.sql})`).join(' AND '), params: conditions.flatMap((condition) => condition.params) };
 }
 
-function translateReference(resourceType: string, parameter: IndexedParameter, filter: Filter): FilterTranslation {
-  const references = splitSearchOnComma(filter.value);
-  // Without 'Type/' the matcher compares id suffixes, which the index cannot look up.
-  if (references.some((reference) => !reference.includes('/'))) {
-    return NOT_PUSHED;
-  }
-  const anyOf = `value IN (${placeholders(references.length)})`;
-  return {
-    exact: true,
-    lookup: {
-      sql: {
-        sql: `SELECT resource_pk FROM search_index WHERE resource_type = ? AND param = ? AND ${anyOf}`,
-        params: [resourceType, parameter.code, ...references],
-      },
-      rank: parameter.code === '_compartment' ? RANK_COMPARTMENT : RANK_REFERENCE,
-      reference: references.length === 1 ? { code: parameter.code, value: references[0] } : undefined,
-    },
-    condition: () => existsRow(parameter.code, anyOf, references),
-  };
-}
-
-function translateIndexedDate(resourceType: string, parameter: IndexedParameter, filter: Filter): FilterTranslation {
-  const comparison = dateComparison(filter, 'value', 'extra');
-  if (!comparison) {
-    return NOT_PUSHED;
-  }
-  if (comparison.sql === '') {
-    return MATCHES_NOTHING;
-  }
-  return {
-    exact: true,
-    lookup: {
-      sql: {
-        sql: `SELECT resource_pk FROM search_index WHERE resource_type = ? AND param = ? AND ${comparison.sql}`,
-        params: [resourceType, parameter.code, ...comparison.params],
-      },
-      rank: RANK_DATE,
-    },
-    condition: () => existsRow(parameter.code, comparison.sql, comparison.params),
-  };
-}
-
-function translateDateColumn(filter: Filter): FilterTranslation {
-  // Stored lastUpdated values are full-precision UTC instants, so the period starts and ends at the value.
-  const comparison = dateComparison(filter, '#', '#');
-  if (!comparison) {
-    return NOT_PUSHED;
-  }
-  if (comparison.sql === '') {
-    return MATCHES_NOTHING;
-  }
-  return {
-    exact: true,
-    condition: (columnPrefix) => ({
-      sql: comparison.sql.replaceAll('#', `${columnPrefix}r.last_updated`),
-      params: comparison.params,
-    }),
-  };
-}
-
-function translateProject(filter: Filter): FilterTranslation {
-  const parts = parseTokenParts(filter.value);
-  if (!parts) {
-    return NOT_PUSHED;
-  }
-  // meta.project is a bare string: only `code` and `|code` can match it.
-  const projects = parts.filter((part) => part.code !== undefined && !part.system).map((part) => part.code as string);
-  if (projects.length === 0) {
-    return MATCHES_NOTHING;
-  }
-  return {
-    exact: true,
-    condition: (columnPrefix) => ({
-      sql: `${columnPrefix}r.project IN (${placeholders(projects.length)})`,
-      params: projects,
-    }),
-  };
-}
-
-function translateId(filter: Filter): FilterTranslation {
-  const ids = new Set<string>();
-  for (const part of splitSearchOnComma(filter.value)) {
-    const [system, id] = part.includes('|') ? part.split('|') : ['', part];
-    // Ids have no system: only `id` and `|id` can match.
-    if (!system && id) {
-      ids.add(id);
-      ids.add(id.toLowerCase());
-    }
-  }
-  if (ids.size === 0) {
-    return MATCHES_NOTHING;
-  }
-  const values = [...ids];
-  return {
-    // The matcher compares ids case-insensitively; an id stored with upper-case letters is found only as given.
-    exact: false,
-    selectsById: true,
-    condition: () => ({ sql: `r.id IN (${placeholders(values.length)})`, params: values }),
-  };
-}
-
-/**
- * The date comparison of `matchesDateValue` over a start and an end column; undefined when it cannot be
- * expressed (an unparseable value), an empty `sql` when no value can match.
- */
-function dateComparison(filter: Filter, startColumn: string, endColumn: string): SqlFragment | undefined {
-  const alternatives: string[] = [];
-  const params: SQLInputValue[] = [];
-  for (const part of splitSearchOnComma(filter.value)) {
-    let period: ReturnType<typeof toPeriod>;
-    try {
-      period = toPeriod(part);
-    } catch {
-      return undefined;
-    }
-    if (!period?.start || !period.end) {
-      continue; // the matcher rejects a value it cannot read as a period
-    }
-    const { start, end } = period;
-    switch (filter.operator) {
-      case Operator.EQUALS:
-      case Operator.APPROXIMATELY:
-        alternatives.push(`(${startColumn} < ? AND ${endColumn} > ?)`);
-        params.push(end, start);
-        break;
-      case Operator.LESS_THAN:
-        alternatives.push(`${startColumn} < ?`);
-        params.push(start);
-        break;
-      case Operator.GREATER_THAN:
-        alternatives.push(`${endColumn} > ?`);
-        params.push(end);
-        break;
-      case Operator.LESS_THAN_OR_EQUALS:
-        alternatives.push(`${startColumn} <= ?`);
-        params.push(end);
-        break;
-      case Operator.GREATER_THAN_OR_EQUALS:
-        alternatives.push(`${endColumn} >= ?`);
-        params.push(start);
-        break;
-      case Operator.STARTS_AFTER:
-        alternatives.push(`${startColumn} > ?`);
-        params.push(end);
-        break;
-      case Operator.ENDS_BEFORE:
-        alternatives.push(`${endColumn} < ?`);
-        params.push(start);
-        break;
-      default:
-        break; // the matcher answers false for other operators on dates
-    }
-  }
-  if (alternatives.length === 0) {
-    return { sql: '', params: [] };
-  }
-  return { sql: `(${alternatives.join(' OR ')})`, params };
-}
-
-function existsRow(param: string, condition: string, conditionParams: readonly SQLInputValue[]): SqlFragment {
-  return {
-    sql: `EXISTS (SELECT 1 FROM search_index WHERE resource_pk = r.pk AND param = ? AND ${condition})`,
-    params: [param, ...conditionParams],
-  };
-}
-
-function placeholders(count: number): string {
-  return new Array(count).fill('?').join(', ');
+function any(conditions: readonly SqlFragment[]): SqlFragment {
+  return { sql: `(${conditions.map((condition) => `(${condition.sql})`).join(' OR ')})`, params: conditions.flatMap((condition) => condition.params) };
 }

@@ -1,7 +1,7 @@
 import type { Observation, Patient, Resource, RiskAssessment } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { SearchIndexSpec } from './search-index.ts';
-import { resolveSortRules, sortResources, sqlOrderBy } from './sort.ts';
+import { resolveSortRules, sortResources, sqlSortKey } from './sort.ts';
 
 beforeAll(() => {
   loadFhirDefinitions();
@@ -53,15 +53,14 @@ describe('sortResources', () => {
   });
 });
 
-describe('sqlOrderBy', () => {
-  test('indexed parameters and columns sort in SQL; others are left to sortResources', () => {
+describe('sqlSortKey', () => {
+  test('indexed parameters and columns are read in SQL (the largest value descending, the smallest ascending); others are left to sortKey', () => {
     const indexed = new SearchIndexSpec().parametersFor('Communication');
-    const inSql = sqlOrderBy(resolveSortRules('Communication', [{ code: 'sent', descending: true }, { code: '_id' }]), indexed);
-    expect(inSql?.sql).toBe(
-      '(SELECT MAX(value) FROM search_index WHERE resource_pk = r.pk AND param = ?) DESC NULLS FIRST, r.id ASC, r.pk DESC'
-    );
-    expect(inSql?.params).toEqual(['sent']);
-    expect(sqlOrderBy(resolveSortRules('Communication', [{ code: 'received' }]), indexed)).toBeUndefined();
+    const [sent, id] = resolveSortRules('Communication', [{ code: 'sent', descending: true }, { code: '_id' }]).map((rule) => sqlSortKey(rule, indexed));
+    expect(sent).toEqual({ sql: '(SELECT MAX(value) FROM search_index WHERE resource_pk = r.pk AND param = ?)', params: ['sent'] });
+    expect(id).toEqual({ sql: 'r.id', params: [] });
+    expect(sqlSortKey(resolveSortRules('Communication', [{ code: 'sent' }])[0], indexed)?.sql).toContain('MIN(value)');
+    expect(sqlSortKey(resolveSortRules('Communication', [{ code: 'received' }])[0], indexed)).toBeUndefined();
   });
 
   test('unknown sort parameters are a 400', () => {

@@ -1,8 +1,8 @@
 /**
- * Search sort rules: as an SQL ORDER BY when every rule reads a column or the search index, else as a comparator
- * over values computed from the search parameter's expression. Both orders agree: a resource's key is its
- * smallest value ascending and its largest descending; resources without a value come last ascending and first
- * descending (PostgreSQL's default, as on Medplum's server); ties keep insertion order.
+ * Search sort rules: each rule's key read in SQL when it is a column or an indexed parameter, else computed from
+ * the search parameter's expression. Both agree: a resource's key is its smallest value ascending and its largest
+ * descending; resources without a value come last ascending and first descending (PostgreSQL's default, as on
+ * Medplum's server); ties keep insertion order (the pk: ascending, or descending when the first rule is).
  */
 import {
   OperationOutcomeError,
@@ -32,7 +32,8 @@ export interface ResolvedSortRule {
   readonly parameter: SearchParameter;
 }
 
-type SortKey = string | number | undefined;
+/** One rule's key of a resource; undefined when the resource has no value. */
+export type SortKey = string | number | undefined;
 
 /** Columns of `resources` holding a search parameter's value exactly as the comparator sees it. */
 const COLUMN_KEYS: Readonly<Record<string, string>> = {
@@ -40,9 +41,6 @@ const COLUMN_KEYS: Readonly<Record<string, string>> = {
   _lastUpdated: 'r.last_updated',
   _project: 'r.project',
 };
-
-/** Without `_sort`, results come in order of last update, oldest first (an index order, so no sort step). */
-const DEFAULT_ORDER: SqlFragment = { sql: 'r.last_updated, r.pk', params: [] };
 
 const atoms = new Map<string, FhirPathAtom>();
 
@@ -58,63 +56,42 @@ export function resolveSortRules(resourceType: string, sortRules: readonly SortR
 }
 
 /**
- * The ORDER BY for the rules, or undefined when some rule reads a parameter the index does not hold. With
- * `pkColumn` (a column holding resource pks, e.g. of index rows) only rules the index answers are accepted, since
- * the columns of `resources` are not at hand; the order is the same as over `r.pk`.
+ * The SQL expression of a rule's key over `resources r` (NULL when the resource has no value), or undefined when
+ * the rule reads a parameter the index does not hold.
  */
-export function sqlOrderBy(
-  rules: readonly ResolvedSortRule[],
-  indexed: ReadonlyMap<string, IndexedParameter>,
-  pkColumn = 'r.pk'
-): SqlFragment | undefined {
-  if (rules.length === 0) {
-    return pkColumn === 'r.pk' ? DEFAULT_ORDER : undefined;
+export function sqlSortKey(rule: ResolvedSortRule, indexed: ReadonlyMap<string, IndexedParameter>): SqlFragment | undefined {
+  const column = COLUMN_KEYS[rule.code];
+  if (column) {
+    return { sql: column, params: [] };
   }
-  const terms: string[] = [];
-  const params: string[] = [];
-  for (const rule of rules) {
-    const direction = rule.descending ? 'DESC' : 'ASC';
-    const nulls = rule.descending ? 'NULLS FIRST' : 'NULLS LAST';
-    const column = COLUMN_KEYS[rule.code];
-    if (column) {
-      if (pkColumn !== 'r.pk') {
-        return undefined;
-      }
-      // id and last_updated are never NULL; leaving out NULLS lets SQLite read them in index order.
-      terms.push(rule.code === '_project' ? `${column} ${direction} ${nulls}` : `${column} ${direction}`);
-    } else if (indexed.has(rule.code)) {
-      const aggregate = rule.descending ? 'MAX' : 'MIN';
-      terms.push(
-        `(SELECT ${aggregate}(value) FROM search_index WHERE resource_pk = ${pkColumn} AND param = ?) ${direction} ${nulls}`
-      );
-      params.push(rule.code);
-    } else {
-      return undefined;
-    }
+  if (!indexed.has(rule.code)) {
+    return undefined;
   }
-  terms.push(rules[0].descending ? `${pkColumn} DESC` : pkColumn);
-  return { sql: terms.join(', '), params };
+  return { sql: `(SELECT ${rule.descending ? 'MAX' : 'MIN'}(value) FROM search_index WHERE resource_pk = r.pk AND param = ?)`, params: [rule.code] };
 }
 
 /**
- * Sorts resources by the rules (stable). For the same tie order as {@link sqlOrderBy}, pass them in insertion
- * order, reversed when the first rule is descending.
+ * Sorts resources by the rules (stable). For the tie order of the store, pass them in insertion order, reversed
+ * when the first rule is descending.
  */
 export function sortResources<T extends Resource>(resources: readonly T[], rules: readonly ResolvedSortRule[]): T[] {
   if (rules.length === 0) {
     return [...resources];
   }
   const keyed = resources.map((resource) => ({ resource, keys: rules.map((rule) => sortKey(resource, rule)) }));
-  keyed.sort((left, right) => {
-    for (let index = 0; index < rules.length; index++) {
-      const order = compareKeys(left.keys[index], right.keys[index]);
-      if (order !== 0) {
-        return rules[index].descending ? -order : order;
-      }
-    }
-    return 0;
-  });
+  keyed.sort((left, right) => compareSortKeys(left.keys, right.keys, rules));
   return keyed.map((entry) => entry.resource);
+}
+
+/** Compares two resources' keys rule by rule (0 when every rule ties). */
+export function compareSortKeys(left: readonly SortKey[], right: readonly SortKey[], rules: readonly { readonly descending: boolean }[]): number {
+  for (let index = 0; index < rules.length; index++) {
+    const order = compareKeys(left[index], right[index]);
+    if (order !== 0) {
+      return rules[index].descending ? -order : order;
+    }
+  }
+  return 0;
 }
 
 function compareKeys(left: SortKey, right: SortKey): number {
@@ -130,7 +107,8 @@ function compareKeys(left: SortKey, right: SortKey): number {
   return left < right ? -1 : 1;
 }
 
-function sortKey(resource: Resource, rule: ResolvedSortRule): SortKey {
+/** A resource's key for one rule, computed from its content. */
+export function sortKey(resource: Resource, rule: ResolvedSortRule): SortKey {
   switch (rule.code) {
     case '_id':
       return resource.id;

@@ -1,0 +1,129 @@
+/**
+ * The store's search narrowed by an AccessPolicy (`searchWithinPolicy`): what a chat turn reads of a large chart costs
+ * about one page, a criterion the index cannot decide is left to Medplum's matcher without holding the event loop,
+ * and `:missing` and `_id` decide as the matcher does. That the answers equal the matcher's for every policy is
+ * shown by policy-narrowed-search.test.ts.
+ */
+import { jest } from '@jest/globals';
+import { parseSearchRequest } from '@medplum/core';
+import type { Observation, Patient } from '@medplum/fhirtypes';
+import { loadFhirDefinitions } from '../fhir-definitions.ts';
+import { ResourceStore } from './resource-store.ts';
+import type { PolicyAlternative } from './search-plan.ts';
+import { SqliteRepository } from './sqlite-repository.ts';
+
+const PATIENT = 'Patient/p1';
+/** As the care-team policy gives them for two patients (fixtures/demo-project.json). */
+const CARE_TEAM: PolicyAlternative[] = [
+  { filters: parseSearchRequest('Observation?subject=Patient/p1').filters ?? [] },
+  { filters: parseSearchRequest('Observation?subject=Patient/p2').filters ?? [] },
+];
+
+function reading(subject: string | undefined, hour: number): Observation {
+  return {
+    resourceType: 'Observation',
+    status: 'final',
+    code: { coding: [{ system: 'http://loinc.org', code: hour % 2 === 0 ? '8867-4' : '8480-6' }] },
+    ...(subject ? { subject: { reference: subject } } : {}),
+    effectiveDateTime: new Date(Date.UTC(2025, 0, 1) + hour * 3600_000).toISOString(),
+    meta: { project: 'project-a' },
+  };
+}
+
+let repository: SqliteRepository;
+
+beforeAll(() => loadFhirDefinitions());
+
+beforeEach(() => {
+  repository = SqliteRepository.open(':memory:');
+});
+
+afterEach(() => {
+  jest.restoreAllMocks();
+  repository.close();
+});
+
+async function createAll(observations: readonly Observation[]): Promise<void> {
+  // Concurrent writes share commits: a few hundred at a time.
+  for (let start = 0; start < observations.length; start += 250) {
+    await Promise.all(observations.slice(start, start + 250).map((observation) => repository.createResource(observation)));
+  }
+}
+
+/** Rows the store's statements returned while `search` ran (index rows of slices, and resources loaded). */
+async function rowsRead(search: () => Promise<unknown>): Promise<number> {
+  let rows = 0;
+  const queryAll = ResourceStore.prototype.queryAll;
+  jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
+    const result = queryAll.call(this, sql, params);
+    rows += result.length;
+    return result;
+  });
+  const contentsOf = ResourceStore.prototype.contentsOf;
+  jest.spyOn(ResourceStore.prototype, 'contentsOf').mockImplementation(function (this: ResourceStore, pks) {
+    const result = contentsOf.call(this, pks);
+    rows += result.size;
+    return result;
+  });
+  await search();
+  return rows;
+}
+
+describe('a search narrowed by an AccessPolicy', () => {
+  test("a page of a patient's newest Observations reads about one page, however many the chart and the project hold", async () => {
+    const chart = Array.from({ length: 1500 }, (_, hour) => reading(PATIENT, hour));
+    const others = Array.from({ length: 1500 }, (_, hour) => reading(hour % 2 === 0 ? 'Patient/p2' : undefined, hour));
+    await createAll([...chart, ...others]);
+    let bundle: Awaited<ReturnType<SqliteRepository['searchWithinPolicy']>> | undefined;
+    const rows = await rowsRead(async () => {
+      bundle = await repository.searchWithinPolicy(parseSearchRequest(`Observation?patient=${PATIENT}&_sort=-date&_count=10&_project=project-a`), CARE_TEAM);
+    });
+    const dates = bundle?.entry?.map((entry) => (entry.resource as Observation).effectiveDateTime);
+    expect(dates).toEqual(chart.slice(-10).reverse().map((observation) => observation.effectiveDateTime));
+    // One slice of index rows (the page and one more), the page's resources, a few lookups.
+    expect(rows).toBeLessThan(40);
+  });
+
+  test("a patient the policy does not allow gets nothing, and the search does not read the others' charts", async () => {
+    await createAll(Array.from({ length: 600 }, (_, hour) => reading(hour % 3 === 0 ? 'Patient/p3' : PATIENT, hour)));
+    const rows = await rowsRead(async () => {
+      const bundle = await repository.searchWithinPolicy(parseSearchRequest('Observation?patient=Patient/p9&_sort=-date&_count=10'), CARE_TEAM);
+      expect(bundle.entry).toBeUndefined();
+    });
+    expect(rows).toBeLessThan(10);
+  });
+
+  test('a criterion the index cannot decide is left to the matcher, a slice at a time: other work runs before the answer', async () => {
+    await createAll(Array.from({ length: 3000 }, (_, hour) => ({ ...reading(PATIENT, hour), valueString: hour === 2999 ? 'flagged' : 'normal' })));
+    // value-string is not indexed: every candidate's content goes through the matcher.
+    const policy: PolicyAlternative[] = [{ filters: parseSearchRequest('Observation?value-string=flagged').filters ?? [] }];
+    const order: string[] = [];
+    const search = repository.searchWithinPolicy(parseSearchRequest('Observation?_count=5&_total=accurate'), policy).then((bundle) => {
+      order.push('search');
+      return bundle;
+    });
+    setImmediate(() => order.push('other work'));
+    const bundle = await search;
+    expect(bundle.total).toBe(1);
+    expect((bundle.entry?.[0]?.resource as Observation).valueString).toBe('flagged');
+    expect(order).toEqual(['other work', 'search']);
+  });
+
+  test(':missing counts a reference without a searchable value (display only) as present, as the matcher does', async () => {
+    await repository.createResource({ ...reading(undefined, 1), subject: { display: 'a visitor' } });
+    await repository.createResource(reading(undefined, 2));
+    await repository.createResource(reading(PATIENT, 3));
+    const hours = async (query: string): Promise<(string | undefined)[]> =>
+      ((await repository.search(parseSearchRequest(query))).entry ?? []).map((entry) => (entry.resource as Observation).effectiveDateTime?.slice(11, 13));
+    expect(await hours('Observation?subject:missing=true')).toEqual(['02']);
+    expect(await hours('Observation?subject:missing=false')).toEqual(['01', '03']);
+    expect(await hours('Observation?subject:present=true&subject:not=Patient/p1')).toEqual(['01']);
+  });
+
+  test('_id matches whatever the case of the id, as the matcher does', async () => {
+    await repository.createResource<Patient>({ resourceType: 'Patient', id: 'MixedCase-1' }, { assignedId: true });
+    for (const id of ['MixedCase-1', 'mixedcase-1', 'MIXEDCASE-1']) {
+      expect((await repository.search(parseSearchRequest(`Patient?_id=${id}`))).entry?.map((entry) => entry.resource?.id)).toEqual(['MixedCase-1']);
+    }
+  });
+});
