@@ -95,6 +95,22 @@ export async function forgeryAttacks(context: SecurityContext): Promise<void> {
     const sent = await nextTurnSent(first.conversation_id);
     return sentOutcome(response.status, sent);
   });
+  await log.run(KIND, "a colleague who sends a clinician's exchange again, naming no conversation, does not write into hers", async () => {
+    const { first, reply } = await conversation();
+    const question = 'Any interactions with the new prescription?';
+    const answer = reply.payload?.map((item) => item.contentString ?? '').join('') ?? '';
+    const inConversation = async (): Promise<number> =>
+      (await system.searchResources<Communication>({ resourceType: 'Communication', filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${first.conversation_id}` }] })).length;
+    const before = await inConversation();
+    const response = await context.chat(tokenColleague, {
+      patient_id: projectA.ids['patient-in-care-team-1'],
+      patient_context: 'none',
+      messages: [{ role: 'user', content: question }, { role: 'assistant', content: answer }, { role: 'user', content: PLANTED }],
+    });
+    const body = (await response.json()) as Partial<ChatAnswer>;
+    const joined = body.conversation_id === first.conversation_id || (await inConversation()) !== before;
+    return { status: response.status, letThrough: joined, note: joined ? "written into the clinician's conversation" : undefined };
+  });
   await log.run(KIND, "an AI reply written by a project administrator (the agent named as author) never reaches the model", async () => {
     const { first, forged } = await conversation();
     const response = await fhir(tokenAdmin, 'POST', 'Communication', forged);

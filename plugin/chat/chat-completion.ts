@@ -15,7 +15,6 @@
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
 import type { WithId } from '@medplum/core';
-import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
 import { AppError, toAppError } from '../errors.ts';
@@ -46,7 +45,7 @@ import { FhirToolbox, withFhirTools } from './fhir-tool-loop.ts';
 import type { FhirToolsOptions } from './fhir-tools.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { recordReply, type ChatTurn } from './chat-turn.ts';
-import { buildConversationRoot, buildPrompt, type CommunicationParty, type ConversationParties } from './communication-builders.ts';
+import type { CommunicationParty, ConversationParties } from './communication-builders.ts';
 import { loadConversation, readConversationRoot, type ConversationHistory, type ConversationReader, type ConversationState, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
@@ -55,12 +54,13 @@ import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
 import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
-import { outcomeStatusOf } from '../medplum-errors.ts';
-import { mayCreate } from './write-permission.ts';
 import { callerParty } from './caller-reference.ts';
 import { checkBudgets, checkModelAccess, type Governance } from '../governance/governance.ts';
 import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
 import { resolveSubject } from './turn-subject.ts';
+import { recordPrompt } from './record-prompt.ts';
+import { repeatedExchangeOf, type ThreadScope } from './thread-digest.ts';
+import { findRepeatedConversation, withoutRepeated } from './repeated-exchange.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -103,9 +103,10 @@ export interface TurnApi<R extends ChatRequest = ChatRequest> {
   readRequest(body: unknown, services: ChatServices, caller: CallerContext): R | Promise<R>;
   /**
    * Checks against the conversation being continued, from what step 3 read of it (no read of its own), made once
-   * the turn is known to run (not a replay under its Idempotency-Key) and before anything is stored.
+   * the turn is known to run (not a replay under its Idempotency-Key) and before anything is stored. `repeatsLatest`:
+   * the request sends the conversation's latest exchange again (thread-digest.ts), so it continues from there.
    */
-  checkConversation?(request: R, conversation: ConversationState): void;
+  checkConversation?(request: R, conversation: ConversationState, repeatsLatest: boolean): void;
   /** Steps 4–6 in the API's wire format: JSON or streamed, as `turn.chat.stream` says. */
   deliver(turn: ChatTurn, response: Response): Promise<void>;
   /** Answers a request repeated under the same Idempotency-Key again, from the records of its completed turn. */
@@ -184,7 +185,14 @@ async function runTurn<R extends ChatRequest>(
     systemRepo: once(() => services.host.getSystemRepo(caller.project.id)),
     authors: services.agents.authors,
   };
-  const root = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
+  // A request that sends the caller's latest exchange of a conversation again continues it (repeated-exchange.ts).
+  const threadScope: ThreadScope = [caller.project.id, caller.profile.reference ?? ''];
+  const repeated = repeatedExchangeOf(threadScope, chat.messages);
+  const root = chat.conversationId
+    ? await readConversationRoot(reader, chat.conversationId)
+    : repeated && (await findRepeatedConversation(reader, repeated, chat.patientId));
+  // Recognised from what the request repeats: the request brings the history itself.
+  const clientKeepsHistory = !chat.conversationId && root !== undefined;
   const subject = await resolveSubject(caller.repo, () => services.host.getSystemRepo(caller.project.id), chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
@@ -200,11 +208,14 @@ async function runTurn<R extends ChatRequest>(
   }
   // Step 3, read with the checks, before anything is stored: one search gives the history, the calls a request
   // with tool results must answer and what the API checks (so a wrong id is a 400 with nothing written).
-  const conversation = root ? await loadConversation(reader, root.id, services.history) : undefined;
+  const conversation = root && !clientKeepsHistory ? await loadConversation(reader, root.id, services.history) : undefined;
+  // A named conversation's request that sends its latest exchange again (a client's tool loop) gets it once.
+  const repeatsLatest = conversation !== undefined && repeated !== undefined && conversation.latestReplyDigest === repeated.digest;
   if (conversation) {
     checkAnsweredCalls(chat, conversation);
-    api.checkConversation?.(chat, conversation);
+    api.checkConversation?.(chat, conversation, repeatsLatest);
   }
+  const history = conversation && repeatsLatest ? withoutRepeated(conversation.history, repeated.messageCount) : (conversation?.history ?? { messages: [] });
   // The two rules below refuse a new turn before anything is stored; a replay above sends nothing, so they never refuse it.
   // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
   const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, systemRepo: reader.systemRepo });
@@ -280,6 +291,7 @@ async function runTurn<R extends ChatRequest>(
       controller,
       reportedOperations,
       budget,
+      threadScope,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
@@ -294,7 +306,6 @@ async function runTurn<R extends ChatRequest>(
     };
     let turn: ChatTurn;
     try {
-      const history = conversation?.history ?? { messages: [] };
       services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
@@ -360,77 +371,6 @@ function checkAnsweredCalls(chat: ChatRequest, conversation: ConversationState):
       details: { param: 'messages' },
     });
   }
-}
-
-/**
- * Step 2: the prompt's Communication, after the root of a new conversation. The root is the AI agent's record
- * (users may not write roots or replies), the prompt the caller's, under the caller's AccessPolicy: two authors,
- * so two writes. A caller whose policy does not allow the prompt is refused before the root is written, where the
- * server's repository can tell (Medplum's and the standalone host's can); if the prompt is refused anyway, the
- * root is removed again. A store that fails for a passing reason is tried again a few times; if it still fails,
- * the request is refused (503) with nothing stored and the provider never called: a turn is accepted only once its
- * prompt is on record.
- */
-async function recordPrompt(services: ChatServices, caller: CallerContext, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
-  const { repo } = caller;
-  const prompt: Communication & { id: string } = {
-    ...buildPrompt(parties, { rootId: ids.rootId, inputs: chat.inputs, requestBody: chat.body, sent: ids.sent }),
-    id: ids.promptId,
-  };
-  if (ids.isNew) {
-    if (mayCreate(repo, caller.project.id, prompt) === false) {
-      throw new AppError('forbidden', 'Forbidden: the AccessPolicy of the caller does not allow it to record a prompt in this conversation.');
-    }
-    const agentRepo = await requireStored(() => services.agents.repoFor(caller.project.id));
-    const storedRoot = await createOnce(agentRepo, { ...buildConversationRoot(parties, ids.sent), id: ids.rootId });
-    if (storedRoot) {
-      await services.agents.rememberWritten(caller.project.id, storedRoot);
-    }
-  }
-  try {
-    await createOnce(repo, prompt);
-  } catch (error) {
-    if (ids.isNew) {
-      await removeRoot(services, caller.project.id, ids.rootId);
-    }
-    throw error;
-  }
-}
-
-/**
- * Creates `resource` with its id, retrying passing failures; a try whose answer was lost may have stored it: never
- * twice. Resolves the stored resource, or undefined when an earlier try turned out to have stored it.
- */
-async function createOnce(repo: FhirRepository, resource: Communication & { id: string }): Promise<WithId<Communication> | undefined> {
-  let tried = false;
-  return requireStored(async () => {
-    if (tried && (await communicationExists(repo, resource.id))) {
-      return undefined;
-    }
-    tried = true;
-    return repo.createResource(resource, { assignedId: true });
-  });
-}
-
-/** Takes back the root of a new conversation whose first prompt was not stored: no conversation without a prompt. */
-async function removeRoot(services: ChatServices, projectId: string, rootId: string): Promise<void> {
-  try {
-    await (await services.host.getSystemRepo(projectId)).deleteResource('Communication', rootId);
-  } catch (error) {
-    services.host.logger?.warn('fhirgate could not remove the root of a conversation whose first prompt was refused', {
-      conversationId: rootId,
-      status: outcomeStatusOf(error),
-    });
-  }
-}
-
-/** The ids the prompt (and the root of a new conversation) are written with, and when it was sent. */
-interface PromptIds {
-  readonly rootId: string;
-  readonly promptId: string;
-  /** True when the root is to be written too. */
-  readonly isNew: boolean;
-  readonly sent: string;
 }
 
 /**

@@ -15,6 +15,7 @@ import type { AnswerFields } from './wire-format.ts';
 import type { RepositoryOperations } from '../telemetry/repository-operations.ts';
 import type { TurnBudget } from '../governance/budgets.ts';
 import { recordedReply, type TurnDeIdentification } from '../governance/patient-data-record.ts';
+import { replyDigest, type ThreadScope } from './thread-digest.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
@@ -48,6 +49,8 @@ export interface ChatTurn {
   readonly controller: AbortController;
   /** Settles the turn's budgets from the usage its reply records (governance/budgets.ts). */
   readonly budget?: TurnBudget;
+  /** Whose exchange it is, for the digest a completed reply carries (thread-digest.ts). */
+  readonly threadScope?: ThreadScope;
 }
 
 /** How a reply ended, for its record. */
@@ -90,6 +93,8 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     usage: outcome.usage,
     cost,
     finishReason: outcome.finishReason,
+    // A later request that repeats this exchange continues the conversation (a client that keeps the history).
+    threadDigest: outcome.status === 'completed' && turn.threadScope ? replyDigest(turn.threadScope, turn.chat.messages, outcome) : undefined,
     sent: sent.toISOString(),
   });
   await turn.records.record(turn.projectId, { ...resource, id: turn.replyId });

@@ -8,6 +8,7 @@ import type { TurnInput } from './chat-request.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 import { textPayload, textPieces } from './fhir-text.ts';
 import { moneyOf } from '../governance/model-prices.ts';
+import { THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
 
 /** Who talks to whom in one conversation. */
 export interface ConversationParties {
@@ -105,6 +106,8 @@ export interface ReplyRecord {
   readonly fhirTools?: readonly FhirToolRecord[];
   /** Calls the model asked the client to make (the reply's `tool_calls`). */
   readonly toolCalls?: readonly ChatToolCall[];
+  /** A completed reply: the digest of the exchange as its client saw it (thread-digest.ts). */
+  readonly threadDigest?: string;
   readonly sent: string;
 }
 
@@ -144,6 +147,7 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
   return {
     resourceType: 'Communication',
     id: reply.id,
+    identifier: reply.threadDigest ? [{ system: THREAD_DIGEST_SYSTEM, value: reply.threadDigest }] : undefined,
     status: reply.status,
     statusReason: reply.reason ? { text: reply.reason } : undefined,
     category: category(parties.categorySystem, CATEGORY.response),

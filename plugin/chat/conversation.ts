@@ -14,6 +14,7 @@ import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
 import { messagesOf, toolCallsOf } from './recorded-messages.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
+import { THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
 
 /** Who is asking about a conversation: the caller's repository, and how to tell the AI agent's records. */
 export interface ConversationReader {
@@ -79,6 +80,8 @@ export interface ConversationState {
    * the Responses API's `previous_response_id` must name. Undefined when the conversation has none.
    */
   readonly latestReplyId?: string;
+  /** The digest of the exchange the latest reply ended, when it completed (thread-digest.ts). */
+  readonly latestReplyDigest?: string;
 }
 
 /** The fewest Communications one page of history reads, so the newest reply is found even with a tiny limit. */
@@ -122,7 +125,8 @@ export async function loadConversation(reader: ConversationReader, conversationI
     const window = historyWindow(stored, replies, limits);
     const latestReply = stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done');
     if ((window.complete && latestReply) || page.length < pageSize) {
-      return { history: window.history, pendingCalls: pendingCallsOf(stored, replies), latestReplyId: latestReply?.id };
+      const latestReplyDigest = latestReply?.status === 'completed' ? latestReply.identifier?.find((identifier) => identifier.system === THREAD_DIGEST_SYSTEM)?.value : undefined;
+      return { history: window.history, pendingCalls: pendingCallsOf(stored, replies), latestReplyId: latestReply?.id, latestReplyDigest };
     }
   }
 }

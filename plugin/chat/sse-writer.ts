@@ -38,12 +38,22 @@ export class SseWriter {
   }
 
   /** Sends one event (with the rest of this tick's, or at `flush()`); `[DONE]` is sent as is, anything else as JSON. */
-  async send(data: unknown): Promise<void> {
+  send(data: unknown): Promise<void> {
+    return this.sendFrame(`data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`);
+  }
+
+  /**
+   * Sends one event already framed (its lines and the blank line that ends it), with the rest of this tick's, or
+   * at once with `flushNow`. For event streams framed otherwise than the spec's `data:` lines (the Responses API's).
+   */
+  async sendFrame(frame: string, flushNow = false): Promise<void> {
     if (this.#response.destroyed || this.#response.writableEnded) {
       throw new Error('The client closed the stream.');
     }
-    const line = `data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`;
-    const accepted = this.#response.write(line);
+    const accepted = this.#response.write(frame);
+    if (flushNow) {
+      this.flush();
+    }
     if (!accepted && !this.#signal?.aborted) {
       await this.#drainedOrClosed();
     }

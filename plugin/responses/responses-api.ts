@@ -29,8 +29,9 @@ export interface ResponsesRequest extends ChatRequest {
 /** The Responses API's side of a turn. */
 export const RESPONSES_API: TurnApi<ResponsesRequest> = {
   readRequest: readResponsesRequest,
-  checkConversation: (request, conversation) => {
-    if (request.previousReplyId !== undefined) {
+  checkConversation: (request, conversation, repeatsLatest) => {
+    // A client's tool loop names its first response at every step and sends the steps since: it continues from the latest.
+    if (request.previousReplyId !== undefined && !repeatsLatest) {
       requireLatestReply(conversation, request.previousReplyId);
     }
   },

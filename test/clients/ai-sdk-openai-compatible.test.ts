@@ -6,7 +6,7 @@
 import { createOpenAICompatible, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, OTHER_PROVIDERS, readPrompts, recordedRequestOf, STREAMED, UNRELATED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn } from './client-matrix.ts';
+import { ASK_WEATHER, NAMED_TOOL_LOOP, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, OTHER_PROVIDERS, readPrompts, recordedRequestOf, STREAMED, UNRELATED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn } from './client-matrix.ts';
 
 describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat completions)', () => {
   const matrix = useClientMatrix(['vllm']);
@@ -57,8 +57,19 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
     expect(result.steps.map((step) => step.finishReason)).toEqual(['tool-calls', 'stop']);
     expect(result.text).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[1].messages.slice(-2)).toEqual(CLIENT_TOOL_LOOP.callAndResult);
-    // Each step is a request of its own with the whole history: a conversation each on record.
-    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
+    // Each step is a request of its own with the whole history: recognised, one conversation on record.
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asOneConversation);
+  });
+
+  test('a tool loop in a named conversation: each step sends the whole call again, the model gets it once', async () => {
+    const opening = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Remember 7.', maxRetries: 0 });
+    const conversationId = opening.response.headers?.['x-conversation-id'] ?? '';
+    const providerOptions = { fhirgate: { conversation_id: conversationId } };
+    const result = await generateText({ model: fhirgate(CHAT_MODEL), prompt: ASK_WEATHER, tools: { get_weather: getWeather }, stopWhen: stepCountIs(2), providerOptions, maxRetries: 0 });
+
+    expect(result.steps.map((step) => step.finishReason)).toEqual(['tool-calls', 'stop']);
+    expect(matrix.emulator.received[2].messages).toEqual(NAMED_TOOL_LOOP.sentAtLastStep);
+    expect(await matrix.session.conversations()).toEqual(NAMED_TOOL_LOOP.asOneConversation);
   });
 
   test('structured output (Output.object, supportsStructuredOutputs), sent as response_format json_schema', async () => {

@@ -6,7 +6,7 @@
 import { createOpenAI, type OpenAIProvider } from '@ai-sdk/openai';
 import { APICallError, generateText, jsonSchema, Output, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, readPrompts, recordedRequestOf, STREAMED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn } from './client-matrix.ts';
+import { ASK_WEATHER, NAMED_TOOL_LOOP, BAD_TOKEN, CHAT_MODEL, CLIENT_TOOL_LOOP, CONTINUED, readPrompts, recordedRequestOf, STREAMED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn } from './client-matrix.ts';
 
 describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => {
   const matrix = useClientMatrix();
@@ -70,8 +70,8 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
     expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
     const prompts = await readPrompts(matrix.session.medplum);
     expect((recordedRequestOf(prompts[1]).input as unknown[])[1]).toEqual({ type: 'item_reference', id: `msg_${String(first.providerMetadata?.openai?.responseId).replace(/^resp_/, '')}` });
-    // The history came from the client, not from a conversation fhirgate was asked to continue: a conversation each.
-    expect(await matrix.session.conversations()).toEqual(CONTINUED.asTwoConversations);
+    // The history came from the client: its first turn, sent again, names the conversation it continues.
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('a tool round trip: the SDK runs the tool and sends the call and its output back in the next step', async () => {
@@ -82,8 +82,18 @@ describe('client matrix: the AI SDK with @ai-sdk/openai (Responses API)', () => 
     expect(result.text).toMatch(/^Echo: Weather in Lyon\?/);
     const [, secondStep] = matrix.emulator.received;
     expect(secondStep.messages.slice(-2)).toEqual(CLIENT_TOOL_LOOP.callAndResult);
-    // Each step is a request of its own with the whole history: a conversation each on record.
-    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
+    // Each step is a request of its own with the whole history: recognised, one conversation on record.
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asOneConversation);
+  });
+
+  test('a tool loop continuing a response (previousResponseId): each step names it and sends the steps since; one conversation, each message once', async () => {
+    const opening = await generateText({ model: provider(CHAT_MODEL), prompt: 'Remember 7.', maxRetries: 0 });
+    const previousResponseId = String(opening.providerMetadata?.openai?.responseId);
+    const result = await generateText({ model: provider(CHAT_MODEL), prompt: ASK_WEATHER, tools: { get_weather: getWeather }, stopWhen: stepCountIs(2), providerOptions: { openai: { previousResponseId } }, maxRetries: 0 });
+
+    expect(result.steps.map((step) => step.finishReason)).toEqual(['tool-calls', 'stop']);
+    expect(matrix.emulator.received[2].messages).toEqual(NAMED_TOOL_LOOP.sentAtLastStep);
+    expect(await matrix.session.conversations()).toEqual(NAMED_TOOL_LOOP.asOneConversation);
   });
 
   test('structured output (Output.object), sent as text.format json_schema', async () => {

@@ -119,13 +119,11 @@ export const CONTINUED = {
     { role: 'assistant', content: 'Echo: Remember 7.' },
     { role: 'user', content: 'And 8?' },
   ],
-  /** The project's records: one conversation of both turns. */
+  /**
+   * The project's records: one conversation of both turns, whether the client named it or sent the first turn again
+   * with the second (the history it keeps itself).
+   */
   asOneConversation: [['prompt: Remember 7.', 'reply: Echo: Remember 7.', 'prompt: And 8?', 'reply: Echo: And 8?']],
-  /** The project's records when the client kept the history itself: a conversation each. */
-  asTwoConversations: [
-    ['prompt: Remember 7.', 'reply: Echo: Remember 7.'],
-    ['prompt: And 8?', 'reply: Echo: And 8?'],
-  ],
 } as const;
 
 /** Two requests that name no conversation: a conversation each on record. */
@@ -158,16 +156,31 @@ export const ASK_WEATHER = `Weather in Lyon? [emulator-behaviour ${JSON.stringif
 
 /**
  * A tool loop the client runs itself, each step a request with the whole history: the second step as the provider
- * receives it, and the records (a conversation for each step).
+ * receives it, and the records: one conversation, the second step recognised by the exchange it sends again.
  */
 export const CLIENT_TOOL_LOOP = {
   callAndResult: [
     { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
     { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' },
   ],
-  asTwoConversations: [
-    [`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})'],
-    ['prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
+  asOneConversation: [[`prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})', 'prompt: result call_1_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`]],
+} as const;
+
+/**
+ * The same loop in a conversation named first ('Remember 7.'), each step sending the whole call again: what the
+ * provider receives at the last step (each message once), and the records. The emulator numbers its calls by
+ * request: this one is its second request's.
+ */
+export const NAMED_TOOL_LOOP = {
+  sentAtLastStep: [
+    { role: 'user', content: 'Remember 7.' },
+    { role: 'assistant', content: 'Echo: Remember 7.' },
+    { role: 'user', content: ASK_WEATHER },
+    { role: 'assistant', content: '', toolCalls: [{ id: 'call_2_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
+    { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_2_0' },
+  ],
+  asOneConversation: [
+    ['prompt: Remember 7.', 'reply: Echo: Remember 7.', `prompt: ${ASK_WEATHER}`, 'reply: calls get_weather({"city":"Lyon"})', 'prompt: result call_2_0: Sunny in Lyon', `reply: Echo: ${ASK_WEATHER}`],
   ],
 } as const;
 

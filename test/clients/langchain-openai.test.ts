@@ -37,7 +37,7 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
     expect(await matrix.session.conversations()).toEqual(STREAMED.asOneConversation);
   });
 
-  test("a conversation kept in LangChain's own message list: the history reaches the model, a conversation each on record", async () => {
+  test("a conversation kept in LangChain's own message list: the history reaches the model once, one conversation on record", async () => {
     const model = chatModel();
     const messages: BaseMessage[] = [new HumanMessage('Remember 7.')];
     messages.push(await model.invoke(messages), new HumanMessage('And 8?'));
@@ -45,7 +45,7 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
 
     expect(second.text).toBe('Echo: And 8?');
     expect(matrix.emulator.received[1].messages).toEqual(CONTINUED.history);
-    expect(await matrix.session.conversations()).toEqual(CONTINUED.asTwoConversations);
+    expect(await matrix.session.conversations()).toEqual(CONTINUED.asOneConversation);
   });
 
   test('a conversation continued with previous_response_id (the Responses API): one conversation on record', async () => {
@@ -70,7 +70,7 @@ describe("client matrix: LangChain's ChatOpenAI", () => {
 
     expect(answer.content).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[1].messages.slice(-1)).toEqual([{ role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' }]);
-    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asOneConversation);
   });
 
   test('structured output with withStructuredOutput, sent as response_format json_schema', async () => {

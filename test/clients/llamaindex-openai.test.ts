@@ -80,7 +80,7 @@ describe("client matrix: LlamaIndex's OpenAI LLM", () => {
 
     expect(final.newMessages.at(-1)?.content).toMatch(/^Echo: Weather in Lyon\?/);
     expect(matrix.emulator.received[1].messages.slice(-1)).toEqual([{ role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' }]);
-    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asOneConversation);
   });
 
   test("structured output: chat with a zod responseFormat, sent as response_format json_schema (exec's asks for a tool call instead)", async () => {

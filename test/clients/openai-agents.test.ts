@@ -42,7 +42,7 @@ describe('client matrix: the OpenAI Agents SDK', () => {
     // A token for each of the two requests of the run.
     expect(new Set(matrix.session.issuedTokens).size).toBe(2);
     // The run keeps its history on the client and sends it whole: a conversation for each request.
-    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asTwoConversations);
+    expect(await matrix.session.conversations()).toEqual(CLIENT_TOOL_LOOP.asOneConversation);
   });
 
   test('stream', async () => {

@@ -101,6 +101,19 @@ describe('fhirgate end to end: chat', () => {
     expect(turns.map(categoryOf).sort()).toEqual(['ai-prompt', 'ai-prompt', 'ai-response', 'ai-response']);
   });
 
+  test('a history the client keeps (the whole exchange sent again, no conversation named) is one conversation', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Remember the number 9.' }];
+    const first = (await fixture.clinician.openai.chat.completions.create({ model, messages })) as unknown as FhirgateCompletion;
+    messages.push(first.choices[0].message as OpenAI.ChatCompletionMessageParam, { role: 'user', content: 'Which number did I give you?' });
+    const second = (await fixture.clinician.openai.chat.completions.create({ model, messages })) as unknown as FhirgateCompletion;
+
+    expect(second.conversation_id).toBe(first.conversation_id);
+    const turns = await target.admin.searchResources('Communication', { 'part-of': `Communication/${first.conversation_id}`, _sort: 'sent', _count: '10' }, { cache: 'no-cache' });
+    expect(turns.map(categoryOf)).toEqual(['ai-prompt', 'ai-response', 'ai-prompt', 'ai-response']);
+    // The second prompt records what the request added, not the history it sent again.
+    expect(payloadText(turns[2].payload ?? [])).toBe('Which number did I give you?');
+  });
+
   test('a turn about a care-team patient: the model got the chart the practitioner may read, on record in the reply and an AuditEvent', async () => {
     const completion = (await fixture.clinician.openai.chat.completions.create({
       model,
