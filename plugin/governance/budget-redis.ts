@@ -19,7 +19,7 @@ export interface RedisScript {
   readonly sha: string;
 }
 
-function script(lua: string): RedisScript {
+export function script(lua: string): RedisScript {
   return { lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
@@ -70,11 +70,26 @@ end
 return answer
 `);
 
+/** The scripts this process has sent to each client's Redis: later calls name them by SHA-1. */
+const sentScripts = new WeakMap<HostRedis, Set<string>>();
+
 /**
- * Runs a script by its SHA-1 within the deadline, sending its text only when Redis does not have it yet (a new or
- * restarted Redis answers NOSCRIPT).
+ * Runs a script within the deadline: its text the first time this process runs it on `redis` (which also caches it
+ * there), then by its SHA-1, sending the text again only when Redis has lost it (a restarted Redis answers
+ * NOSCRIPT). A host that logs every Redis error reply, as Medplum's server does, so sees no NOSCRIPT for a Redis
+ * that was merely new.
  */
 export async function runScript(redis: HostRedis, deadlineMs: number, lua: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown[]> {
+  let sent = sentScripts.get(redis);
+  if (!sent) {
+    sent = new Set();
+    sentScripts.set(redis, sent);
+  }
+  if (!sent.has(lua.sha)) {
+    const answer = await callWithDeadline(redis, deadlineMs, 'EVAL', lua.lua, keys.length, ...keys, ...args);
+    sent.add(lua.sha);
+    return answer;
+  }
   try {
     return await callWithDeadline(redis, deadlineMs, 'EVALSHA', lua.sha, keys.length, ...keys, ...args);
   } catch (error) {
