@@ -99,7 +99,7 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
     title: `Soak. ${formatNumber(minutes, minutes < 1 ? 1 : 0)} minutes of mixed load`,
     method:
       `The host as \`npm start\` runs it (plugin/hosts/standalone/main.ts with its Node flags, a fresh data folder, the demo project, ` +
-      `the demo device, GraphQL warmed at start-up, SQLite synchronous=FULL), the loopback LLM emulator (latency 0, 20-token replies)` +
+      `the demo device, the device documents on the partial GraphQL engine built at the first /graphql, SQLite synchronous=FULL), the loopback LLM emulator (latency 0, 20-token replies)` +
       `${measurement.pinned ? ', the host pinned to core 1, emulator and load on core 0' : ' (taskset unavailable: not pinned)'}. ` +
       `${plan.users} clients with the demo practitioner's token, each continuing a conversation of its own as fast as it is answered ` +
       `(the first turn starts it): ${plan.streamingUsers} streaming, ${plan.users - plan.streamingUsers} JSON; ${plan.patientUsers} of them ` +
