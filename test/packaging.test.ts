@@ -193,7 +193,7 @@ describe('the packed and installed package', () => {
     // The command starts Node with the flags `npm start` gives it (main.ts's first line), the heap's bounds.
     const startScript = (JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
     const startFlags = startScript.split(/\s+/).filter((word) => word.startsWith('--'));
-    expect(startFlags).toEqual(expect.arrayContaining(['--max-semi-space-size=16', '--heap-growing-percent=50']));
+    expect(startFlags).toEqual(expect.arrayContaining(['--max-semi-space-size=8', '--heap-growing-percent=50']));
     const commandLine = (await readFile(`/proc/${host.pid}/cmdline`, 'utf8')).split('\0');
     expect(commandLine).toEqual(expect.arrayContaining(startFlags));
 
