@@ -193,7 +193,7 @@ async function runTurn<R extends ChatRequest>(
     : repeated && (await findRepeatedConversation(reader, repeated, chat.patientId));
   // Recognised from what the request repeats: the request brings the history itself.
   const clientKeepsHistory = !chat.conversationId && root !== undefined;
-  const subject = await resolveSubject(caller.repo, () => services.host.getSystemRepo(caller.project.id), chat.patientId, root);
+  const subject = await resolveSubject(caller.repo, reader.systemRepo, chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
     const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
@@ -261,7 +261,7 @@ async function runTurn<R extends ChatRequest>(
     annotateRequest(response, { conversationId: rootId, promptId });
     // Each disclosure of the patient's records is on record before the model is given them.
     const disclose = async (shared: Disclosure['shared'], access: DisclosureAccess): Promise<void> => {
-      const system = await services.host.getSystemRepo(caller.project.id);
+      const system = await reader.systemRepo();
       const deIdentified = egress.deIdentification !== undefined;
       const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access, deIdentified });
       await requireStored(() => system.createResource(event));

@@ -12,7 +12,7 @@ import { agentAuthored, type KnownAuthors } from './agent-device.ts';
 import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
-import { messagesOf, toolCallsOf } from './recorded-messages.ts';
+import { categoryOf, messagesOf, toolCallsOf } from './recorded-messages.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
 import { THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
 
@@ -176,8 +176,4 @@ function historyWindow(stored: readonly WithId<Communication>[], replies: Readon
 function pendingCallsOf(stored: readonly WithId<Communication>[], replies: ReadonlySet<string>): ReadonlySet<string> {
   const newest = stored.find((communication) => replies.has(communication.id));
   return new Set(newest && newest.status === 'completed' ? toolCallsOf(newest).map((call) => call.id) : []);
-}
-
-function categoryOf(communication: Communication): string | undefined {
-  return communication.category?.[0]?.coding?.[0]?.code;
 }

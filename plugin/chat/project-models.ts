@@ -10,9 +10,10 @@
  * Providers themselves (kind, base URL, timeouts) stay the operator's: a project may only pick models of
  * configured providers. Without settings the operator's list, default and keys apply.
  */
-import type { Project, ProjectSetting } from '@medplum/fhirtypes';
+import type { Project } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { ModelCatalog, ModelRegistry, ProjectModelChoice } from '../llm/model-registry.ts';
+import { projectSettingText } from '../project-settings.ts';
 
 /** Names of the Project.setting and Project.secret entries fhirgate reads. */
 export const PROJECT_SETTING = { models: 'AI_MODELS', defaultModel: 'AI_MODEL', apiKey: 'AI_API_KEY' } as const;
@@ -32,8 +33,8 @@ export function modelCatalogFor(registry: ModelRegistry, project: Project): Mode
 }
 
 function readProjectModelChoice(registry: ModelRegistry, project: Project): ProjectModelChoice | undefined {
-  const modelsSetting = stringValue(project.setting, PROJECT_SETTING.models);
-  const defaultSetting = stringValue(project.setting, PROJECT_SETTING.defaultModel);
+  const modelsSetting = projectSettingText(project.setting, PROJECT_SETTING.models);
+  const defaultSetting = projectSettingText(project.setting, PROJECT_SETTING.defaultModel);
   const secrets = project.secret?.filter((secret) => secret.name.startsWith(PROJECT_SETTING.apiKey)) ?? [];
   if (modelsSetting === undefined && defaultSetting === undefined && secrets.length === 0) {
     return undefined;
@@ -48,12 +49,12 @@ function readProjectModelChoice(registry: ModelRegistry, project: Project): Proj
 
   const apiKeys: Record<string, string> = {};
   const defaultProvider = (defaultModel ?? models?.[0] ?? registry.defaultModelId).split('/')[0];
-  const sharedKey = stringValue(secrets, PROJECT_SETTING.apiKey);
+  const sharedKey = projectSettingText(secrets, PROJECT_SETTING.apiKey);
   if (sharedKey !== undefined) {
     apiKeys[defaultProvider] = sharedKey;
   }
   for (const provider of registry.providers) {
-    const key = stringValue(secrets, apiKeySecretName(provider));
+    const key = projectSettingText(secrets, apiKeySecretName(provider));
     if (key !== undefined) {
       apiKeys[provider] = key;
     }
@@ -71,9 +72,4 @@ function checkModelId(registry: ModelRegistry, setting: string, id: string): str
     );
   }
   return id;
-}
-
-function stringValue(entries: readonly ProjectSetting[] | undefined, name: string): string | undefined {
-  const value = entries?.find((entry) => entry.name === name)?.valueString?.trim();
-  return value === undefined || value === '' ? undefined : value;
 }

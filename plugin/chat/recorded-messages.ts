@@ -8,9 +8,19 @@ import type { ChatFinishReason, ChatMessage, ChatToolCall, ChatUsage } from '../
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 import { payloadText } from './fhir-text.ts';
 
+/** The category code of a stored Communication: `ai-conversation`, `ai-prompt` or `ai-response` for fhirgate's. */
+export function categoryOf(communication: Communication): string | undefined {
+  return communication.category?.[0]?.coding?.[0]?.code;
+}
+
+/** The id a `Communication/<id>` reference names (a root, a prompt); undefined for anything else. */
+export function communicationIdOf(reference: string | undefined): string | undefined {
+  return reference?.startsWith('Communication/') ? reference.slice('Communication/'.length) : undefined;
+}
+
 /** The messages a stored prompt or reply stands for, in order; none for a failed reply or another record. */
 export function messagesOf(communication: Communication): ChatMessage[] {
-  const code = communication.category?.[0]?.coding?.[0]?.code;
+  const code = categoryOf(communication);
   if (code === CATEGORY.prompt.code) {
     // Consecutive items of the same message (a long text is several pieces) make one message.
     const groups: { answers: string | undefined; items: CommunicationPayload[] }[] = [];

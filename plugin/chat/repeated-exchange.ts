@@ -8,6 +8,7 @@ import { AppError } from '../errors.ts';
 import { agentAuthored } from './agent-device.ts';
 import { readConversationRoot, type ConversationHistory, type ConversationReader } from './conversation.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
+import { categoryOf, communicationIdOf } from './recorded-messages.ts';
 import { THREAD_DIGEST_SYSTEM, type RepeatedExchange } from './thread-digest.ts';
 
 /** Replies read for one digest: the same exchange can end more than one conversation (a question asked twice). */
@@ -27,10 +28,10 @@ export async function findRepeatedConversation(reader: ConversationReader, excha
       sortRules: [{ code: 'sent', descending: true }],
       count: CANDIDATES,
     })
-  ).filter((reply) => reply.category?.[0]?.coding?.[0]?.code === CATEGORY.response.code && reply.status === 'completed');
+  ).filter((reply) => categoryOf(reply) === CATEGORY.response.code && reply.status === 'completed');
   const genuine = await agentAuthored(replies, reader.agent, reader.systemRepo, reader.authors);
   for (const reply of replies) {
-    const rootId = reply.partOf?.[0]?.reference?.split('/')[1];
+    const rootId = communicationIdOf(reply.partOf?.[0]?.reference);
     if (!genuine.has(reply.id) || !rootId) {
       continue;
     }

@@ -9,14 +9,14 @@ import type { Response } from 'express';
 import type { ChatRequest } from './chat-request.ts';
 import { sendEnd } from './deliver-stream.ts';
 import { SseWriter } from './sse-writer.ts';
-import { replyFacts, replyText, toolCallsOf } from './recorded-messages.ts';
+import { communicationIdOf, replyFacts, replyText, toolCallsOf } from './recorded-messages.ts';
 import { completionBody, completionChunk, toolCallDelta, type AnswerFields } from './wire-format.ts';
 
 const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
 
 /** Answers `chat` with the recorded turn. */
 export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {
-  const conversationId = prompt.partOf?.[0]?.reference?.split('/')[1] ?? '';
+  const conversationId = communicationIdOf(prompt.partOf?.[0]?.reference) ?? '';
   const { modelId, finishReason = 'stop', usage } = replyFacts(reply);
   const fields: AnswerFields = { completionId: `chatcmpl-${reply.id}`, created: createdOf(prompt), modelId, conversationId, replyId: reply.id };
   const text = replyText(reply);

@@ -16,6 +16,7 @@
 import type { Project } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { ProviderConfig } from '../llm/provider-config.ts';
+import { misconfiguredSetting, projectSettingText } from '../project-settings.ts';
 
 /** The Project.setting names read here. */
 export const PATIENT_DATA_SETTING = { models: 'AI_PATIENT_DATA_MODELS', policy: 'AI_PATIENT_DATA_POLICY' } as const;
@@ -69,10 +70,10 @@ export function unclearedModels(config: Pick<ProviderConfig, 'providers' | 'pati
 
 /** The project's settings; a malformed one is a 503 naming it (the administrator's to fix), never a silent default. */
 export function readProjectPatientData(project: Project): ProjectPatientData {
-  const modelsSetting = settingOf(project, PATIENT_DATA_SETTING.models);
-  const policySetting = settingOf(project, PATIENT_DATA_SETTING.policy);
+  const modelsSetting = projectSettingText(project.setting, PATIENT_DATA_SETTING.models);
+  const policySetting = projectSettingText(project.setting, PATIENT_DATA_SETTING.policy);
   if (policySetting !== undefined && !(PATIENT_DATA_POLICIES as readonly string[]).includes(policySetting)) {
-    throw misconfigured(PATIENT_DATA_SETTING.policy, `must be one of ${PATIENT_DATA_POLICIES.join(', ')}`);
+    throw misconfiguredSetting(PATIENT_DATA_SETTING.policy, `must be one of ${PATIENT_DATA_POLICIES.join(', ')}`);
   }
   const policy = (policySetting ?? 'refuse') as PatientDataPolicy;
   if (modelsSetting === undefined) {
@@ -87,7 +88,7 @@ export function readProjectPatientData(project: Project): ProjectPatientData {
     .filter((model) => model !== '');
   const malformed = models.find((model) => !PATTERN.test(model));
   if (malformed !== undefined) {
-    throw misconfigured(PATIENT_DATA_SETTING.models, `names '${malformed.slice(0, 100)}'; each entry must be provider/model or provider/*, or the whole setting none`);
+    throw misconfiguredSetting(PATIENT_DATA_SETTING.models, `names '${malformed.slice(0, 100)}'; each entry must be provider/model or provider/*, or the whole setting none`);
   }
   return { models, policy };
 }
@@ -130,11 +131,3 @@ function notClearedBecause(operatorModels: readonly string[], project: ProjectPa
   return `it is called with the server's own account, which the server's operator has not cleared for it (llm.patientDataModels); a project clears only providers it calls with its own key.`;
 }
 
-function settingOf(project: Project, name: string): string | undefined {
-  const value = project.setting?.find((entry) => entry.name === name)?.valueString?.trim();
-  return value === undefined || value === '' ? undefined : value;
-}
-
-function misconfigured(setting: string, problem: string): AppError {
-  return new AppError('not_configured', `The project setting ${setting} ${problem}.`, { details: { setting } });
-}

@@ -15,6 +15,7 @@
 import type { Project, ProjectSetting } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import { modelPricesOf, NANO_PER_DOLLAR, parsePriceList, type ModelPrices } from './model-prices.ts';
+import { misconfiguredSetting, projectSettingText } from '../project-settings.ts';
 
 /** Names of the Project.setting entries governance reads. */
 export const GOVERNANCE_SETTING = { modelAccess: 'AI_MODEL_ACCESS', prices: 'AI_MODEL_PRICES', budgetPrefix: 'AI_BUDGET_' } as const;
@@ -108,9 +109,9 @@ export function parseProjectGovernance(settings: readonly ProjectSetting[], oper
   }
   const unknown = settings.find((entry) => entry.name.startsWith(GOVERNANCE_SETTING.budgetPrefix) && !budgets.some((budget) => budget.setting === entry.name));
   if (unknown) {
-    throw notConfigured(unknown.name, `is not a budget fhirgate knows (AI_BUDGET_<PROJECT|USER>_<DAY|MONTH>_<TOKENS|COST>)`);
+    throw misconfiguredSetting(unknown.name, `is not a budget fhirgate knows (AI_BUDGET_<PROJECT|USER>_<DAY|MONTH>_<TOKENS|COST>)`);
   }
-  const projectPrices = readString(settings, GOVERNANCE_SETTING.prices);
+  const projectPrices = projectSettingText(settings, GOVERNANCE_SETTING.prices);
   const prices: ModelPrices =
     projectPrices === undefined
       ? operatorPrices
@@ -119,19 +120,14 @@ export function parseProjectGovernance(settings: readonly ProjectSetting[], oper
 }
 
 function readModelAccess(settings: readonly ProjectSetting[]): ModelAccessMode {
-  const value = readString(settings, GOVERNANCE_SETTING.modelAccess)?.toLowerCase();
+  const value = projectSettingText(settings, GOVERNANCE_SETTING.modelAccess)?.toLowerCase();
   if (value === undefined || value === 'all') {
     return 'all';
   }
   if (value === 'access-policy') {
     return 'access-policy';
   }
-  throw notConfigured(GOVERNANCE_SETTING.modelAccess, `is '${value.slice(0, 60)}'; it must be 'all' or 'access-policy'`);
-}
-
-function readString(settings: readonly ProjectSetting[], name: string): string | undefined {
-  const value = settings.find((entry) => entry.name === name)?.valueString?.trim();
-  return value === undefined || value === '' ? undefined : value;
+  throw misconfiguredSetting(GOVERNANCE_SETTING.modelAccess, `is '${value.slice(0, 60)}'; it must be 'all' or 'access-policy'`);
 }
 
 /** A setting's number: `valueInteger`, `valueDecimal` or a `valueString` holding one; at least 0. */
@@ -142,11 +138,7 @@ function readNumber(settings: readonly ProjectSetting[], name: string): number |
   }
   const raw = entry.valueInteger ?? entry.valueDecimal ?? (entry.valueString?.trim() ? Number(entry.valueString.trim().replaceAll('_', '')) : undefined);
   if (raw === undefined || !Number.isFinite(raw) || raw < 0) {
-    throw notConfigured(name, 'must be a number of at least 0 (tokens, or US dollars for a cost budget)');
+    throw misconfiguredSetting(name, 'must be a number of at least 0 (tokens, or US dollars for a cost budget)');
   }
   return raw;
-}
-
-function notConfigured(setting: string, problem: string): AppError {
-  return new AppError('not_configured', `The project setting ${setting} ${problem}.`, { details: { setting } });
 }

@@ -18,6 +18,7 @@ import { deliverResponse, streamRecordedResponse } from './deliver-response.ts';
 import { toInputMessages } from './response-input.ts';
 import { responseObject } from './response-object.ts';
 import { parseResponsesDraft } from './responses-request.ts';
+import { communicationIdOf } from '../chat/recorded-messages.ts';
 import { recordedResponse, requireLatestReply, requireReply, resolveReferences } from './stored-responses.ts';
 
 /** A Responses request, read into the chat pipeline's request. */
@@ -91,7 +92,7 @@ async function readResponsesRequest(body: unknown, services: ChatServices, calle
 
 /** The recorded turn, answered again (`Idempotent-Replayed: true`), JSON or streamed as this request asks. */
 async function replayResponse(request: ResponsesRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {
-  const rootId = prompt.partOf?.[0]?.reference?.split('/')[1] ?? '';
+  const rootId = communicationIdOf(prompt.partOf?.[0]?.reference) ?? '';
   const recorded = recordedResponse(prompt, { reply, rootId, promptId: prompt.id });
   const headers = { 'X-Conversation-ID': rootId, 'Idempotent-Replayed': 'true' };
   if (!request.stream) {

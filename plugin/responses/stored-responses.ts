@@ -13,7 +13,7 @@ import { AppError } from '../errors.ts';
 import { agentAuthored } from '../chat/agent-device.ts';
 import { findCommunication, type ConversationReader, type ConversationState } from '../chat/conversation.ts';
 import { CATEGORY } from '../chat/fhir-vocabulary.ts';
-import { recordedRequest, replyFacts, replyText, toolCallsOf } from '../chat/recorded-messages.ts';
+import { categoryOf, communicationIdOf, recordedRequest, replyFacts, replyText, toolCallsOf } from '../chat/recorded-messages.ts';
 import type { ReplyStatus } from '../chat/communication-builders.ts';
 import type { ChatToolCall } from '../llm/chat-model.ts';
 import { outputItems, parseOutputItemId, responseEndOf, responseIdOf, type ResponseFields } from './response-object.ts';
@@ -29,8 +29,8 @@ export interface StoredReply {
 /** The reply `replyId` as the caller may read it, if it is one fhirgate wrote; undefined otherwise. */
 export async function findReply(reader: ConversationReader, replyId: string): Promise<StoredReply | undefined> {
   const reply = await findCommunication(reader.repo, replyId);
-  const rootId = idOf(reply?.partOf?.[0]?.reference);
-  const promptId = idOf(reply?.inResponseTo?.[0]?.reference);
+  const rootId = communicationIdOf(reply?.partOf?.[0]?.reference);
+  const promptId = communicationIdOf(reply?.inResponseTo?.[0]?.reference);
   if (!reply || categoryOf(reply) !== CATEGORY.response.code || !rootId || !promptId || !(await agentAuthored([reply], reader.agent, reader.systemRepo, reader.authors)).has(reply.id)) {
     return undefined;
   }
@@ -129,14 +129,6 @@ function parseBody(json: string | undefined): Record<string, unknown> {
 function secondsOf(instant: string | undefined): number {
   const time = Date.parse(instant ?? '');
   return Number.isNaN(time) ? 0 : Math.floor(time / 1000);
-}
-
-function categoryOf(communication: Communication): string | undefined {
-  return communication.category?.[0]?.coding?.[0]?.code;
-}
-
-function idOf(reference: string | undefined): string | undefined {
-  return reference?.startsWith('Communication/') ? reference.slice('Communication/'.length) : undefined;
 }
 
 async function getOrRead<K, V>(cache: Map<K, Promise<V>>, key: K, read: () => Promise<V>): Promise<V> {
