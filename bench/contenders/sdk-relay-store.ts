@@ -2,7 +2,7 @@
  * The floor of a gateway that keeps fhirgate's audit trail: the SDK relay (sdk-relay.ts) plus the two records every
  * turn must store, written exactly as the standalone host stores them, and nothing else. The prompt's
  * Communication is written (Medplum's validation, the search index, a durable commit: SQLite WAL,
- * `synchronous=FULL`, group commit) before the upstream is called, and the reply's after the reply, before the
+ * group commit, the log synced before the write is acknowledged) before the upstream is called, and the reply's after the reply, before the
  * client gets its end (the JSON body, or a stream's last chunk and `[DONE]`), as fhirgate does. No authentication,
  * AccessPolicy, history, journal or telemetry: what it costs above the SDK relay is the least that storing both
  * records durably costs on this machine, so a goal this contender misses is out of reach for fhirgate too.

@@ -56,7 +56,7 @@ export async function measureAddedLatency(context: BenchContext): Promise<Scenar
       `One client, one request at a time over a kept-alive connection, ${warmupRequests} warm-up requests then ${requests} measured, ` +
       `${context.repetitions} repetition(s) interleaved across contenders. Upstream: ${UPSTREAM.latencyMs} ms latency, ${UPSTREAM.replyTokens}-token fixed reply. ` +
       'Latency is to the end of the response body. Added = contender − direct in the same repetition; the table shows medians over repetitions. ' +
-      'fhirgate stores the prompt and the reply (two Communications, SQLite synchronous=FULL) and loads the conversation history on every request ' +
+      'fhirgate stores the prompt and the reply (two Communications, SQLite, durable before acknowledged) and loads the conversation history on every request ' +
       '(it continues one of the prepared conversations, 3 earlier turns at the start, one more turn per request). ' +
       'SDK relay + store: the SDK relay that also stores the same two Communications as the standalone host does, the prompt before the call and the reply before the answer (the floor).',
     table: {

@@ -6,6 +6,7 @@ import { AsyncMutex } from './async-mutex.ts';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 import { ResourceStore } from './resource-store.ts';
 import { openStoreDatabase } from './schema.ts';
+import { ControlledSync } from '../../../../test/support/controlled-sync.ts';
 
 let directory: string;
 let path: string;
@@ -162,5 +163,100 @@ describe('GroupCommit', () => {
     group.flushNow();
     expect(store.commitCount).toBe(1);
     expect(await queued).toBe('a');
+  });
+});
+
+describe('GroupCommit with the sync off the event loop', () => {
+  test('a write resolves only once the sync after its COMMIT returned', async () => {
+    const sync = new ControlledSync();
+    const group = groupCommit({ sync });
+    let resolved = false;
+    const write = group.write(insert('a')).then((id) => {
+      resolved = true;
+      return id;
+    });
+    await nextTurn();
+    // Committed (another connection sees it), not yet acknowledged: it is not known to be on disk.
+    expect(committedIds(openReader())).toEqual(['a']);
+    expect(sync.pending).toHaveLength(1);
+    expect(group.readable).toBe(false);
+    await nextTurn();
+    expect(resolved).toBe(false);
+    sync.finish();
+    expect(await write).toBe('a');
+    expect(group.readable).toBe(true);
+  });
+
+  test('writes that arrive while a sync runs wait, then share one COMMIT and one sync', async () => {
+    const sync = new ControlledSync();
+    const group = groupCommit({ sync });
+    const first = group.write(insert('a'));
+    await nextTurn();
+    const later = ['b', 'c', 'd'].map((id) => group.write(insert(id)));
+    await nextTurn();
+    await nextTurn();
+    expect(store.commitCount).toBe(1);
+    expect(group.pendingWrites).toBe(3);
+    sync.finish();
+    await first;
+    await nextTurn();
+    expect(store.commitCount).toBe(2);
+    expect(sync.pending).toHaveLength(1);
+    sync.finish();
+    expect(await Promise.all(later)).toEqual(['b', 'c', 'd']);
+  });
+
+  test('a read waiting in whenSynced runs before the next group commits: it sees only synced rows', async () => {
+    const sync = new ControlledSync();
+    const group = groupCommit({ sync });
+    const first = group.write(insert('a'));
+    await nextTurn();
+    const seen: string[][] = [];
+    const read = (async () => {
+      while (!group.readable) {
+        await group.whenSynced();
+      }
+      seen.push(database.prepare('SELECT id FROM resources ORDER BY id').all().map((row) => String(row.id)));
+    })();
+    const second = group.write(insert('b'));
+    await nextTurn();
+    expect(seen).toEqual([]);
+    sync.finish();
+    await read;
+    await first;
+    expect(seen).toEqual([['a']]);
+    await nextTurn();
+    sync.finish();
+    expect(await second).toBe('b');
+  });
+
+  test('a failed sync fails its writes, the writes waiting behind it and every later one; reads are refused', async () => {
+    const sync = new ControlledSync();
+    const group = groupCommit({ sync });
+    const first = group.write(insert('a'));
+    await nextTurn();
+    const waiting = group.write(insert('b'));
+    sync.finish(new Error('EIO: i/o error, fdatasync'));
+    await expect(first).rejects.toThrow('fdatasync');
+    await expect(waiting).rejects.toThrow('fdatasync');
+    await expect(group.write(insert('c'))).rejects.toThrow('fdatasync');
+    expect(group.readable).toBe(false);
+    await expect(group.whenSynced()).rejects.toThrow('fdatasync');
+    // Nothing after the failure reached the database.
+    expect(committedIds(openReader())).toEqual(['a']);
+  });
+
+  test('flushNow (closing) commits and syncs before it returns, even while a sync runs', async () => {
+    const sync = new ControlledSync();
+    const group = groupCommit({ sync });
+    const first = group.write(insert('a'));
+    await nextTurn();
+    const queued = group.write(insert('b'));
+    group.flushNow();
+    expect(sync.blockingSyncs).toBe(1);
+    expect(await queued).toBe('b');
+    sync.finish();
+    expect(await first).toBe('a');
+    expect(committedIds(openReader())).toEqual(['a', 'b']);
   });
 });

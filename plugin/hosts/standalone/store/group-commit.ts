@@ -14,8 +14,16 @@
  * - a write's promise resolves only after the COMMIT that made it durable returned, so "resolved" still means
  *   "survives power loss" with `synchronous=FULL`. A write that throws is rolled back alone (its savepoint) and
  *   rejects; if BEGIN or COMMIT fails, every write of the group rejects and none of them is stored.
+ *
+ * With a {@link CommitSync} (wal-sync.ts: SQLite at `synchronous=NORMAL`, the log's fdatasync on the thread pool),
+ * the fsync leaves the event loop: after COMMIT the group's writes wait for the sync, and while it runs nothing
+ * else touches the database: the next group waits (and grows: the writes that arrive meanwhile share the next
+ * sync), and reads wait too (`whenSynced`), so no request is ever answered from a commit that is not yet on disk.
+ * A failed sync fails its writes and every later operation: what the disk holds is no longer known (the store must
+ * be reopened).
  */
 import type { AsyncMutex } from './async-mutex.ts';
+import type { CommitSync } from './wal-sync.ts';
 
 /** What a group commit needs from the store: transactions and savepoints on one connection. */
 export interface GroupTransactions {
@@ -35,6 +43,8 @@ export interface GroupTransactions {
 export interface GroupCommitOptions {
   /** A group is committed at once when it holds this many writes, bounding the write lock's window. */
   readonly maxWrites?: number;
+  /** Makes commits durable off the event loop; without it, each COMMIT is durable when it returns. */
+  readonly sync?: CommitSync;
 }
 
 interface QueuedWrite {
@@ -56,6 +66,11 @@ export class GroupCommit {
   #queue: QueuedWrite[] = [];
   #flushScheduled = false;
   #immediate: NodeJS.Immediate | undefined;
+  readonly #sync: CommitSync | undefined;
+  /** Resolves (never rejects) once the sync in flight returned; undefined when no commit waits for its sync. */
+  #syncing: Promise<void> | undefined;
+  /** Set for good by a failed sync. */
+  #failure: unknown;
 
   /**
    * `connection` is held by a `withTransaction` in progress: a group never commits inside another caller's open
@@ -65,6 +80,34 @@ export class GroupCommit {
     this.#transactions = transactions;
     this.#connection = connection;
     this.#maxWrites = Math.max(1, options.maxWrites ?? DEFAULT_MAX_WRITES);
+    this.#sync = options.sync;
+  }
+
+  /**
+   * True when what the database holds is durable and may be read: no commit waits for its sync, and no sync has
+   * failed. Otherwise wait for `whenSynced()` (and check again).
+   */
+  get readable(): boolean {
+    return this.#syncing === undefined && this.#failure === undefined;
+  }
+
+  /**
+   * Resolves once no commit waits for its sync (at once when none does); rejects once a sync has failed. Read
+   * only when `readable`, in the same synchronous step: then every row the read sees is durable.
+   */
+  whenSynced(): Promise<void> {
+    if (this.#failure !== undefined) {
+      return Promise.reject(this.#failure);
+    }
+    return this.#syncing ?? Promise.resolve();
+  }
+
+  /**
+   * For a COMMIT made outside the groups (a `withTransaction`): resolves once it is durable. Call it right after
+   * the COMMIT, while still holding the connection.
+   */
+  afterCommit(): Promise<void> {
+    return this.#sync ? this.#startSync() : Promise.resolve();
   }
 
   /** Writes queued and not yet committed. */
@@ -78,6 +121,9 @@ export class GroupCommit {
    * that the write lock is not held for it.
    */
   write<T>(work: () => T): Promise<T> {
+    if (this.#failure !== undefined) {
+      return Promise.reject(this.#failure);
+    }
     return new Promise<T>((resolve, reject) => {
       let result: T;
       this.#queue.push({
@@ -91,21 +137,29 @@ export class GroupCommit {
     });
   }
 
-  /** Commits the queued writes now, when no transaction holds the connection (before closing the database). */
+  /**
+   * Commits the queued writes now, when no transaction holds the connection, and makes them durable before it
+   * returns (before closing the database).
+   */
   flushNow(): void {
     if (!this.#connection.isLocked) {
-      this.#flush();
+      this.#flush(true);
     }
   }
 
   #schedule(): void {
-    if (this.#queue.length >= this.#maxWrites && !this.#connection.isLocked) {
+    if (this.#queue.length >= this.#maxWrites && !this.#connection.isLocked && !this.#syncing) {
       this.#flush();
       return;
     }
     if (this.#flushScheduled) {
       return;
     }
+    this.#flushLater();
+  }
+
+  /** Schedules the flush after the callbacks ready now, or after the transaction holding the connection. */
+  #flushLater(): void {
     this.#flushScheduled = true;
     if (this.#connection.isLocked) {
       // Queued now, behind the transaction in progress: reads that callers make after this write wait behind it
@@ -130,11 +184,18 @@ export class GroupCommit {
     void this.#connection.runExclusive(() => this.#flush());
   }
 
-  /** Runs and commits every queued write; settles each write's promise. Never throws. */
-  #flush(): void {
+  /**
+   * Runs and commits every queued write; settles each write's promise. Never throws. While a sync is in flight it
+   * only marks the flush as due (the sync's end schedules it), unless `now` (closing: synced before returning).
+   */
+  #flush(now = false): void {
     if (this.#immediate) {
       clearImmediate(this.#immediate);
       this.#immediate = undefined;
+    }
+    if (this.#syncing && !now) {
+      this.#flushScheduled = true;
+      return;
     }
     this.#flushScheduled = false;
     const group = this.#queue;
@@ -142,8 +203,12 @@ export class GroupCommit {
     if (group.length === 0) {
       return;
     }
+    if (this.#failure !== undefined) {
+      failAll(group, this.#failure);
+      return;
+    }
     if (group.length === 1) {
-      this.#commitAlone(group[0]);
+      this.#commitAlone(group[0], now);
       return;
     }
     try {
@@ -168,21 +233,21 @@ export class GroupCommit {
         }
       }
     }
-    this.#commit(stored);
+    this.#commit(stored, now);
   }
 
   /** A group of one needs no savepoint: its own transaction is rolled back if it fails. */
-  #commitAlone(write: QueuedWrite): void {
+  #commitAlone(write: QueuedWrite, now: boolean): void {
     try {
       this.#transactions.atomically(write.run);
     } catch (error) {
       write.fail(error);
       return;
     }
-    write.succeed();
+    this.#settleWhenDurable([write], now);
   }
 
-  #commit(stored: readonly QueuedWrite[]): void {
+  #commit(stored: readonly QueuedWrite[], now: boolean): void {
     try {
       if (stored.length === 0) {
         // Every write failed and was rolled back: nothing to make durable, no fsync.
@@ -199,9 +264,67 @@ export class GroupCommit {
       failAll(stored, error);
       return;
     }
-    for (const write of stored) {
-      write.succeed();
+    this.#settleWhenDurable(stored, now);
+  }
+
+  /** Resolves committed writes once they are durable: now without a sync; after it (or blocking, `now`) with one. */
+  #settleWhenDurable(writes: readonly QueuedWrite[], now: boolean): void {
+    if (!this.#sync) {
+      succeedAll(writes);
+      return;
     }
+    if (now) {
+      try {
+        this.#sync.syncNow();
+      } catch (error) {
+        this.#failure ??= error;
+        failAll(writes, error);
+        return;
+      }
+      succeedAll(writes);
+      return;
+    }
+    this.#startSync().then(
+      () => succeedAll(writes),
+      (error: unknown) => failAll(writes, error)
+    );
+  }
+
+  /**
+   * Syncs the commits made so far. Until it returns, `readable` is false; when it returns, the writes waiting for it
+   * and the reads waiting in `whenSynced` go on (promise jobs) before the next group is flushed (`setImmediate`).
+   */
+  #startSync(): Promise<void> {
+    const sync = this.#sync;
+    if (!sync) {
+      return Promise.resolve();
+    }
+    let finished!: () => void;
+    const syncing = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    this.#syncing = syncing;
+    const end = (): void => {
+      if (this.#syncing === syncing) {
+        this.#syncing = undefined;
+      }
+      finished();
+      if (this.#flushScheduled) {
+        // Never at once: the reads this sync held go first (promise jobs), then the next group (setImmediate).
+        this.#flushLater();
+      }
+    };
+    return sync.sync().then(end, (error: unknown) => {
+      this.#failure ??= error;
+      end();
+      throw error;
+    });
+  }
+}
+
+function succeedAll(writes: readonly QueuedWrite[]): void {
+  for (const write of writes) {
+    write.succeed();
   }
 }
 

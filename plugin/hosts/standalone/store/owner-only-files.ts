@@ -9,9 +9,14 @@ import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs';
 /** Mode of every file the store and the reply journal write: read and write for the owner only. */
 export const OWNER_ONLY_FILE_MODE = 0o600;
 
+/** True when `path` names a database file of its own (not ':memory:', a temporary database or a URI). */
+export function isDatabaseFilePath(path: string): boolean {
+  return path !== '' && path !== ':memory:' && !path.startsWith('file:');
+}
+
 /** Creates `path` owner-only if it is missing, and narrows it and its WAL files to owner-only if they are not. */
 export function prepareOwnerOnlyDatabaseFile(path: string): void {
-  if (path === '' || path === ':memory:' || path.startsWith('file:')) {
+  if (!isDatabaseFilePath(path)) {
     return;
   }
   closeSync(openSync(path, 'a', OWNER_ONLY_FILE_MODE));

@@ -135,7 +135,7 @@ export class ResourceStore {
     this.#commits++;
   }
 
-  /** COMMITs that returned since the store was opened: with `synchronous=FULL`, one WAL fsync each. */
+  /** COMMITs that returned since the store was opened; in a durable store each is followed by one sync of the log. */
   get commitCount(): number {
     return this.#commits;
   }

@@ -10,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { TransactionOptions } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
+import { ControlledSync } from '../../../../test/support/controlled-sync.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
 
 let directory: string;
@@ -165,5 +166,84 @@ describe('SqliteRepository group commit', () => {
     repository.close();
     expect((await pending).id).toBe('a');
     expect(committedIds()).toEqual(['a']);
+  });
+});
+
+describe('SqliteRepository with the log synced off the event loop', () => {
+  function openWith(sync: ControlledSync): SqliteRepository {
+    const repository = SqliteRepository.open(path, { groupCommit: { sync } });
+    opened.push(repository);
+    return repository;
+  }
+
+  test('a read that starts while a commit waits for its sync answers only once the sync returned', async () => {
+    const sync = new ControlledSync();
+    const repository = openWith(sync);
+    const write = repository.createResource(turn('a'), { assignedId: true });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(committedIds()).toEqual(['a']);
+    let answered = false;
+    const read = repository.searchResources({ resourceType: 'Communication' }).then((found) => {
+      answered = true;
+      return found.map((resource) => resource.id);
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
+    sync.finish();
+    expect(await read).toEqual(['a']);
+    expect((await write).id).toBe('a');
+  });
+
+  test('a failed sync answers the write and every later read and write with a 500 that does not quote the disk', async () => {
+    const sync = new ControlledSync();
+    const repository = openWith(sync);
+    const write = repository.createResource(turn('a'), { assignedId: true });
+    await new Promise((resolve) => setImmediate(resolve));
+    sync.finish(new Error('EIO: i/o error, fdatasync'));
+    expect(await statusOf(write)).toBe(500);
+    expect(await statusOf(repository.readResource('Communication', 'a'))).toBe(500);
+    expect(await statusOf(repository.createResource(turn('b'), { assignedId: true }))).toBe(500);
+    await repository.readResource('Communication', 'a').catch((error: unknown) => {
+      expect(String(error)).not.toContain('fdatasync');
+    });
+  });
+
+  test('withTransaction resolves once its COMMIT is synced', async () => {
+    const sync = new ControlledSync();
+    const repository = openWith(sync);
+    let resolved = false;
+    const transaction = repository
+      .withTransaction(async (inside) => (await inside.createResource(turn('root'), { assignedId: true })).id)
+      .then((id) => {
+        resolved = true;
+        return id;
+      });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(committedIds()).toEqual(['root']);
+    expect(resolved).toBe(false);
+    sync.finish();
+    expect(await transaction).toBe('root');
+  });
+});
+
+describe('SqliteRepository reads behind a transaction', () => {
+  test('several reads waiting behind a transaction all answer once it ends', async () => {
+    const repository = open();
+    await repository.createResource(turn('before'), { assignedId: true });
+    let mayCommit!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      mayCommit = resolve;
+    });
+    const transaction = repository.withTransaction(async (inside) => {
+      await inside.createResource(turn('inside'), { assignedId: true });
+      await gate;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    const reads = Array.from({ length: 5 }, () => repository.searchResources({ resourceType: 'Communication' }));
+    mayCommit();
+    await transaction;
+    for (const found of await Promise.all(reads)) {
+      expect(found.map((resource) => resource.id).sort()).toEqual(['before', 'inside']);
+    }
   });
 });

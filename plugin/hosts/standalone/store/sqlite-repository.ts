@@ -45,11 +45,13 @@ import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { applyResourcePatch, type PatchOperations } from './apply-patch.ts';
 import { AsyncMutex } from './async-mutex.ts';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
+import { isDatabaseFilePath } from './owner-only-files.ts';
 import { ResourceStore, type CurrentRow, type VersionRow, type VersionWrite } from './resource-store.ts';
 import { openStoreDatabase, type StoreDatabaseOptions } from './schema.ts';
 import { executeSearch } from './search-executor.ts';
 import { SearchIndexSpec, type IndexedParameter } from './search-index.ts';
 import type { PolicyAlternative } from './search-plan.ts';
+import { WalSync } from './wal-sync.ts';
 
 /** How to open a {@link SqliteRepository}. */
 export interface SqliteRepositoryOptions extends StoreDatabaseOptions {
@@ -77,38 +79,54 @@ export class SqliteRepository extends FhirRepository {
   readonly #mutex = new AsyncMutex();
   readonly #transaction = new AsyncLocalStorage<TransactionScope>();
   readonly #groupCommit: GroupCommit;
+  readonly #walSync: WalSync | undefined;
 
-  private constructor(database: DatabaseSync, options: SqliteRepositoryOptions) {
+  private constructor(database: DatabaseSync, options: SqliteRepositoryOptions, walSync: WalSync | undefined) {
     super();
     this.#database = database;
     this.#store = new ResourceStore(database);
-    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, options.groupCommit);
+    this.#walSync = walSync;
+    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, { sync: walSync, ...options.groupCommit });
     this.#index = new SearchIndexSpec();
     this.#fullUrl = options.fullUrl;
     this.#store.ensureIndex(this.#index.fingerprint, (content) => this.#index.rowsFor(JSON.parse(content) as Resource));
+    // The schema's migration and the index are on disk before the first request.
+    walSync?.syncNow();
   }
 
-  /** Opens the store at `path` (created with its schema if missing), or ':memory:' for a private in-memory one. */
+  /**
+   * Opens the store at `path` (created with its schema if missing), or ':memory:' for a private in-memory one.
+   * `synchronous=FULL` (the default) is kept by the store itself: SQLite commits at NORMAL, and the log is synced on
+   * the thread pool before a write is acknowledged or any request reads what it wrote (wal-sync.ts, group-commit.ts).
+   */
   static open(path: string, options: SqliteRepositoryOptions = {}): SqliteRepository {
     loadFhirDefinitions();
-    const database = openStoreDatabase(path, options);
+    const syncsItself = isDatabaseFilePath(path) && (options.synchronous ?? 'FULL') === 'FULL';
+    const database = openStoreDatabase(path, syncsItself ? { ...options, synchronous: 'NORMAL' } : options);
+    let walSync: WalSync | undefined;
     try {
-      return new SqliteRepository(database, options);
+      walSync = syncsItself ? WalSync.open(path) : undefined;
+      return new SqliteRepository(database, options, walSync);
     } catch (error) {
+      walSync?.close();
       database.close();
       throw error;
     }
   }
 
-  /** Commits the writes waiting for their group, then closes the database; a transaction still open is rolled back. */
+  /**
+   * Commits the writes waiting for their group and makes them durable, then closes the database; a transaction
+   * still open is rolled back.
+   */
   close(): void {
     if (this.#database.isOpen) {
       this.#groupCommit.flushNow();
       this.#database.close();
+      this.#walSync?.close();
     }
   }
 
-  /** COMMITs so far, each one fsync; a group of concurrent writes counts once. For tests and metrics. */
+  /** COMMITs so far, each one sync of the log in a durable store; a group of concurrent writes counts once. For tests and metrics. */
   get commitCount(): number {
     return this.#store.commitCount;
   }
@@ -309,10 +327,16 @@ export class SqliteRepository extends FhirRepository {
     const release = await this.#mutex.acquire();
     const scope: TransactionScope = { active: true };
     try {
+      // Holding the connection, no group commits: once the sync in flight returned, the transaction reads only durable rows.
+      await this.#synced();
       this.#guardStorage(() => this.#store.begin());
       try {
         const result = await this.#transaction.run(scope, () => callback(this));
         this.#guardStorage(() => this.#store.commit());
+        // Durable before it resolves, and before the connection is released to readers.
+        await this.#groupCommit.afterCommit().catch((error: unknown) => {
+          throw toStoreError(error);
+        });
         return result;
       } catch (error) {
         try {
@@ -414,12 +438,38 @@ export class SqliteRepository extends FhirRepository {
     return this.#transaction.getStore()?.active === true;
   }
 
-  /** Runs a read now, or after the transaction in progress when called from outside it. */
+  /**
+   * Runs a read now, or once the database holds only durable rows: after the transaction in progress when called
+   * from outside it, and after the sync of the last commit (group-commit.ts). The check and the read are one
+   * synchronous step, so nothing commits between them.
+   */
   async #read<T>(work: () => T): Promise<T> {
-    if (this.#inTransaction() || !this.#mutex.isLocked) {
+    if (this.#inTransaction()) {
       return this.#guardStorage(work);
     }
-    return this.#mutex.runExclusive(() => this.#guardStorage(work));
+    while (!this.#mutex.isLocked) {
+      if (this.#groupCommit.readable) {
+        return this.#guardStorage(work);
+      }
+      await this.#synced();
+    }
+    // Behind the transaction in progress, holding the connection: no group commits meanwhile, so one sync is all
+    // there may be to wait for.
+    return this.#mutex.runExclusive(async () => {
+      while (!this.#groupCommit.readable) {
+        await this.#synced();
+      }
+      return this.#guardStorage(work);
+    });
+  }
+
+  /** Waits for the sync in flight, if any; a failed sync fails the caller as a storage failure. */
+  async #synced(): Promise<void> {
+    try {
+      await this.#groupCommit.whenSynced();
+    } catch (error) {
+      throw toStoreError(error);
+    }
   }
 
   /**
