@@ -10,11 +10,11 @@ import { startTestHost, type TestHost } from './support/test-host.ts';
 import { waitFor } from './support/wait-for.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { DEFAULT_CATEGORY_SYSTEM, EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
+import type { FhirgateCompletion } from './support/chat-clients.ts';
 
 const MODEL = 'openai/gpt-4o-mini';
 
 /** A completion with fhirgate's extra fields. */
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('chat gateway', () => {
   let emulator: LlmEmulator;

@@ -12,6 +12,7 @@ import { startTestHost, type TestHost } from './support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { ProviderConfigInput } from '../plugin/llm/provider-config.ts';
+import type { FhirgateCompletion } from './support/chat-clients.ts';
 
 const AZURE_API_VERSION = '2024-10-21';
 const AZURE_DEPLOYMENT = 'gpt-4o-prod';
@@ -101,7 +102,6 @@ const MAX_TOKENS = 256;
 const TEMPERATURE = 0.3;
 
 /** A completion with fhirgate's extra fields. */
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 /** A streamed chunk with fhirgate's extra fields. */
 type FhirgateChunk = OpenAI.ChatCompletionChunk & { conversation_id?: string; communication_id?: string };
 

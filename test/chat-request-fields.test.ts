@@ -10,8 +10,7 @@ import { createStructuredReplyText, startLlmEmulator, type LlmEmulator } from '.
 import { startTestHost, type TestHost } from './support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+import type { FhirgateCompletion } from './support/chat-clients.ts';
 
 const PROVIDERS = ['openai/gpt-4o-mini', 'anthropic/claude-haiku-4-5', 'ollama/llama3.2'] as const;
 const SCHEMA = {

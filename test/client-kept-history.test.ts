@@ -9,12 +9,11 @@ import type { MedplumClient } from '@medplum/core';
 import type { Communication, ProjectMembership } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { projectAdministrator } from './support/project-administrator.ts';
 
 type Message = OpenAI.ChatCompletionMessageParam;
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('a history the client keeps', () => {
   let chatHost: ChatHost;

@@ -11,11 +11,9 @@ import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import type { LlmEmulator } from './emulator/index.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL, OTHER_PROVIDERS, startChatHost, type ChatHost } from './support/chat-host.ts';
 import type { TestHost } from './support/test-host.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 const WEATHER: OpenAI.ChatCompletionTool = {
   type: 'function',

@@ -18,6 +18,7 @@ import { CALLER_IDENTIFIER_SYSTEM } from '../plugin/chat/caller-reference.ts';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { packFhirgate, runNpm } from './support/packed-package.ts';
+import type { FhirgateCompletion } from './support/chat-clients.ts';
 
 const run = promisify(execFile);
 const DEVICE_KEY = 'a-device-key-of-the-compatibility-test';
@@ -36,7 +37,6 @@ interface RecordedSpan {
   readonly parentSpanId?: string;
   readonly scope: string;
 }
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 const MODEL = 'emulator/echo';
 
 /** The spec's error body of a response. */

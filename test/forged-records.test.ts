@@ -9,10 +9,8 @@ import { MedplumClient } from '@medplum/core';
 import type { ClientApplication, Communication, ProjectMembership } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('records only fhirgate writes', () => {
   let chatHost: ChatHost;

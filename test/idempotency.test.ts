@@ -7,9 +7,8 @@ import type { MedplumClient } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
 import type { LlmEmulator } from './emulator/index.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('Idempotency-Key', () => {
   let chatHost: ChatHost;

@@ -9,11 +9,9 @@ import OpenAI from 'openai';
 import type { FhirRepository } from '@medplum/fhir-router';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { seedChart, type SeededChart } from './support/seeded-chart.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('patient context', () => {
   let chatHost: ChatHost;

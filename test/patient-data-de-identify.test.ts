@@ -12,8 +12,8 @@ import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import { payloadText } from '../plugin/chat/fhir-text.ts';
 import { CLEARED_MODEL, identifyingIn, MARIA, metricValue, OTHER_MODEL, patientDataProject, startTwoModelHost, type PatientDataProject, type TwoModelHost } from './support/two-model-host.ts';
+import type { FhirgateCompletion } from './support/chat-clients.ts';
 
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 type FhirgateChunk = OpenAI.ChatCompletionChunk & { conversation_id?: string; communication_id?: string };
 
 /** A question that names the patient and every contact detail she has on record. */

@@ -8,8 +8,7 @@
 import type { AuditEvent } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { CLEARED_MODEL, metricValue, OTHER_MODEL, patientDataProject, startTwoModelHost, type PatientDataProject, type TwoModelHost } from './support/two-model-host.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+import type { FhirgateCompletion } from './support/chat-clients.ts';
 
 describe('patient data egress: refusals', () => {
   let models: TwoModelHost;

@@ -10,11 +10,9 @@ import type { AuditEvent, Communication, Observation } from '@medplum/fhirtypes'
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL, OTHER_PROVIDERS, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { seedChart, type SeededChart } from './support/seeded-chart.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 /** A user message that makes the emulated model search the patient's heart rates, then read the condition, then answer. */
 function askWithLookups(chart: SeededChart): string {

@@ -11,9 +11,7 @@ import OpenAI, { APIError } from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
-import { chatClients } from './support/chat-clients.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 
 describe('provider failures that may pass', () => {
   let emulator: LlmEmulator;

@@ -11,10 +11,8 @@ import type { Communication } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { REPOSITORY_OPERATIONS_HEADER } from '../plugin/telemetry/repository-operations.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 interface Operations {
   readonly reads: number;

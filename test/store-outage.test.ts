@@ -9,12 +9,10 @@ import type { Communication, Resource } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
 import type { LlmEmulator } from './emulator/index.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
-import { chatClients } from './support/chat-clients.ts';
+import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
 import { waitFor } from './support/wait-for.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 const isReply = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.inResponseTo?.length;
 const isPrompt = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.partOf?.length && !resource.inResponseTo?.length;

@@ -5,9 +5,9 @@
  */
 import OpenAI from 'openai';
 import { ASK_WEATHER, BAD_TOKEN, CHAT_MODEL, CONTINUED, STREAMED, UNRELATED, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, WEATHER_TOOL, weatherIn } from './client-matrix.ts';
+import type { FhirgateCompletion } from '../support/chat-clients.ts';
 
 /** fhirgate's fields on a chat completion, beside OpenAI's. */
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
 
 describe('client matrix: the openai SDK', () => {
   const matrix = useClientMatrix();

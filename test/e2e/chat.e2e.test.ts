@@ -10,8 +10,7 @@ import { payloadText } from '../../plugin/chat/fhir-text.ts';
 import { EXTENSION } from '../../plugin/chat/fhir-vocabulary.ts';
 import { createE2eFixture, type E2eFixture } from './e2e-fixture.ts';
 import { connectE2eTarget, reportsRepositoryOperations, type E2eTarget } from './e2e-target.ts';
-
-type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+import type { FhirgateCompletion } from '../support/chat-clients.ts';
 
 const CATEGORY = 'urn:fhirgate:communication-category';
 

@@ -8,6 +8,9 @@ import OpenAI from 'openai';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import type { TestHost } from './test-host.ts';
 
+/** A chat completion as fhirgate answers it: the OpenAI shape plus the conversation and the reply's record. */
+export type FhirgateCompletion = OpenAI.ChatCompletion & { conversation_id: string; communication_id: string };
+
 export interface ChatClients {
   readonly project: SeededProject;
   readonly openai: OpenAI;

@@ -107,7 +107,7 @@ export class GroupCommit {
    * the COMMIT, while still holding the connection.
    */
   afterCommit(): Promise<void> {
-    return this.#sync ? this.#startSync() : Promise.resolve();
+    return this.#startSync();
   }
 
   /** Writes queued and not yet committed. */
