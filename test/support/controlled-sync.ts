@@ -1,4 +1,5 @@
 import type { CommitSync } from '../../plugin/hosts/standalone/store/wal-sync.ts';
+import type { Checkpointer } from '../../plugin/hosts/standalone/store/wal-checkpointer.ts';
 
 /** A sync that returns when the test says: what the log's fdatasync on the thread pool looks like to the group. */
 export class ControlledSync implements CommitSync {
@@ -19,5 +20,32 @@ export class ControlledSync implements CommitSync {
     if (!next) throw new Error('no sync in flight');
     if (error) next.reject(error);
     else next.resolve();
+  }
+}
+
+/** A checkpointer that is due when the test says and finishes when the test says. */
+export class ControlledCheckpoint implements Checkpointer {
+  commits = 0;
+  isDue = false;
+  readonly running: (() => void)[] = [];
+
+  noteCommit(): void {
+    this.commits++;
+  }
+
+  due(): boolean {
+    return this.isDue && this.running.length === 0;
+  }
+
+  run(): Promise<void> {
+    this.isDue = false;
+    return new Promise((resolve) => this.running.push(resolve));
+  }
+
+  /** Ends the checkpoint in flight. */
+  finish(): void {
+    const next = this.running.shift();
+    if (!next) throw new Error('no checkpoint in flight');
+    next();
   }
 }

@@ -6,7 +6,7 @@ import { AsyncMutex } from './async-mutex.ts';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 import { ResourceStore } from './resource-store.ts';
 import { openStoreDatabase } from './schema.ts';
-import { ControlledSync } from '../../../../test/support/controlled-sync.ts';
+import { ControlledCheckpoint, ControlledSync } from '../../../../test/support/controlled-sync.ts';
 
 let directory: string;
 let path: string;
@@ -204,6 +204,53 @@ describe('GroupCommit with the sync off the event loop', () => {
     expect(sync.pending).toHaveLength(1);
     sync.finish();
     expect(await Promise.all(later)).toEqual(['b', 'c', 'd']);
+  });
+
+  test('a due checkpoint runs once a group is synced; the next group waits for it, reads do not', async () => {
+    const sync = new ControlledSync();
+    const checkpoint = new ControlledCheckpoint();
+    const group = groupCommit({ sync, checkpoint });
+    const first = group.write(insert('a'));
+    await nextTurn();
+    expect(checkpoint.commits).toBe(1);
+    checkpoint.isDue = true;
+    sync.finish();
+    expect(await first).toBe('a');
+    expect(checkpoint.running).toHaveLength(1);
+
+    const second = group.write(insert('b'));
+    await nextTurn();
+    await nextTurn();
+    expect(store.commitCount).toBe(1);
+    expect(group.pendingWrites).toBe(1);
+    // Reads go on while the checkpoint runs: it changes nothing they see.
+    expect(group.readable).toBe(true);
+
+    checkpoint.finish();
+    await nextTurn();
+    await nextTurn();
+    expect(store.commitCount).toBe(2);
+    expect(checkpoint.commits).toBe(2);
+    sync.finish();
+    expect(await second).toBe('b');
+  });
+
+  test('no checkpoint runs while it is not due, and none after a failed sync', async () => {
+    const sync = new ControlledSync();
+    const checkpoint = new ControlledCheckpoint();
+    const group = groupCommit({ sync, checkpoint });
+    const first = group.write(insert('a'));
+    await nextTurn();
+    sync.finish();
+    await first;
+    expect(checkpoint.running).toHaveLength(0);
+
+    const second = group.write(insert('b'));
+    await nextTurn();
+    checkpoint.isDue = true;
+    sync.finish(new Error('EIO'));
+    await expect(second).rejects.toThrow('EIO');
+    expect(checkpoint.running).toHaveLength(0);
   });
 
   test('a read waiting in whenSynced runs before the next group commits: it sees only synced rows', async () => {

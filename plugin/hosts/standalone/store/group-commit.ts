@@ -23,6 +23,7 @@
  * be reopened).
  */
 import type { AsyncMutex } from './async-mutex.ts';
+import type { Checkpointer } from './wal-checkpointer.ts';
 import type { CommitSync } from './wal-sync.ts';
 
 /** What a group commit needs from the store: transactions and savepoints on one connection. */
@@ -45,6 +46,12 @@ export interface GroupCommitOptions {
   readonly maxWrites?: number;
   /** Makes commits durable off the event loop; without it, each COMMIT is durable when it returns. */
   readonly sync?: CommitSync;
+  /**
+   * Checkpoints the log off the event loop (wal-checkpointer.ts): when one is due after a group is durable, it runs
+   * before the next group commits, so that it copies the whole log and the next write starts the log over. Reads
+   * do not wait for it.
+   */
+  readonly checkpoint?: Checkpointer;
 }
 
 interface QueuedWrite {
@@ -71,6 +78,9 @@ export class GroupCommit {
   #syncing: Promise<void> | undefined;
   /** Set for good by a failed sync. */
   #failure: unknown;
+  readonly #checkpoint: Checkpointer | undefined;
+  /** True while a checkpoint runs: groups wait (reads do not: a checkpoint changes nothing they see). */
+  #checkpointing = false;
 
   /**
    * `connection` is held by a `withTransaction` in progress: a group never commits inside another caller's open
@@ -81,6 +91,7 @@ export class GroupCommit {
     this.#connection = connection;
     this.#maxWrites = Math.max(1, options.maxWrites ?? DEFAULT_MAX_WRITES);
     this.#sync = options.sync;
+    this.#checkpoint = options.checkpoint;
   }
 
   /**
@@ -107,6 +118,8 @@ export class GroupCommit {
    * the COMMIT, while still holding the connection.
    */
   afterCommit(): Promise<void> {
+    // Counted towards the next checkpoint, which runs after a later group (this caller still holds the connection).
+    this.#checkpoint?.noteCommit();
     return this.#startSync();
   }
 
@@ -148,7 +161,7 @@ export class GroupCommit {
   }
 
   #schedule(): void {
-    if (this.#queue.length >= this.#maxWrites && !this.#connection.isLocked && !this.#syncing) {
+    if (this.#queue.length >= this.#maxWrites && !this.#connection.isLocked && !this.#syncing && !this.#checkpointing) {
       this.#flush();
       return;
     }
@@ -193,7 +206,7 @@ export class GroupCommit {
       clearImmediate(this.#immediate);
       this.#immediate = undefined;
     }
-    if (this.#syncing && !now) {
+    if ((this.#syncing || this.#checkpointing) && !now) {
       this.#flushScheduled = true;
       return;
     }
@@ -269,8 +282,10 @@ export class GroupCommit {
 
   /** Resolves committed writes once they are durable: now without a sync; after it (or blocking, `now`) with one. */
   #settleWhenDurable(writes: readonly QueuedWrite[], now: boolean): void {
+    this.#checkpoint?.noteCommit();
     if (!this.#sync) {
       succeedAll(writes);
+      this.#checkpointIfDue();
       return;
     }
     if (now) {
@@ -285,9 +300,27 @@ export class GroupCommit {
       return;
     }
     this.#startSync().then(
-      () => succeedAll(writes),
+      () => {
+        succeedAll(writes);
+        this.#checkpointIfDue();
+      },
       (error: unknown) => failAll(writes, error)
     );
+  }
+
+  /** Runs a due checkpoint with no group committing meanwhile; the groups that queued up flush after it. */
+  #checkpointIfDue(): void {
+    const checkpoint = this.#checkpoint;
+    if (!checkpoint || this.#checkpointing || this.#failure !== undefined || !checkpoint.due()) {
+      return;
+    }
+    this.#checkpointing = true;
+    void checkpoint.run().then(() => {
+      this.#checkpointing = false;
+      if (this.#flushScheduled) {
+        this.#flushLater();
+      }
+    });
   }
 
   /**

@@ -51,6 +51,7 @@ import { openStoreDatabase, type StoreDatabaseOptions } from './schema.ts';
 import { executeSearch } from './search-executor.ts';
 import { SearchIndexSpec, type IndexedParameter } from './search-index.ts';
 import type { PolicyAlternative } from './search-plan.ts';
+import { WalCheckpointer } from './wal-checkpointer.ts';
 import { WalSync } from './wal-sync.ts';
 
 /** How to open a {@link SqliteRepository}. */
@@ -80,13 +81,20 @@ export class SqliteRepository extends FhirRepository {
   readonly #transaction = new AsyncLocalStorage<TransactionScope>();
   readonly #groupCommit: GroupCommit;
   readonly #walSync: WalSync | undefined;
+  readonly #checkpointer: WalCheckpointer | undefined;
 
-  private constructor(database: DatabaseSync, options: SqliteRepositoryOptions, walSync: WalSync | undefined) {
+  private constructor(
+    database: DatabaseSync,
+    options: SqliteRepositoryOptions,
+    walSync: WalSync | undefined,
+    checkpointer: WalCheckpointer | undefined
+  ) {
     super();
     this.#database = database;
+    this.#checkpointer = checkpointer;
     this.#store = new ResourceStore(database);
     this.#walSync = walSync;
-    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, { sync: walSync, ...options.groupCommit });
+    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, { sync: walSync, checkpoint: checkpointer, ...options.groupCommit });
     this.#index = new SearchIndexSpec();
     this.#fullUrl = options.fullUrl;
     this.#store.ensureIndex(this.#index.fingerprint, (content) => this.#index.rowsFor(JSON.parse(content) as Resource));
@@ -98,16 +106,25 @@ export class SqliteRepository extends FhirRepository {
    * Opens the store at `path` (created with its schema if missing), or ':memory:' for a private in-memory one.
    * `synchronous=FULL` (the default) is kept by the store itself: SQLite commits at NORMAL, and the log is synced on
    * the thread pool before a write is acknowledged or any request reads what it wrote (wal-sync.ts, group-commit.ts).
+   * A store file's checkpoints run on a worker thread's own connection (wal-checkpointer.ts); if that worker fails,
+   * SQLite's automatic checkpoint takes over.
    */
   static open(path: string, options: SqliteRepositoryOptions = {}): SqliteRepository {
     loadFhirDefinitions();
-    const syncsItself = isDatabaseFilePath(path) && (options.synchronous ?? 'FULL') === 'FULL';
+    const isFile = isDatabaseFilePath(path);
+    const syncsItself = isFile && (options.synchronous ?? 'FULL') === 'FULL';
     const database = openStoreDatabase(path, syncsItself ? { ...options, synchronous: 'NORMAL' } : options);
     let walSync: WalSync | undefined;
+    let checkpointer: WalCheckpointer | undefined;
     try {
       walSync = syncsItself ? WalSync.open(path) : undefined;
-      return new SqliteRepository(database, options, walSync);
+      if (isFile) {
+        database.exec('PRAGMA wal_autocheckpoint = 0');
+        checkpointer = new WalCheckpointer(path, { onFailure: () => resumeAutomaticCheckpoints(database) });
+      }
+      return new SqliteRepository(database, options, walSync, checkpointer);
     } catch (error) {
+      checkpointer?.close();
       walSync?.close();
       database.close();
       throw error;
@@ -121,6 +138,8 @@ export class SqliteRepository extends FhirRepository {
   close(): void {
     if (this.#database.isOpen) {
       this.#groupCommit.flushNow();
+      // The worker's connection closes first, so that this one, the last, checkpoints the log and removes it.
+      this.#checkpointer?.close();
       this.#database.close();
       this.#walSync?.close();
     }
@@ -514,4 +533,11 @@ function parseContent<T extends Resource>(current: CurrentRow): WithId<T> {
     throw new OperationOutcomeError(gone);
   }
   return JSON.parse(current.content) as WithId<T>;
+}
+
+/** SQLite's own checkpoint, inside the COMMIT that takes the log past 1,000 pages (its default). */
+function resumeAutomaticCheckpoints(database: DatabaseSync): void {
+  if (database.isOpen) {
+    database.exec('PRAGMA wal_autocheckpoint = 1000');
+  }
 }
