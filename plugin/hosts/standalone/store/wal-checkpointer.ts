@@ -75,6 +75,7 @@ parentPort.on('message', (message) => {
     const result = checkpoint.get();
     parentPort.postMessage({ log: Number(result.log) });
   } catch (error) {
+    // A checkpoint that another connection holds up is not an error (the row says busy); this is the disk.
     parentPort.postMessage({ failed: String(error && error.message) });
   }
 });
