@@ -11,7 +11,7 @@
  * `developer`) do not count: clients often change them per request (the date, a tool list). Tool calls' arguments
  * count as JSON values, since clients re-serialise them.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ChatMessage, ChatToolCall } from '../llm/chat-model.ts';
 
 /** The identifier system of the digest on a reply. */
@@ -23,7 +23,7 @@ export type ThreadScope = readonly [projectId: string, profile: string];
 /** The digest of `messages` (the exchange so far, ending with a reply) for `scope`. */
 export function threadDigest(scope: ThreadScope, messages: readonly ChatMessage[]): string {
   const canonical = messages.filter((message) => message.role !== 'system' && message.role !== 'developer').map(canonicalOf);
-  return createHash('sha256').update(JSON.stringify([...scope, canonical])).digest('base64url');
+  return hash('sha256', JSON.stringify([...scope, canonical]), 'base64url');
 }
 
 /** The digest of a completed reply: the request's messages, then the reply as the client got it. */

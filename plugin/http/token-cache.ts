@@ -5,7 +5,7 @@
  * the token itself says belongs here: whatever can revoke a caller later (its Login, its Device) is for the user
  * of the cache to read again on each request.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** How long and how many tokens are kept. */
 export interface TokenCacheOptions {
@@ -83,5 +83,6 @@ export function createTokenCache<T>(options: TokenCacheOptions): TokenCache<T> {
 }
 
 function keyOf(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  // The one-shot hash: about half the cost of a Hash object, on every authenticated request.
+  return hash('sha256', token, 'base64url');
 }
