@@ -1,6 +1,8 @@
 /**
  * The floor of a gateway that keeps fhirgate's audit trail: the SDK relay (sdk-relay.ts) plus the two records every
- * turn must store, written exactly as the standalone host stores them, and nothing else. The prompt's
+ * turn must store, written exactly as the standalone host stores them (the same elements: the request body, the
+ * history window, the exchange's digest, the server-owned meta with the project's and the patient's compartments),
+ * and nothing else. The prompt's
  * Communication is written (Medplum's validation, the search index, a durable commit: SQLite WAL,
  * group commit, the log synced before the write is acknowledged) before the upstream is called, and the reply's after the reply, before the
  * client gets its end (the JSON body, or a stream's last chunk and `[DONE]`), as fhirgate does. No authentication,
@@ -14,9 +16,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { json } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
-import type { Communication } from '@medplum/fhirtypes';
+import type { Communication, Reference } from '@medplum/fhirtypes';
 import { OpenAI } from 'openai';
 import { buildPrompt, buildReply, type ConversationParties } from '../../plugin/chat/communication-builders.ts';
+import { replyDigest } from '../../plugin/chat/thread-digest.ts';
 import { openStandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
 import { serveRelay } from './relay-server.ts';
 
@@ -32,6 +35,14 @@ const parties: ConversationParties = {
   subject: { reference: 'Patient/a1f0c0de-0000-4000-8000-000000000301' },
 };
 const rootId = randomUUID();
+const PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
+/**
+ * The server-owned meta the host's repository gives each record (project-repository.ts): the project, the author,
+ * the project's and the patient's compartments. Validated and indexed with the record, as in the host.
+ */
+function serverMeta(author: Reference): Communication['meta'] {
+  return { project: PROJECT, author, compartment: [{ reference: `Project/${PROJECT}` }, { reference: parties.subject?.reference }] };
+}
 
 async function relay(request: IncomingMessage, response: ServerResponse, signal: AbortSignal): Promise<void> {
   const body = (await json(request)) as OpenAI.ChatCompletionCreateParams & Record<string, unknown>;
@@ -39,7 +50,11 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
   const replyId = randomUUID();
   const text = String(body.messages.at(-1)?.content ?? '');
   await store.createResource<Communication>(
-    { ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody: body, sent: new Date().toISOString() }), id: promptId },
+    {
+      ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody: body, sent: new Date().toISOString() }),
+      id: promptId,
+      meta: serverMeta(parties.caller),
+    },
     { assignedId: true },
   );
   const recordReply = async (reply: string, usage: OpenAI.CompletionUsage | undefined): Promise<void> => {
@@ -52,10 +67,12 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
       modelId: `bench/${body.model}`,
       usage: usage && { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens },
       finishReason: 'stop',
-      history: { count: 0 },
+      // As fhirgate's: the window of messages sent (here the request's own) and the digest of the exchange.
+      history: { count: body.messages.length, oldest: promptId },
+      threadDigest: replyDigest([PROJECT, parties.caller.reference ?? ''], [{ role: 'user', content: text }], { text: reply }),
       sent: new Date().toISOString(),
     });
-    await store.createResource<Communication>({ ...resource, id: replyId }, { assignedId: true });
+    await store.createResource<Communication>({ ...resource, id: replyId, meta: serverMeta(parties.agent) }, { assignedId: true });
   };
   if (!body.stream) {
     const completion = await client.chat.completions.create({ ...body, stream: false }, { signal });
