@@ -4,8 +4,8 @@
  * returns without an fsync) and calls `sync()` after each COMMIT; a write is acknowledged only once the sync that
  * followed its COMMIT returned, so "acknowledged" still means "survives power loss", as with `synchronous=FULL`.
  * WAL frames carry chained checksums, so a power loss keeps a prefix of the commits: a synced commit keeps every
- * commit before it. Checkpoints are SQLite's own (with NORMAL it still syncs the log before copying it into the
- * database, and the database after).
+ * commit before it. Checkpoints run on a worker thread's own connection (wal-checkpointer.ts); at NORMAL SQLite
+ * still syncs the log before copying it into the database, and the database after.
  */
 import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 
