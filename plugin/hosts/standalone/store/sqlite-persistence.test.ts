@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { parseSearchRequest } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { STORE_SCHEMA_VERSION, openStoreDatabase } from './schema.ts';
+import { readDatabaseFileAlone } from '../../../../test/support/database-file-alone.ts';
 import { waitFor } from '../../../../test/support/wait-for.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
 
@@ -93,23 +94,19 @@ describe('SqliteRepository on a file', () => {
   test('the log is checkpointed into the database file while the store stays open, and closing leaves no log', async () => {
     const repository = open();
     const created = await repository.createResource(turn('checkpointed'));
-    const inDatabaseFileAlone = (): boolean => {
-      const copy = join(directory, `copy-${Math.random().toString(36).slice(2)}.sqlite`);
-      copyFileSync(path, copy);
-      const alone = new DatabaseSync(copy, { readOnly: true });
-      try {
-        // Before the first checkpoint the file does not even hold the schema.
-        const hasTable = alone.prepare("SELECT 1 FROM sqlite_master WHERE name = 'resources'").get() !== undefined;
-        return hasTable && alone.prepare('SELECT 1 FROM resources WHERE id = ?').get(created.id) !== undefined;
-      } finally {
-        alone.close();
-      }
-    };
-    // Later commits ask for the checkpoint once the store's pacing allows; the worker copies the log meanwhile.
+    // Before the first checkpoint the file does not even hold the schema.
+    const inDatabaseFileAlone = (): boolean =>
+      readDatabaseFileAlone(
+        path,
+        (alone) =>
+          alone.prepare("SELECT 1 FROM sqlite_master WHERE name = 'resources'").get() !== undefined &&
+          alone.prepare('SELECT 1 FROM resources WHERE id = ?').get(created.id) !== undefined
+      );
+    // Later commits bring the first checkpoint (after about 1,000 pages: some sixty writes); the worker copies the log.
     await waitFor(async () => {
       await repository.createResource(turn('more'));
       return inDatabaseFileAlone() ? true : undefined;
-    });
+    }, 30_000);
     expect((await repository.readResource('Communication', created.id)).id).toBe(created.id);
 
     repository.close();

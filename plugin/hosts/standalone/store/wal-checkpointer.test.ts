@@ -1,7 +1,8 @@
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
+import { readDatabaseFileAlone } from '../../../../test/support/database-file-alone.ts';
 import { openStoreDatabase } from './schema.ts';
 import { WalCheckpointer } from './wal-checkpointer.ts';
 
@@ -16,16 +17,11 @@ function checkpointer(options: ConstructorParameters<typeof WalCheckpointer>[1] 
   return created;
 }
 
-/** What the database file alone holds, without its log: a copy of it opened on its own. */
+/** The keys the database file alone holds, without its log. */
 function keysInDatabaseFileAlone(): string[] {
-  const copy = join(directory, `copy-${Math.random().toString(36).slice(2)}.sqlite`);
-  copyFileSync(path, copy);
-  const alone = new DatabaseSync(copy, { readOnly: true });
-  try {
-    return alone.prepare("SELECT key FROM store_info WHERE key LIKE 'k%' ORDER BY key").all().map((row) => String(row.key));
-  } finally {
-    alone.close();
-  }
+  return readDatabaseFileAlone(path, (alone) =>
+    alone.prepare("SELECT key FROM store_info WHERE key LIKE 'k%' ORDER BY key").all().map((row) => String(row.key))
+  );
 }
 
 function insert(key: string): void {
