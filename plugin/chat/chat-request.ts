@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
+import { presentFieldsParser } from '../http/present-fields.ts';
 import type { ChatGenerationOptions, ChatMessage, ChatTool, ChatToolCall, ChatToolChoice } from '../llm/chat-model.ts';
 import { generationFields, readGenerationOptions, type GenerationFields } from './chat-request-options.ts';
 import { PATIENT_CONTEXT_MODES, type PatientContextMode } from './patient-context.ts';
@@ -152,6 +153,8 @@ const chatRequestSchema = z
 
 /** The top-level fields of OpenAI's request (and fhirgate's own) that fhirgate reads. */
 const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(chatRequestSchema.shape));
+/** The schema, checked only on the fields a body gives (http/present-fields.ts): a body gives few of its fields. */
+const parseChatFields = presentFieldsParser(chatRequestSchema);
 
 /** A validated chat completion request. */
 export interface ChatRequest {
@@ -205,9 +208,9 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
   }
   // OpenAI takes null for "not given" on every optional field; the body is still recorded as sent.
   const given = Object.entries(body).filter(([, value]) => value !== null);
-  const result = chatRequestSchema.safeParse(Object.fromEntries(given.filter(([name]) => KNOWN_FIELDS.has(name))));
+  const result = parseChatFields(Object.fromEntries(given.filter(([name]) => KNOWN_FIELDS.has(name))));
   if (!result.success) {
-    throw fromIssue(result.error.issues[0]);
+    throw fromIssue(result.issue);
   }
   const value = result.data;
   if (value.messages.length > limits.maxMessages) {

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
+import { presentFieldsParser } from '../http/present-fields.ts';
 import { REASONING_EFFORTS, type ChatGenerationOptions, type ChatTool, type ChatToolChoice } from '../llm/chat-model.ts';
 import { ID_PATTERN, MAX_TOOLS, readToolChoice, TOOL_NAME_PATTERN, type ChatRequestLimits } from '../chat/chat-request.ts';
 import { OPENAI_ONLY_FIELDS, readGenerationOptions, type GenerationFields } from '../chat/chat-request-options.ts';
@@ -118,6 +119,8 @@ const responsesSchema = z
   .strict();
 
 type ResponsesBody = z.output<typeof responsesSchema>;
+/** The schema, checked only on the fields a body gives (http/present-fields.ts): a body gives few of its fields. */
+const parseResponsesFields = presentFieldsParser(responsesSchema);
 
 /** A Responses request read, before the records it names (previous response, referenced items) are read. */
 export interface ResponsesDraft {
@@ -146,9 +149,9 @@ export function parseResponsesDraft(body: unknown, limits: ChatRequestLimits): R
     throw invalid('', 'The request body must be a JSON object.');
   }
   // OpenAI takes null for "not given" on every optional field; the body is still recorded as sent.
-  const result = responsesSchema.safeParse(Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)));
+  const result = parseResponsesFields(Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)));
   if (!result.success) {
-    throw fromIssue(result.error.issues[0]);
+    throw fromIssue(result.issue);
   }
   const value = result.data;
   if (value.previous_response_id !== undefined && value.conversation !== undefined) {
