@@ -8,7 +8,8 @@
  *
  * --smoke: tiny counts and one repetition, every contender and scenario; exits 1 when a scenario failed or any
  *   contender answered with an error (CI runs it after the tests to keep the bench working; it judges no timing).
- * --profile: fhirgate runs with --cpu-prof; the .cpuprofile lands in <out-dir>/raw/profiles/.
+ * --profile: fhirgate runs with --cpu-prof, its .cpuprofile in <out-dir>/raw/profiles/; the floor (SDK relay + store)
+ *   too, in raw/profiles/floor/.
  * --data-root DIR: where fhirgate's fresh data directory is made (an experiment: /dev/shm makes fsync free).
  * --fhirgate-node-flag F: an extra node flag for fhirgate (repeatable), e.g. --max-old-space-size=384.
  * --repetitions N: repetitions per scenario (3 by default, 1 in a smoke run).
@@ -103,7 +104,9 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: MissingScen
     log('undici proxy started');
     contenders.push(await startSdkRelay(emulator.url, layout.contenderCore));
     log('SDK relay started');
-    contenders.push(await startSdkRelayWithStore(emulator.url, layout.contenderCore, values['data-root']));
+    // Profiled beside fhirgate, so the two compare turn for turn (bench/profile-summary.ts --per).
+    const floorFlags = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles', 'floor')}`] : [];
+    contenders.push(await startSdkRelayWithStore(emulator.url, layout.contenderCore, values['data-root'], floorFlags));
     log('SDK relay + store started');
     contenders.push(await startPortkey(emulator.url, layout.contenderCore));
     log('Portkey started');

@@ -31,11 +31,12 @@ export function startSdkRelay(emulatorUrl: string, core: number | undefined): Pr
 
 /**
  * The floor of a gateway that stores fhirgate's two records per turn as the standalone host does (sdk-relay-store.ts),
- * on a fresh data directory under `dataRoot` (fhirgate's, so both write to the same disk).
+ * on a fresh data directory under `dataRoot` (fhirgate's, so both write to the same disk); `nodeFlags` (e.g.
+ * `--cpu-prof`) go to its `node`.
  */
-export async function startSdkRelayWithStore(emulatorUrl: string, core: number | undefined, dataRoot: string | undefined): Promise<Contender> {
+export async function startSdkRelayWithStore(emulatorUrl: string, core: number | undefined, dataRoot: string | undefined, nodeFlags: readonly string[] = []): Promise<Contender> {
   const dataDir = await mkdtemp(join(dataRoot ?? tmpdir(), 'fhirgate-bench-floor-'));
-  const relay = await startRelay('SDK relay + store', 'bench/contenders/sdk-relay-store.ts', emulatorUrl, core, ['--data-dir', dataDir]);
+  const relay = await startRelay('SDK relay + store', 'bench/contenders/sdk-relay-store.ts', emulatorUrl, core, ['--data-dir', dataDir], nodeFlags);
   return {
     ...relay,
     stop: async () => {
@@ -45,8 +46,15 @@ export async function startSdkRelayWithStore(emulatorUrl: string, core: number |
   };
 }
 
-async function startRelay(name: ContenderName, script: string, emulatorUrl: string, core: number | undefined, extraArgs: readonly string[] = []): Promise<Contender> {
-  const child = startNodeProcess([script, '--upstream', emulatorUrl, ...extraArgs], { core });
+async function startRelay(
+  name: ContenderName,
+  script: string,
+  emulatorUrl: string,
+  core: number | undefined,
+  extraArgs: readonly string[] = [],
+  nodeFlags: readonly string[] = []
+): Promise<Contender> {
+  const child = startNodeProcess([...nodeFlags, script, '--upstream', emulatorUrl, ...extraArgs], { core });
   keepTail(child.stderr);
   const match = await waitForOutput(child, 'stdout', /\{"url":"([^"]+)"\}/, 30_000);
   return {
