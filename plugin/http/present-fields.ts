@@ -5,8 +5,8 @@
  * Why: the chat request's schema has some forty fields, nearly all optional, and a typical body gives four. zod's
  * object parse visits every field of the shape, present or not, and in a server, where each request finds zod's
  * code and schema objects out of the CPU's caches, that costs about 55 µs a request against 4 µs when the same
- * parse is repeated at once (measured in the standalone host, bench/findings.md "A chat request's schema, field
- * by field"). Visiting only the fields given halves it.
+ * parse is repeated at once (measured in the standalone host: bench/findings.md, "Where a turn's CPU goes above the
+ * floor's"). Visiting only the fields given halves it.
  *
  * Equivalence with `schema.safeParse(body)`, which present-fields.test.ts checks over a corpus of bodies:
  * - the fields are checked in the shape's order, so the first issue is the one zod reports first;

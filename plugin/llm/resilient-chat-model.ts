@@ -102,33 +102,55 @@ async function* attempts(candidates: readonly ResolvedModel[], signal: AbortSign
   throw new Error('no model to try');
 }
 
-async function* streamWithRetries(
+/**
+ * The stream of the first candidate that answers: a try that fails before its first event is retried (or the next
+ * model tried); once an event has come, its stream is the caller's, `next()` passing straight through, so a long
+ * stream pays nothing here per event (a generator layer would: bench/findings.md, "Stream layers").
+ */
+function streamWithRetries(
   candidates: readonly ResolvedModel[],
   request: ChatModelRequest,
   sleep: Sleep,
   onAnswer: (candidate: ResolvedModel) => void
-): AsyncGenerator<ChatStreamEvent> {
-  const tries = attempts(candidates, request.signal, sleep);
-  for (let next = await tries.next(); ; ) {
-    const candidate = next.value;
-    let started = false;
-    try {
-      for await (const event of candidate.model.stream({ ...request, model: candidate.modelName })) {
-        if (!started) {
-          started = true;
+): AsyncIterableIterator<ChatStreamEvent> {
+  // The stream that answered (set once its first event came), or undefined until then.
+  let answered: AsyncIterator<ChatStreamEvent> | undefined;
+  // The try under way, until it gives its first event.
+  let trying: AsyncIterator<ChatStreamEvent> | undefined;
+  let finished = false;
+  const firstEvent = async (): Promise<IteratorResult<ChatStreamEvent>> => {
+    const tries = attempts(candidates, request.signal, sleep);
+    for (let next = await tries.next(); ; ) {
+      const candidate = next.value;
+      trying = candidate.model.stream({ ...request, model: candidate.modelName })[Symbol.asyncIterator]();
+      try {
+        const result = await trying.next();
+        if (result.done) {
+          finished = true;
+        } else {
+          answered = trying;
           onAnswer(candidate);
         }
-        yield event;
+        return result;
+      } catch (error) {
+        trying = undefined;
+        next = await tries.next(error);
       }
-      return;
-    } catch (error) {
-      if (started) {
-        // Bytes may have reached the client: never a retry.
-        throw error;
-      }
-      next = await tries.next(error);
     }
-  }
+  };
+  const stream: AsyncIterableIterator<ChatStreamEvent> = {
+    [Symbol.asyncIterator]: () => stream,
+    next: () => (answered ? answered.next() : finished ? Promise.resolve({ done: true, value: undefined }) : firstEvent()),
+    return: async (value?: unknown) => {
+      finished = true;
+      const current = answered ?? trying;
+      answered = undefined;
+      trying = undefined;
+      await current?.return?.(value);
+      return { done: true, value: undefined };
+    },
+  };
+  return stream;
 }
 
 /** A failure another try may not meet: the provider's own retryable failures, never the caller leaving. */

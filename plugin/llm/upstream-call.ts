@@ -37,9 +37,11 @@ export interface UpstreamCall {
   readonly signal: AbortSignal;
   /**
    * Iterates an SDK stream with the timeout running only while waiting for its next event; breaking out of the
-   * loop returns the SDK's iterator, which cancels its request.
+   * loop returns the SDK's iterator, which cancels its request, and so does a failed wait. A plain iterator, not
+   * an async generator: with a thousand streams waiting at once, each generator layer's pending objects are what
+   * the young generation's collections copy (bench/findings.md, "Stream layers").
    */
-  guard<T>(source: AsyncIterable<T>): AsyncGenerator<T>;
+  guard<T>(source: AsyncIterable<T>): AsyncIterableIterator<T>;
   /**
    * Stops the timer and aborts `signal`, releasing whatever the SDK still holds (a body it stopped reading after
    * the last event, or after the consumer broke out of the stream); call it once the call is over, however it ended.
@@ -122,29 +124,44 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
 
   return {
     signal: AbortSignal.any([callerSignal, deadline.signal]),
-    guard: async function* <T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+    guard: <T>(source: AsyncIterable<T>): AsyncIterableIterator<T> => {
       const iterator = source[Symbol.asyncIterator]();
       let done = false;
-      try {
-        while (true) {
+      const close = async (): Promise<void> => {
+        if (!done) {
+          done = true;
+          await iterator.return?.();
+        }
+      };
+      const guarded: AsyncIterableIterator<T> = {
+        [Symbol.asyncIterator]: () => guarded,
+        next: () => {
+          if (done) {
+            return Promise.resolve({ done: true, value: undefined });
+          }
           // The first event is still under the first-token limit armed at the start.
           if (firstEventSeen) {
             arm(timeouts.timeoutMs);
           }
-          const result = await iterator.next();
-          firstEventSeen = true;
-          stopWaiting();
-          if (result.done) {
-            done = true;
-            return;
-          }
-          yield result.value;
-        }
-      } finally {
-        if (!done) {
-          await iterator.return?.();
-        }
-      }
+          return iterator.next().then(
+            (result) => {
+              firstEventSeen = true;
+              stopWaiting();
+              done ||= result.done === true;
+              return result;
+            },
+            async (error: unknown) => {
+              await close();
+              throw error;
+            }
+          );
+        },
+        return: async () => {
+          await close();
+          return { done: true, value: undefined };
+        },
+      };
+      return guarded;
     },
     finish: () => {
       clearTimeout(timer);

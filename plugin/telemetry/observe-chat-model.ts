@@ -42,31 +42,66 @@ export function observeChatModel(model: ChatModel, telemetry: Telemetry, labels:
   };
 }
 
-async function* observeStream(request: ChatModelRequest, model: ChatModel, startCall: (stream: boolean) => ProviderCall): AsyncGenerator<ChatStreamEvent> {
-  // The upstream request starts on the first next(), so the call's clock does too.
-  const call = startCall(true);
+/**
+ * The stream with its call observed: the clock starts on the first `next()` (when the upstream request starts), the
+ * first event is the first token, `finish` ends the call well, and an error, or a reader that stops first (its
+ * client left), ends it failed. A plain iterator over the model's, not an async generator: with a thousand streams
+ * waiting at once, a generator layer's pending objects are what the young generation's collections copy
+ * (bench/findings.md, "Stream layers").
+ */
+function observeStream(request: ChatModelRequest, model: ChatModel, startCall: (stream: boolean) => ProviderCall): AsyncIterableIterator<ChatStreamEvent> {
+  let call: ProviderCall | undefined;
+  let inner: AsyncIterator<ChatStreamEvent> | undefined;
   let ended = false;
-  try {
-    for await (const event of model.stream({ ...request, traceHeaders: call.traceHeaders() })) {
-      if (event.type === 'finish') {
-        call.succeeded(event.usage, event.finishReason);
-        ended = true;
-      } else {
-        // A reply that begins with a call has its first token there, as one that begins with text does.
-        call.firstToken();
-      }
-      yield event;
-    }
-  } catch (error) {
-    call.failed(error);
-    ended = true;
-    throw error;
-  } finally {
+  const stopped = (): void => {
     if (!ended) {
-      // The consumer stopped reading (its client left): not a provider failure.
-      call.failed(new DOMException('The reader stopped.', 'AbortError'));
+      ended = true;
+      // The consumer stopped reading (its client left), or the stream ended without its finish: not a provider failure.
+      call?.failed(new DOMException('The reader stopped.', 'AbortError'));
     }
-  }
+  };
+  const observed: AsyncIterableIterator<ChatStreamEvent> = {
+    [Symbol.asyncIterator]: () => observed,
+    next: () => {
+      if (!inner) {
+        call = startCall(true);
+        try {
+          inner = model.stream({ ...request, traceHeaders: call.traceHeaders() })[Symbol.asyncIterator]();
+        } catch (error) {
+          ended = true;
+          call.failed(error);
+          return Promise.reject(error);
+        }
+      }
+      const current = call as ProviderCall;
+      return inner.next().then(
+        (result) => {
+          if (result.done) {
+            stopped();
+          } else if (result.value.type === 'finish') {
+            current.succeeded(result.value.usage, result.value.finishReason);
+            ended = true;
+          } else {
+            // A reply that begins with a call has its first token there, as one that begins with text does.
+            current.firstToken();
+          }
+          return result;
+        },
+        (error: unknown) => {
+          // A call ends once: an error after its finish changes nothing on record.
+          ended = true;
+          current.failed(error);
+          throw error;
+        }
+      );
+    },
+    return: async (value?: unknown) => {
+      await inner?.return?.(value);
+      stopped();
+      return { done: true, value: undefined };
+    },
+  };
+  return observed;
 }
 
 /** One provider call's span and measurements. */
