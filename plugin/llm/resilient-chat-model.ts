@@ -113,40 +113,38 @@ function streamWithRetries(
   sleep: Sleep,
   onAnswer: (candidate: ResolvedModel) => void
 ): AsyncIterableIterator<ChatStreamEvent> {
-  // The stream that answered (set once its first event came), or undefined until then.
-  let answered: AsyncIterator<ChatStreamEvent> | undefined;
-  // The try under way, until it gives its first event.
-  let trying: AsyncIterator<ChatStreamEvent> | undefined;
+  // The try under way, then the stream that answered (`started` once its first event came).
+  let current: AsyncIterator<ChatStreamEvent> | undefined;
+  let started = false;
   let finished = false;
   const firstEvent = async (): Promise<IteratorResult<ChatStreamEvent>> => {
     const tries = attempts(candidates, request.signal, sleep);
     for (let next = await tries.next(); ; ) {
       const candidate = next.value;
-      trying = candidate.model.stream({ ...request, model: candidate.modelName })[Symbol.asyncIterator]();
+      current = candidate.model.stream({ ...request, model: candidate.modelName })[Symbol.asyncIterator]();
       try {
-        const result = await trying.next();
+        const result = await current.next();
         if (result.done) {
           finished = true;
         } else {
-          answered = trying;
+          started = true;
           onAnswer(candidate);
         }
         return result;
       } catch (error) {
-        trying = undefined;
+        current = undefined;
         next = await tries.next(error);
       }
     }
   };
   const stream: AsyncIterableIterator<ChatStreamEvent> = {
     [Symbol.asyncIterator]: () => stream,
-    next: () => (answered ? answered.next() : finished ? Promise.resolve({ done: true, value: undefined }) : firstEvent()),
+    next: () => (finished ? Promise.resolve({ done: true, value: undefined }) : started && current ? current.next() : firstEvent()),
     return: async (value?: unknown) => {
       finished = true;
-      const current = answered ?? trying;
-      answered = undefined;
-      trying = undefined;
-      await current?.return?.(value);
+      const closing = current;
+      current = undefined;
+      await closing?.return?.(value);
       return { done: true, value: undefined };
     },
   };
