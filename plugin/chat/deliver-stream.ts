@@ -4,7 +4,7 @@ import { toAppError } from '../errors.ts';
 import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
-import { completionChunk, contentChunkWithLogprobs, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
+import { completionChunk, contentChunkComposer, contentChunkWithLogprobs, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 import { clientStillConnected } from './client-presence.ts';
@@ -29,6 +29,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   response.on('close', abortOnClose);
   // Read per chunk: the model that answers is known once the first event arrives (a fallback may answer).
   const chunk = (delta: Record<string, unknown>): Record<string, unknown> => completionChunk(answerFieldsOf(turn), delta);
+  const contentChunk = contentChunkComposer();
   const startStream = async (): Promise<void> => {
     if (!sse.started) {
       sse.start({ 'X-Conversation-ID': turn.rootId });
@@ -44,12 +45,19 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   let usage: ChatUsage | undefined;
   try {
     for await (const event of turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })) {
-      await startStream();
+      if (!sse.started) {
+        await startStream();
+      }
       if (event.type === 'text') {
         // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
         turn.records.delivered(turn.replyId, event.text);
-        await sse.send(event.logprobs ? contentChunkWithLogprobs(answerFieldsOf(turn), event.text, event.logprobs) : chunk({ content: event.text }));
+        const full = event.logprobs
+          ? sse.send(contentChunkWithLogprobs(answerFieldsOf(turn), event.text, event.logprobs))
+          : sse.sendJson(contentChunk(answerFieldsOf(turn), event.text));
         delivered += event.text;
+        if (full) {
+          await full;
+        }
       } else if (event.type === 'tool_call') {
         const call = (toolCalls[event.index] ??= { id: '', name: '', arguments: '' });
         call.id ||= event.id ?? '';

@@ -37,16 +37,25 @@ export class SseWriter {
     this.#started = true;
   }
 
-  /** Sends one event (with the rest of this tick's, or at `flush()`); `[DONE]` is sent as is, anything else as JSON. */
-  send(data: unknown): Promise<void> {
+  /**
+   * Sends one event (with the rest of this tick's, or at `flush()`); `[DONE]` is sent as is, anything else as JSON.
+   * Returns a promise only when the socket is full: then wait for it before sending more (back-pressure).
+   */
+  send(data: unknown): Promise<void> | undefined {
     return this.sendFrame(`data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`);
+  }
+
+  /** Sends one event whose data is JSON text already (a content chunk composed as text: wire-format.ts); as `send`. */
+  sendJson(json: string): Promise<void> | undefined {
+    return this.sendFrame(`data: ${json}\n\n`);
   }
 
   /**
    * Sends one event already framed (its lines and the blank line that ends it), with the rest of this tick's, or
    * at once with `flushNow`. For event streams framed otherwise than the spec's `data:` lines (the Responses API's).
+   * As `send`: a promise only when the socket is full; throws once the client has gone.
    */
-  async sendFrame(frame: string, flushNow = false): Promise<void> {
+  sendFrame(frame: string, flushNow = false): Promise<void> | undefined {
     if (this.#response.destroyed || this.#response.writableEnded) {
       throw new Error('The client closed the stream.');
     }
@@ -54,9 +63,7 @@ export class SseWriter {
     if (flushNow) {
       this.flush();
     }
-    if (!accepted && !this.#signal?.aborted) {
-      await this.#drainedOrClosed();
-    }
+    return accepted || this.#signal?.aborted ? undefined : this.#drainedOrClosed();
   }
 
   /** Hands the events sent so far to the socket now, instead of at the end of the tick. */

@@ -60,6 +60,31 @@ export function completionChunk(
   };
 }
 
+/**
+ * A composer of one stream's content chunks as JSON text: the bytes of `completionChunk(fields, { content: text })`
+ * serialized, put together from the text and the rest of the chunk serialized once (again only if the answering
+ * model changes, when a fallback answers). A stream sends one per token.
+ */
+export function contentChunkComposer(): (fields: AnswerFields, text: string) => string {
+  let modelId: string | undefined;
+  let before = '';
+  let after = '';
+  return (fields, text) => {
+    if (fields.modelId !== modelId) {
+      modelId = fields.modelId;
+      const whole = JSON.stringify(completionChunk(fields, { content: CONTENT_MARK }));
+      const at = whole.indexOf(CONTENT_MARK_JSON);
+      before = whole.slice(0, at);
+      after = whole.slice(at + CONTENT_MARK_JSON.length);
+    }
+    return before + JSON.stringify(text) + after;
+  };
+}
+
+/** Where the text goes in a serialized content chunk: a string no other field of the chunk can hold. */
+const CONTENT_MARK = '\u0000content\u0000';
+const CONTENT_MARK_JSON = JSON.stringify(CONTENT_MARK);
+
 /** A content chunk whose tokens carry log probabilities (the request asked for `logprobs`). */
 export function contentChunkWithLogprobs(fields: AnswerFields, text: string, logprobs: readonly ChatTokenLogprob[]): Record<string, unknown> {
   const chunk = completionChunk(fields, { content: text });

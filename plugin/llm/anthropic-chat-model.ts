@@ -8,6 +8,7 @@
  * (`anthropic-messages.ts`).
  */
 import { Anthropic, APIConnectionError, APIConnectionTimeoutError, APIError } from '@anthropic-ai/sdk';
+import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
 import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, ChatRequestShape, ChatStreamEvent, ChatUsage } from './chat-model.ts';
 import { readToolUses, toAnthropicConversation, toAnthropicTools } from './anthropic-messages.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
@@ -15,6 +16,7 @@ import type { UpstreamFailure } from './provider-errors.ts';
 import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
+import { upstreamEvents } from './upstream-events.ts';
 
 /** How to reach Anthropic, or a proxy that speaks its Messages API. */
 export interface AnthropicChatModelOptions {
@@ -83,16 +85,16 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
       }
     },
 
-    async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
-      const call = startUpstreamCall(provider, request.signal, timeouts, true);
-      try {
-        const stream = await client.messages.create({ ...buildParameters(request), stream: true }, { signal: call.signal, headers: request.traceHeaders });
-        let finishReason: ChatFinishReason | undefined;
-        let promptTokens: number | undefined;
-        let completionTokens: number | undefined;
-        // The port numbers calls 0, 1, ... in the reply; Anthropic's block index counts text blocks too.
-        const calls = new ToolUseBlocks();
-        for await (const event of call.guard(stream)) {
+    stream(request: ChatModelRequest): AsyncIterableIterator<ChatStreamEvent> {
+      let finishReason: ChatFinishReason | undefined;
+      let promptTokens: number | undefined;
+      let completionTokens: number | undefined;
+      // The port numbers calls 0, 1, ... in the reply; Anthropic's block index counts text blocks too.
+      const calls = new ToolUseBlocks();
+      return upstreamEvents<RawMessageStreamEvent>({
+        start: () => startUpstreamCall(provider, request.signal, timeouts, true),
+        open: (call) => client.messages.create({ ...buildParameters(request), stream: true }, { signal: call.signal, headers: request.traceHeaders }),
+        map: (event, emit) => {
           switch (event.type) {
             case 'message_start':
               promptTokens = countInputTokens(event.message.usage);
@@ -100,23 +102,23 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
               break;
             case 'content_block_start':
               if (event.content_block.type === 'tool_use') {
-                yield calls.start(event.index, event.content_block);
+                emit(calls.start(event.index, event.content_block));
               }
               break;
             case 'content_block_delta':
               if (event.delta.type === 'text_delta' && event.delta.text !== '') {
-                yield { type: 'text', text: event.delta.text };
+                emit({ type: 'text', text: event.delta.text });
               } else if (event.delta.type === 'input_json_delta') {
                 const fragment = calls.arguments(event.index, event.delta.partial_json);
                 if (fragment) {
-                  yield fragment;
+                  emit(fragment);
                 }
               }
               break;
             case 'content_block_stop': {
               const fragment = calls.stop(event.index);
               if (fragment) {
-                yield fragment;
+                emit(fragment);
               }
               break;
             }
@@ -131,19 +133,17 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
             default:
               break;
           }
-        }
-        call.throwIfStopped();
-        if (finishReason === undefined) {
-          throw createUpstreamError(provider, { kind: 'stream_incomplete' });
-        }
-        const usage: ChatUsage | undefined =
-          promptTokens !== undefined && completionTokens !== undefined ? { promptTokens, completionTokens } : undefined;
-        yield { type: 'finish', finishReason, usage };
-      } catch (error) {
-        throw call.toError(error, describeAnthropicError);
-      } finally {
-        call.finish();
-      }
+        },
+        end: () => {
+          if (finishReason === undefined) {
+            throw createUpstreamError(provider, { kind: 'stream_incomplete' });
+          }
+          const usage: ChatUsage | undefined =
+            promptTokens !== undefined && completionTokens !== undefined ? { promptTokens, completionTokens } : undefined;
+          return { type: 'finish', finishReason, usage };
+        },
+        describe: describeAnthropicError,
+      });
     },
   };
 }

@@ -31,6 +31,7 @@ import type { UpstreamFailure } from './provider-errors.ts';
 import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields, toTokenLogprobs } from './request-support.ts';
 import { connectionPool, fetchThrough } from './http-dispatcher.ts';
 import { startUpstreamCall } from './upstream-call.ts';
+import { upstreamEvents } from './upstream-events.ts';
 
 /** How to reach an Ollama server. */
 export interface OllamaChatModelOptions {
@@ -82,34 +83,40 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       }
     },
 
-    async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
-      const call = startUpstreamCall(provider, request.signal, timeouts, true);
-      const scope: OllamaRequestScope = { signal: call.signal, stream: true, headers: request.traceHeaders };
-      try {
-        const parts = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: true }));
-        let calls = 0;
-        for await (const part of call.guard(parts)) {
+    stream(request: ChatModelRequest): AsyncIterableIterator<ChatStreamEvent> {
+      let scope: OllamaRequestScope | undefined;
+      let calls = 0;
+      let finish: ChatStreamEvent | undefined;
+      return upstreamEvents<ChatResponse>({
+        start: () => startUpstreamCall(provider, request.signal, timeouts, true),
+        open: (call) => {
+          scope = { signal: call.signal, stream: true, headers: request.traceHeaders };
+          return runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: true }));
+        },
+        map: (part, emit) => {
           const text = part.message?.content;
           if (text) {
-            yield part.logprobs ? { type: 'text', text, logprobs: toTokenLogprobs(part.logprobs) } : { type: 'text', text };
+            emit(part.logprobs ? { type: 'text', text, logprobs: toTokenLogprobs(part.logprobs) } : { type: 'text', text });
           }
           // Ollama streams calls whole: one event per call, numbered across the reply's lines.
           for (const toolCall of readToolCalls(part.message?.tool_calls)) {
-            yield { type: 'tool_call', index: calls++, id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments };
+            emit({ type: 'tool_call', index: calls++, id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments });
           }
           if (part.done) {
             // The SDK stops at the first `done` line; this one carries the finish reason and the counts.
-            yield { type: 'finish', finishReason: readFinishReason(part.done_reason, calls > 0), usage: readUsage(part) };
-            return;
+            finish = { type: 'finish', finishReason: readFinishReason(part.done_reason, calls > 0), usage: readUsage(part) };
+            return true;
           }
-        }
-        call.throwIfStopped();
-        throw createUpstreamError(provider, { kind: 'stream_incomplete' });
-      } catch (error) {
-        throw call.toError(error, (sdkError) => describeOllamaError(sdkError, scope));
-      } finally {
-        call.finish();
-      }
+          return false;
+        },
+        end: () => {
+          if (finish === undefined) {
+            throw createUpstreamError(provider, { kind: 'stream_incomplete' });
+          }
+          return finish;
+        },
+        describe: (sdkError) => (scope ? describeOllamaError(sdkError, scope) : undefined),
+      });
     },
   };
 }

@@ -31,6 +31,7 @@ import type { UpstreamFailure } from './provider-errors.ts';
 import { refuseOptions, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
+import { upstreamEvents } from './upstream-events.ts';
 
 /** The providers this adapter serves. */
 export type OpenAiProviderKind = 'openai' | 'azure-openai' | 'openai-compatible';
@@ -110,43 +111,44 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       }
     },
 
-    async *stream(request: ChatModelRequest): AsyncGenerator<ChatStreamEvent> {
-      const call = startUpstreamCall(provider, request.signal, timeouts, true);
-      try {
-        const stream = await client.chat.completions.create(
-          { ...buildParameters(request, wire), stream: true, stream_options: { include_usage: true } },
-          { signal: call.signal, headers: request.traceHeaders },
-        );
-        let finishReason: ChatFinishReason | undefined;
-        let usage: ChatUsage | undefined;
-        let calls = 0;
-        for await (const chunk of call.guard(stream)) {
+    stream(request: ChatModelRequest): AsyncIterableIterator<ChatStreamEvent> {
+      let finishReason: ChatFinishReason | undefined;
+      let usage: ChatUsage | undefined;
+      let calls = 0;
+      return upstreamEvents<ChatCompletionChunk>({
+        start: () => startUpstreamCall(provider, request.signal, timeouts, true),
+        open: (call) =>
+          client.chat.completions.create(
+            { ...buildParameters(request, wire), stream: true, stream_options: { include_usage: true } },
+            { signal: call.signal, headers: request.traceHeaders },
+          ),
+        map: (chunk, emit) => {
           // Azure opens with a chunk that has no choices (its prompt filter verdict); the usage chunk has none either.
           const choice = chunk.choices?.[0];
           const text = choice?.delta?.content ?? choice?.delta?.refusal;
           if (text) {
             const logprobs = choice?.logprobs?.content;
-            yield logprobs ? { type: 'text', text, logprobs: readLogprobs(logprobs) } : { type: 'text', text };
+            emit(logprobs ? { type: 'text', text, logprobs: readLogprobs(logprobs) } : { type: 'text', text });
           }
-          for (const fragment of readToolCallFragments(choice?.delta?.tool_calls)) {
-            calls = Math.max(calls, fragment.index + 1);
-            yield fragment;
+          if (choice?.delta?.tool_calls) {
+            for (const fragment of readToolCallFragments(choice.delta.tool_calls)) {
+              calls = Math.max(calls, fragment.index + 1);
+              emit(fragment);
+            }
           }
           if (choice?.finish_reason) {
             finishReason = readFinishReason(choice.finish_reason, calls > 0);
           }
           usage = readUsage(chunk.usage) ?? usage;
-        }
-        call.throwIfStopped();
-        if (finishReason === undefined) {
-          throw createUpstreamError(provider, { kind: 'stream_incomplete' });
-        }
-        yield { type: 'finish', finishReason, usage };
-      } catch (error) {
-        throw call.toError(error, describeOpenAiError);
-      } finally {
-        call.finish();
-      }
+        },
+        end: () => {
+          if (finishReason === undefined) {
+            throw createUpstreamError(provider, { kind: 'stream_incomplete' });
+          }
+          return { type: 'finish', finishReason, usage };
+        },
+        describe: describeOpenAiError,
+      });
     },
   };
 }

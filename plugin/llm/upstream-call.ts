@@ -133,6 +133,17 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
           await iterator.return?.();
         }
       };
+      // Made once per stream, not per event: each event's wait then allocates only its promise.
+      const onResult = (result: IteratorResult<T>): IteratorResult<T> => {
+        firstEventSeen = true;
+        stopWaiting();
+        done ||= result.done === true;
+        return result;
+      };
+      const onError = async (error: unknown): Promise<never> => {
+        await close();
+        throw error;
+      };
       const guarded: AsyncIterableIterator<T> = {
         [Symbol.asyncIterator]: () => guarded,
         next: () => {
@@ -143,18 +154,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
           if (firstEventSeen) {
             arm(timeouts.timeoutMs);
           }
-          return iterator.next().then(
-            (result) => {
-              firstEventSeen = true;
-              stopWaiting();
-              done ||= result.done === true;
-              return result;
-            },
-            async (error: unknown) => {
-              await close();
-              throw error;
-            }
-          );
+          return iterator.next().then(onResult, onError);
         },
         return: async () => {
           await close();

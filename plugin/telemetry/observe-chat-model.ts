@@ -60,6 +60,25 @@ function observeStream(request: ChatModelRequest, model: ChatModel, startCall: (
       call?.failed(new DOMException('The reader stopped.', 'AbortError'));
     }
   };
+  // Made once per stream, not per event: each event's wait then allocates only its promise.
+  const onResult = (result: IteratorResult<ChatStreamEvent>): IteratorResult<ChatStreamEvent> => {
+    if (result.done) {
+      stopped();
+    } else if (result.value.type === 'finish') {
+      call?.succeeded(result.value.usage, result.value.finishReason);
+      ended = true;
+    } else {
+      // A reply that begins with a call has its first token there, as one that begins with text does.
+      call?.firstToken();
+    }
+    return result;
+  };
+  const onError = (error: unknown): never => {
+    // A call ends once: an error after its finish changes nothing on record.
+    ended = true;
+    call?.failed(error);
+    throw error;
+  };
   const observed: AsyncIterableIterator<ChatStreamEvent> = {
     [Symbol.asyncIterator]: () => observed,
     next: () => {
@@ -73,27 +92,7 @@ function observeStream(request: ChatModelRequest, model: ChatModel, startCall: (
           return Promise.reject(error);
         }
       }
-      const current = call as ProviderCall;
-      return inner.next().then(
-        (result) => {
-          if (result.done) {
-            stopped();
-          } else if (result.value.type === 'finish') {
-            current.succeeded(result.value.usage, result.value.finishReason);
-            ended = true;
-          } else {
-            // A reply that begins with a call has its first token there, as one that begins with text does.
-            current.firstToken();
-          }
-          return result;
-        },
-        (error: unknown) => {
-          // A call ends once: an error after its finish changes nothing on record.
-          ended = true;
-          current.failed(error);
-          throw error;
-        }
-      );
+      return inner.next().then(onResult, onError);
     },
     return: async (value?: unknown) => {
       await inner?.return?.(value);
