@@ -66,7 +66,7 @@ const OWN_SCENARIOS: readonly { readonly id: string; readonly measure: (context:
   { id: '4', measure: measureManyStreams },
   { id: '8', measure: measureRepositoryOperations },
 ];
-/** fhirgate's measured requests rotate through this many prepared conversations (about 50 turns each by the end). */
+/** fhirgate's measured requests rotate through this many prepared conversations (about 50 turns each by the end), the floor's through as many. */
 const FHIRGATE_CONVERSATIONS = 128;
 const FINDINGS_FILE = 'bench/findings.md';
 const EXTERNAL_SCENARIOS = [
@@ -106,13 +106,14 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: MissingScen
     log('SDK relay started');
     // Profiled beside fhirgate, so the two compare turn for turn (bench/profile-summary.ts --per).
     const floorFlags = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles', 'floor')}`] : [];
-    contenders.push(await startSdkRelayWithStore(emulator.url, layout.contenderCore, values['data-root'], floorFlags));
+    const conversations = smoke ? THROUGHPUT_CONNECTIONS : FHIRGATE_CONVERSATIONS;
+    contenders.push(await startSdkRelayWithStore(emulator.url, layout.contenderCore, { conversations, dataRoot: values['data-root'], nodeFlags: floorFlags }));
     log('SDK relay + store started');
     contenders.push(await startPortkey(emulator.url, layout.contenderCore));
     log('Portkey started');
     await emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });
     const profileFlags = [...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles')}`] : []), ...(values['fhirgate-node-flag'] ?? [])];
-    contenders.push(await startFhirgate({ emulatorUrl: emulator.url, core: layout.contenderCore, conversations: smoke ? THROUGHPUT_CONNECTIONS : FHIRGATE_CONVERSATIONS, nodeFlags: profileFlags, dataRoot: values['data-root'] }));
+    contenders.push(await startFhirgate({ emulatorUrl: emulator.url, core: layout.contenderCore, conversations, nodeFlags: profileFlags, dataRoot: values['data-root'] }));
     log('fhirgate started, conversations prepared');
     const context: BenchContext = { contenders, emulator, layout, smoke, repetitions, rawDirectory, log };
     for (const scenario of scenarios) {

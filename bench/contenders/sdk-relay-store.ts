@@ -1,16 +1,19 @@
 /**
- * The floor of a gateway that keeps fhirgate's audit trail: the SDK relay (sdk-relay.ts) plus the two records every
- * turn must store, written exactly as the standalone host stores them (the same elements: the request body, the
- * history window, the exchange's digest, the server-owned meta with the project's and the patient's compartments),
- * and nothing else. The prompt's
- * Communication is written (Medplum's validation, the search index, a durable commit: SQLite WAL,
- * group commit, the log synced before the write is acknowledged) before the upstream is called, and the reply's after the reply, before the
- * client gets its end (the JSON body, or a stream's last chunk and `[DONE]`), as fhirgate does. No authentication,
- * AccessPolicy, history, journal or telemetry: what it costs above the SDK relay is the least that storing both
- * records durably costs on this machine, so a goal this contender misses is out of reach for fhirgate too.
+ * The floor of a gateway that keeps fhirgate's audit trail and sends the conversation's history: the SDK relay
+ * (sdk-relay.ts) plus what the store must do for every continued turn, done as the standalone host does it. The
+ * conversation's newest page of history is read (one search, as a continued turn of fhirgate's makes: the
+ * conversations rotate as fhirgate's measured requests do) and sent with the request; the two records every turn
+ * must store are written exactly as the standalone host stores them (the same elements: the request body, the
+ * history window, the exchange's digest, the server-owned meta with the project's and the patient's compartments).
+ * The prompt's Communication is written (Medplum's validation, the search index, a durable commit: SQLite WAL,
+ * group commit, the log synced before the write is acknowledged) before the upstream is called, and the reply's
+ * after the reply, before the client gets its end (the JSON body, or a stream's last chunk and `[DONE]`), as
+ * fhirgate does. No authentication, AccessPolicy, check of who wrote the history, journal or telemetry: what it
+ * costs above the SDK relay is the least that the history and both durable records cost on this machine, so a
+ * goal this contender misses is out of reach for fhirgate too.
  *
- * `node bench/contenders/sdk-relay-store.ts --upstream http://127.0.0.1:N --data-dir DIR` prints `{"url":...}` and
- * runs until SIGTERM.
+ * `node bench/contenders/sdk-relay-store.ts --upstream http://127.0.0.1:N --data-dir DIR [--conversations N]` prints
+ * `{"url":...}` and runs until SIGTERM.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -19,11 +22,14 @@ import { parseArgs } from 'node:util';
 import type { Communication, Reference } from '@medplum/fhirtypes';
 import { OpenAI } from 'openai';
 import { buildPrompt, buildReply, type ConversationParties } from '../../plugin/chat/communication-builders.ts';
+import { messagesOf } from '../../plugin/chat/recorded-messages.ts';
 import { replyDigest } from '../../plugin/chat/thread-digest.ts';
 import { openStandaloneStore } from '../../plugin/hosts/standalone/open-store.ts';
 import { serveRelay } from './relay-server.ts';
 
-const { values } = parseArgs({ options: { upstream: { type: 'string' }, port: { type: 'string', default: '0' }, 'data-dir': { type: 'string' } } });
+const { values } = parseArgs({
+  options: { upstream: { type: 'string' }, port: { type: 'string', default: '0' }, 'data-dir': { type: 'string' }, conversations: { type: 'string', default: '1' } },
+});
 if (!values.upstream || !values['data-dir']) throw new Error('--upstream and --data-dir are required');
 const client = new OpenAI({ apiKey: 'bench', baseURL: `${values.upstream}/v1`, maxRetries: 0, logLevel: 'off' });
 const store = openStandaloneStore(values['data-dir']);
@@ -34,7 +40,11 @@ const parties: ConversationParties = {
   agent: { reference: `Device/${randomUUID()}`, display: 'fhirgate AI agent' },
   subject: { reference: 'Patient/a1f0c0de-0000-4000-8000-000000000301' },
 };
-const rootId = randomUUID();
+/** The conversations the turns rotate through (`--conversations`: as many as fhirgate's measured requests, bench/run.ts). */
+const rootIds = Array.from({ length: Number(values.conversations) }, () => randomUUID());
+let turns = 0;
+/** fhirgate's default history limit (plugin/options.ts): the page a continued turn reads. */
+const HISTORY_MESSAGES = 50;
 const PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
 /**
  * The server-owned meta the host's repository gives each record (project-repository.ts): the project, the author,
@@ -48,7 +58,17 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
   const body = (await json(request)) as OpenAI.ChatCompletionCreateParams & Record<string, unknown>;
   const promptId = randomUUID();
   const replyId = randomUUID();
+  const rootId = rootIds[turns++ % rootIds.length] as string;
   const text = String(body.messages.at(-1)?.content ?? '');
+  // The conversation's newest page, oldest first, as the model's messages: the one search a continued turn makes.
+  const page = await store.searchResources<Communication>({
+    resourceType: 'Communication',
+    filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${rootId}` }],
+    sortRules: [{ code: 'sent', descending: true }],
+    count: HISTORY_MESSAGES,
+  });
+  const history = page.reverse().flatMap((communication) => messagesOf(communication).map(({ role, content }) => ({ role, content }) as OpenAI.ChatCompletionMessageParam));
+  const messages = [...history, ...body.messages];
   await store.createResource<Communication>(
     {
       ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody: body, sent: new Date().toISOString() }),
@@ -67,21 +87,21 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
       modelId: `bench/${body.model}`,
       usage: usage && { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens },
       finishReason: 'stop',
-      // As fhirgate's: the window of messages sent (here the request's own) and the digest of the exchange.
-      history: { count: body.messages.length, oldest: promptId },
+      // As fhirgate's: the window of history sent and the digest of the exchange.
+      history: { count: history.length, oldest: page[0]?.id },
       threadDigest: replyDigest([PROJECT, parties.caller.reference ?? ''], [{ role: 'user', content: text }], { text: reply }),
       sent: new Date().toISOString(),
     });
     await store.createResource<Communication>({ ...resource, id: replyId, meta: serverMeta(parties.agent) }, { assignedId: true });
   };
   if (!body.stream) {
-    const completion = await client.chat.completions.create({ ...body, stream: false }, { signal });
+    const completion = await client.chat.completions.create({ ...body, messages, stream: false }, { signal });
     await recordReply(completion.choices[0]?.message.content ?? '', completion.usage);
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(completion));
     return;
   }
-  const stream = await client.chat.completions.create({ ...body, stream: true }, { signal });
+  const stream = await client.chat.completions.create({ ...body, messages, stream: true }, { signal });
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   let first = true;
   let reply = '';

@@ -30,13 +30,25 @@ export function startSdkRelay(emulatorUrl: string, core: number | undefined): Pr
 }
 
 /**
- * The floor of a gateway that stores fhirgate's two records per turn as the standalone host does (sdk-relay-store.ts),
- * on a fresh data directory under `dataRoot` (fhirgate's, so both write to the same disk); `nodeFlags` (e.g.
- * `--cpu-prof`) go to its `node`.
+ * The floor of a gateway that reads a conversation's history and stores fhirgate's two records per turn as the
+ * standalone host does (sdk-relay-store.ts), its turns rotating through `conversations` as fhirgate's do, on a fresh
+ * data directory under `dataRoot` (fhirgate's, so both write to the same disk); `nodeFlags` (e.g. `--cpu-prof`) go
+ * to its `node`.
  */
-export async function startSdkRelayWithStore(emulatorUrl: string, core: number | undefined, dataRoot: string | undefined, nodeFlags: readonly string[] = []): Promise<Contender> {
-  const dataDir = await mkdtemp(join(dataRoot ?? tmpdir(), 'fhirgate-bench-floor-'));
-  const relay = await startRelay('SDK relay + store', 'bench/contenders/sdk-relay-store.ts', emulatorUrl, core, ['--data-dir', dataDir], nodeFlags);
+export async function startSdkRelayWithStore(
+  emulatorUrl: string,
+  core: number | undefined,
+  options: { readonly conversations: number; readonly dataRoot?: string; readonly nodeFlags?: readonly string[] }
+): Promise<Contender> {
+  const dataDir = await mkdtemp(join(options.dataRoot ?? tmpdir(), 'fhirgate-bench-floor-'));
+  const relay = await startRelay(
+    'SDK relay + store',
+    'bench/contenders/sdk-relay-store.ts',
+    emulatorUrl,
+    core,
+    ['--data-dir', dataDir, '--conversations', String(options.conversations)],
+    options.nodeFlags
+  );
   return {
     ...relay,
     stop: async () => {

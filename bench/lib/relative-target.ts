@@ -1,6 +1,7 @@
 /**
  * Targets stated against the SDK relay of the same run (bench/README.md): the goal is computed from the relay's
- * figure, and the floor contender (the SDK relay plus the store's two durable writes) is held to the same goal.
+ * figure, and the floor contender (the SDK relay plus the store's history page and two durable writes) is held to the
+ * same goal.
  */
 import type { TargetResult } from './section.ts';
 

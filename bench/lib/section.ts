@@ -18,9 +18,10 @@ export interface TargetResult {
   readonly target: string;
   readonly met: boolean;
   /**
-   * The same goal held against the floor that storing both records costs (the SDK relay plus the store's two
-   * durable writes, bench/contenders/sdk-relay-store.ts): whether it meets it, and by how much it falls short. A
-   * goal the floor misses cannot be met by any gateway that keeps fhirgate's records on this machine.
+   * The same goal held against the floor that the history and both records cost (the SDK relay plus the store's
+   * history page and two durable writes, bench/contenders/sdk-relay-store.ts): whether it meets it, and by how much
+   * it falls short. A goal the floor misses cannot be met by any gateway that sends a conversation's history and
+   * keeps fhirgate's records on this machine.
    */
   readonly floor?: { readonly measured: string; readonly met: boolean; readonly shortBy?: string };
 }

@@ -63,7 +63,7 @@ function renderTargetSummary(sections: readonly ScenarioSection[]): string[] {
     '## Targets',
     '',
     'Each goal is stated against the SDK relay of this run (the official `openai` SDK with nothing authenticated, checked or stored). ' +
-      'The floor is the SDK relay plus the two records every turn stores, written as the standalone host writes them (durable): a goal it misses is out of reach for any gateway keeping those records on this machine, by the amount shown.',
+      'The floor is the SDK relay plus what the store must do for every continued turn, as the standalone host does it: the conversation\'s history page read and sent, and the two records every turn stores written durably. A goal it misses is out of reach for any gateway that sends the history and keeps those records on this machine, by the amount shown.',
     '',
     ...renderTargets(targets, (target) => `${scenarioOf.get(target) ?? '?'}. `),
   ];

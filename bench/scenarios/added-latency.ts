@@ -58,7 +58,7 @@ export async function measureAddedLatency(context: BenchContext): Promise<Scenar
       'Latency is to the end of the response body. Added = contender − direct in the same repetition; the table shows medians over repetitions. ' +
       'fhirgate stores the prompt and the reply (two Communications, SQLite, durable before acknowledged) and loads the conversation history on every request ' +
       '(it continues one of the prepared conversations, 3 earlier turns at the start, one more turn per request). ' +
-      'SDK relay + store: the SDK relay that also stores the same two Communications as the standalone host does, the prompt before the call and the reply before the answer (the floor).',
+      'SDK relay + store: the SDK relay that also reads the conversation\'s history page and stores the same two Communications as the standalone host does, the prompt before the call and the reply before the answer (the floor).',
     table: {
       columns: ['contender', 'p50 ms', 'p99 ms', 'added p50 ms', 'added p99 ms', 'added p50 − SDK relay ms', 'errors'],
       rows: summary.map((row) => [
