@@ -28,7 +28,7 @@ import { runExternalScenario } from './lib/external-scenario.ts';
 import { planCoreLayout, standaloneHostArgs } from './lib/processes.ts';
 import type { ScenarioSection } from './lib/section.ts';
 import { findSmokeProblems, type MissingScenario } from './lib/smoke-check.ts';
-import { readMachineFacts } from './report/machine-facts.ts';
+import { readCpuTimes, readMachineFacts, stolenPercent } from './report/machine-facts.ts';
 import { renderReport } from './report/render-report.ts';
 import { renderChart } from './report/svg-chart.ts';
 import { measureAddedLatency } from './scenarios/added-latency.ts';
@@ -84,6 +84,7 @@ const soakMinutes = Number(values['soak-minutes'] ?? 15);
 const runSoak = soakOnly || (smoke && values.only === undefined);
 
 const startedAt = new Date();
+const cpuAtStart = readCpuTimes();
 function log(line: string): void {
   const elapsed = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
   process.stderr.write(`[bench ${elapsed}s] ${line}\n`);
@@ -163,6 +164,7 @@ const report = renderReport({
   durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
   smoke,
   machine: readMachineFacts(),
+  stolenPercent: stolenPercent(cpuAtStart, readCpuTimes()),
   layout: planCoreLayout().description,
   fhirgateNodeFlags: standaloneHostArgs(values['fhirgate-node-flag'] ?? []).slice(0, -1),
   sections,

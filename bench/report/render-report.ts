@@ -7,6 +7,11 @@ export interface ReportInput {
   readonly durationSeconds: number;
   readonly smoke: boolean;
   readonly machine: MachineFacts;
+  /**
+   * The share of the machine's CPU time the hypervisor gave to other guests during the run (/proc/stat's steal): a
+   * busy host slows every contender, so runs compare only when it is alike. Undefined where it cannot be read.
+   */
+  readonly stolenPercent?: number;
   readonly layout: string;
   /** The Node flags the fhirgate hosts ran with: their own commands' (main.ts's `#!` line), then any extra. */
   readonly fhirgateNodeFlags: readonly string[];
@@ -85,6 +90,7 @@ export function renderReport(input: ReportInput): string {
     `| OS | ${cell(machine.operatingSystem)} |`,
     `| Node | ${machine.nodeVersion} |`,
     `| Portkey gateway | ${machine.portkeyVersion} |`,
+    `| CPU time stolen by the hypervisor during the run | ${input.stolenPercent === undefined ? 'not measured' : `${input.stolenPercent.toFixed(1)} %`} |`,
     `| process layout | ${cell(input.layout)} |`,
     `| fhirgate's Node flags | ${cell(input.fhirgateNodeFlags.length > 0 ? input.fhirgateNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`,
     '',
