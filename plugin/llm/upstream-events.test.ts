@@ -4,7 +4,7 @@ import { createUpstreamError, isAbortError } from './provider-errors.ts';
 import { startUpstreamCall, type UpstreamCall } from './upstream-call.ts';
 import { upstreamEvents, type UpstreamEventMapping } from './upstream-events.ts';
 
-/** A provider chunk in these tests: text pieces, an optional call fragment, and whether it carries the end. */
+/** A provider chunk in these tests: text pieces, and whether it carries the reply's end. */
 interface Chunk {
   readonly texts?: readonly string[];
   readonly end?: boolean;
@@ -53,7 +53,8 @@ function mapping(stream: AsyncIterable<Chunk>, options: { endsOnChunk?: boolean;
       if (!ended) throw createUpstreamError('emulated', { kind: 'stream_incomplete' });
       return { type: 'finish', finishReason: 'stop', usage: undefined };
     },
-    describe: (error) => (error instanceof Error && error.message === 'socket hang up' ? { kind: 'unknown', errorName: 'SocketError' } : undefined),
+    // The adapter's own reading of its SDK's failure: a cut stream (the default translation would say `unknown`).
+    describe: (error) => (error instanceof Error && error.message === 'socket hang up' ? { kind: 'stream_cut' } : undefined),
   };
 }
 
@@ -116,7 +117,7 @@ describe('upstreamEvents', () => {
     const { events, error } = await collect(upstreamEvents(mapping(sdkStream([{ texts: ['partial'] }], new Error('socket hang up')))));
     expect(texts(events)).toEqual(['partial']);
     expect(AppError.isInstance(error)).toBe(true);
-    expect(AppError.isInstance(error) && error.details?.reason).toBe('unknown');
+    expect(AppError.isInstance(error) && error.details?.reason).toBe('stream_cut');
   });
 
   it('reports an abort, not the end, when the caller leaves and the SDK ends its stream quietly', async () => {
