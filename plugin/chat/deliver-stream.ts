@@ -20,7 +20,8 @@ import { clientStillConnected } from './client-presence.ts';
  */
 export async function deliverStream(turn: ChatTurn, response: Response): Promise<void> {
   const { controller } = turn;
-  const sse = new SseWriter(response, controller.signal);
+  // Text events are held until the journal has written their text (the journal is the gate: reply-journal.ts).
+  const sse = new SseWriter(response, controller.signal, turn.records);
   const abortOnClose = (): void => {
     if (!response.writableFinished) {
       controller.abort();
@@ -38,7 +39,6 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   };
   let sentFirst = false;
 
-  let delivered = '';
   // The calls the model asks the client to make, put together from their fragments for the reply's record.
   const toolCalls: { id: string; name: string; arguments: string }[] = [];
   let finishReason: ChatFinishReason = 'stop';
@@ -52,9 +52,8 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
         // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
         turn.records.delivered(turn.replyId, event.text);
         const full = event.logprobs
-          ? sse.send(contentChunkWithLogprobs(answerFieldsOf(turn), event.text, event.logprobs))
-          : sse.sendJson(contentChunk(answerFieldsOf(turn), event.text));
-        delivered += event.text;
+          ? sse.send(contentChunkWithLogprobs(answerFieldsOf(turn), event.text, event.logprobs), event.text)
+          : sse.sendJson(contentChunk(answerFieldsOf(turn), event.text), event.text);
         if (full) {
           await full;
         }
@@ -75,7 +74,11 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       }
     }
     await startStream();
+    await sse.released();
   } catch (error) {
+    // The text recorded is the text handed to the socket: held events go first (or are dropped if the client left).
+    await sse.released()?.catch(() => undefined);
+    const delivered = sse.deliveredText;
     if (isShutdownAbort(controller.signal) && !response.destroyed) {
       await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The server shut down before the reply finished.' });
       if (!sse.started) {
@@ -102,12 +105,12 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   // `completed` only if the client is still there for the end: a client that left while a busy host was still
   // writing gets `stopped`, with the text written before its departure was seen.
   if (!(await clientStillConnected(response))) {
-    await recordReply(turn, { status: 'stopped', text: delivered, reason: CLIENT_LEFT });
+    await recordReply(turn, { status: 'stopped', text: sse.deliveredText, reason: CLIENT_LEFT });
     return;
   }
   try {
     const calls: ChatToolCall[] = toolCalls.filter((call) => call !== undefined);
-    await recordReply(turn, { status: 'completed', text: delivered, toolCalls: calls, usage, finishReason });
+    await recordReply(turn, { status: 'completed', text: sse.deliveredText, toolCalls: calls, usage, finishReason });
   } catch (error) {
     await sendInBandError(sse, toOpenAiErrorBody(toAppError(error)));
     throw error;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ReplyJournal, journalFileBytes, readUnfinished, type OpenTurn } from './reply-journal.ts';
@@ -8,6 +8,25 @@ const turn = (id: string): OpenTurn => ({
   parties: { categorySystem: 'urn:test', caller: { reference: 'Practitioner/dr' }, agent: { reference: 'Device/agent' } },
   reply: { id, rootId: 'root-1', promptId: `prompt-${id}`, modelId: 'openai/gpt-4o-mini', history: { count: 0 } },
 });
+
+/** Resolves after the end of this turn of the event loop, when the journal writes the text lines it holds. */
+const endOfLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** The journal's writes, counted, and failing while `failing` is set (as on a full disk). */
+function countedWrites(): { writeLines: (fd: number, text: string) => number; writes: string[]; failing: boolean } {
+  const state = {
+    writes: [] as string[],
+    failing: false,
+    writeLines: (fd: number, text: string): number => {
+      if (state.failing) {
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      }
+      state.writes.push(text);
+      return writeSync(fd, text);
+    },
+  };
+  return state;
+}
 
 describe('ReplyJournal', () => {
   let root: string;
@@ -44,13 +63,14 @@ describe('ReplyJournal', () => {
     expect(third.unfinished.map((entry) => entry.reply.id)).toEqual(['c']);
   });
 
-  test('the FHIR tool calls a turn ran are recovered with it, also after the file was rewritten', () => {
+  test('the FHIR tool calls a turn ran are recovered with it, also after the file was rewritten', async () => {
     const call = { id: 'call_1', name: 'read_record', arguments: '{"reference":"Condition/c1"}', result: '{"count":1}', shared: [{ reference: 'Condition/c1' }] };
     const first = ReplyJournal.open(root, { rotateBytes: 1 });
     first.open(turn('a'));
     first.toolCall('a', call);
     first.delivered('a', 'Treated since 2021.');
-    // rotateBytes 1: every append rewrites the file from what the journal holds.
+    await endOfLoopTurn();
+    // rotateBytes 1: every write rewrites the file from what the journal holds.
 
     const second = ReplyJournal.open(root);
     expect(second.unfinished).toHaveLength(1);
@@ -78,7 +98,7 @@ describe('ReplyJournal', () => {
     expect(readUnfinished(lines.join('\n')).map((entry) => entry.delivered)).toEqual(['kept']);
   });
 
-  test('the file is rewritten with only unfinished turns once it grows past its limit', () => {
+  test('the file is rewritten with only unfinished turns once it grows past its limit', async () => {
     const journal = ReplyJournal.open(root, { rotateBytes: 4096 });
     journal.open(turn('long'));
     for (let index = 0; index < 200; index++) {
@@ -87,6 +107,7 @@ describe('ReplyJournal', () => {
       journal.closed(`t${index}`);
       journal.delivered('long', `${index} `);
     }
+    await endOfLoopTurn();
     const dir = join(root, readdirSync(root)[0]);
     expect(journalFileBytes(dir)).toBeLessThan(8192);
     const [left] = readUnfinished(readFileSync(join(dir, 'replies.jsonl'), 'utf8'));
@@ -109,10 +130,77 @@ describe('ReplyJournal', () => {
     expect(ReplyJournal.open(root).unfinished.map((entry) => entry.reply.id)).toEqual(['open']);
   });
 
+  test("the text of one turn of the event loop, every stream's, is written in one write at its end; those waiting are told then", async () => {
+    const disk = countedWrites();
+    const journal = ReplyJournal.open(root, { writeLines: disk.writeLines });
+    journal.open(turn('a'));
+    journal.open(turn('b'));
+    expect(journal.whenWritten(() => undefined)).toBe(false);
+    const before = disk.writes.length;
+    journal.delivered('a', 'Resting heart rate ');
+    journal.delivered('b', 'Blood pressure ');
+    journal.delivered('a', 'is 48 bpm.');
+    const told: unknown[] = [];
+    expect(journal.whenWritten((error) => told.push(error ?? 'written'))).toBe(true);
+    const file = join(root, readdirSync(root)[0], 'replies.jsonl');
+    expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => entry.delivered)).toEqual(['', '']);
+    expect(told).toEqual([]);
+
+    await endOfLoopTurn();
+    expect(disk.writes.length - before).toBe(1);
+    expect(told).toEqual(['written']);
+    expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => entry.delivered)).toEqual(['Resting heart rate is 48 bpm.', 'Blood pressure ']);
+  });
+
+  test('an entry of another kind, and writeWaiting, write the waiting text at once, before it, in one write', () => {
+    const disk = countedWrites();
+    const journal = ReplyJournal.open(root, { writeLines: disk.writeLines });
+    journal.open(turn('a'));
+    journal.open(turn('b'));
+    const before = disk.writes.length;
+    journal.delivered('a', 'first');
+    journal.closed('a');
+    expect(disk.writes.length - before).toBe(1);
+    expect(disk.writes.at(-1)?.split('\n').map((line) => (line ? JSON.parse(line).op : ''))).toEqual(['text', 'closed', '']);
+
+    let told = false;
+    journal.delivered('b', 'second');
+    journal.whenWritten(() => {
+      told = true;
+    });
+    journal.writeWaiting();
+    expect(told).toBe(true);
+    const file = join(root, readdirSync(root)[0], 'replies.jsonl');
+    expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => [entry.reply.id, entry.delivered])).toEqual([['b', 'second']]);
+  });
+
+  test('a write that fails is told to those waiting for its text, and thrown to the caller of an append', async () => {
+    const disk = countedWrites();
+    const journal = ReplyJournal.open(root, { writeLines: disk.writeLines });
+    journal.open(turn('a'));
+    disk.failing = true;
+    journal.delivered('a', 'lost');
+    const told: unknown[] = [];
+    journal.whenWritten((error) => told.push(error));
+    await endOfLoopTurn();
+    expect(told).toHaveLength(1);
+    expect((told[0] as Error).message).toMatch(/ENOSPC/);
+
+    journal.delivered('a', 'also lost');
+    expect(() => journal.open(turn('b'))).toThrow(/ENOSPC/);
+    disk.failing = false;
+    journal.delivered('a', 'kept');
+    journal.writeWaiting();
+    const file = join(root, readdirSync(root)[0], 'replies.jsonl');
+    expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => entry.delivered)).toEqual(['kept']);
+  });
+
   test('without a directory it keeps nothing on disk and recovers nothing', () => {
     const journal = ReplyJournal.open(undefined);
     journal.open(turn('a'));
     journal.delivered('a', 'text');
+    // Nothing to wait for: a stream's text goes out at once.
+    expect(journal.whenWritten(() => undefined)).toBe(false);
     expect(journal.unfinished).toEqual([]);
     journal.close();
   });

@@ -6,7 +6,9 @@
  *   build the reply's record except how it ends;
  * - `history` once the conversation's history is loaded (what the reply's record says the model was sent);
  * - `tool` for each FHIR tool call run for the model, before the model is given its result;
- * - `text` for each piece of reply text, written before the piece goes to the socket;
+ * - `text` for each piece of reply text, written before the piece goes to the socket: the pieces of one turn of the
+ *   event loop, of every stream, in one write at its end (`setImmediate`), and the streams' writers hold the pieces'
+ *   frames until that write returns (`whenWritten`, sse-writer.ts), so a client never sees text the journal lacks;
  * - `outbox` with the whole reply resource when the store did not take it (fsync'd: the record exists only here);
  * - `closed` once the reply is in the store, or when the prompt was never stored (the turn was refused).
  *
@@ -58,6 +60,12 @@ const LOCK = 'LOCK';
 /** The file is rewritten with only unfinished turns once it grows past this. */
 const DEFAULT_ROTATE_BYTES = 8 * 1024 * 1024;
 
+/** How the journal's lines reach its file: `fs.writeSync` (a test gives one that fails, as a full disk would). */
+export type WriteLines = (fd: number, text: string) => number;
+
+/** Called once the text lines waiting when it was given are in the file, or with the error that kept them out. */
+export type AfterWrite = (error?: unknown) => void;
+
 interface TurnState extends OpenTurn {
   reply: OpenTurn['reply'];
   delivered: string;
@@ -68,15 +76,21 @@ interface TurnState extends OpenTurn {
 export class ReplyJournal {
   readonly #dir: string | undefined;
   readonly #rotateBytes: number;
+  readonly #write: WriteLines;
   readonly #turns = new Map<string, TurnState>();
   #fd: number | undefined;
   #bytes = 0;
+  /** Text lines not yet written, and who waits for them (the writers holding their frames). */
+  #waitingLines = '';
+  #waiting: AfterWrite[] = [];
+  #scheduled = false;
   /** Turns an earlier process left unfinished, found when this journal was opened. */
   readonly unfinished: readonly UnfinishedTurn[];
 
-  private constructor(dir: string | undefined, rotateBytes: number, unfinished: UnfinishedTurn[]) {
+  private constructor(dir: string | undefined, rotateBytes: number, write: WriteLines, unfinished: UnfinishedTurn[]) {
     this.#dir = dir;
     this.#rotateBytes = rotateBytes;
+    this.#write = write;
     this.unfinished = unfinished;
   }
 
@@ -86,10 +100,11 @@ export class ReplyJournal {
    * is gone (a crash, SIGKILL, or a restart) are adopted: renamed into this one (atomic, so two instances starting
    * together never both take one), their unfinished turns copied into this journal's file, then removed.
    */
-  static open(root: string | undefined, options: { readonly rotateBytes?: number } = {}): ReplyJournal {
+  static open(root: string | undefined, options: { readonly rotateBytes?: number; readonly writeLines?: WriteLines } = {}): ReplyJournal {
     const rotateBytes = options.rotateBytes ?? DEFAULT_ROTATE_BYTES;
+    const write = options.writeLines ?? writeSync;
     if (!root) {
-      return new ReplyJournal(undefined, rotateBytes, []);
+      return new ReplyJournal(undefined, rotateBytes, write, []);
     }
     mkdirSync(root, { recursive: true, mode: OWNER_ONLY_DIRECTORY });
     const dir = join(root, `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
@@ -100,7 +115,7 @@ export class ReplyJournal {
       const path = join(orphan, FILE);
       return existsSync(path) ? readUnfinished(readFileSync(path, 'utf8')) : [];
     });
-    const journal = new ReplyJournal(dir, rotateBytes, unfinished);
+    const journal = new ReplyJournal(dir, rotateBytes, write, unfinished);
     for (const turn of unfinished) {
       journal.#turns.set(turn.reply.id, { ...turn });
     }
@@ -148,15 +163,44 @@ export class ReplyJournal {
     this.#append({ op: 'tool', id, call });
   }
 
-  /** Reply text is about to be sent to the client. */
+  /**
+   * Reply text is about to be sent to the client: its line is written with the rest of this turn of the event loop's
+   * (or sooner, by `writeWaiting` or the next entry of another kind); hold the text's frame until `whenWritten`.
+   */
   delivered(id: string, text: string): void {
     const state = this.#turns.get(id);
     if (!state || text === '') {
       return;
     }
     state.delivered += text;
+    if (this.#fd === undefined) {
+      return;
+    }
     // The one entry written per streamed piece: composed directly, without building an entry object.
-    this.#appendLine(`{"op":"text","id":${JSON.stringify(id)},"text":${JSON.stringify(text)}}\n`);
+    this.#waitingLines += `{"op":"text","id":${JSON.stringify(id)},"text":${JSON.stringify(text)}}\n`;
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#writeScheduled);
+    }
+  }
+
+  /**
+   * Calls `then` once the text lines appended so far are in the file (or with the error that kept them out), and
+   * returns true; returns false, without calling it, when no line waits (nothing to hold back).
+   */
+  whenWritten(then: AfterWrite): boolean {
+    if (this.#waitingLines === '') {
+      return false;
+    }
+    this.#waiting.push(then);
+    return true;
+  }
+
+  /** Writes the waiting text lines now (a stream's first piece, which goes out at once); throws the write's error. */
+  writeWaiting(): void {
+    if (this.#waitingLines !== '') {
+      this.#appendLine('');
+    }
   }
 
   /** The store refused the reply of an open turn: the resource is kept here, on disk, until it is written. */
@@ -180,6 +224,7 @@ export class ReplyJournal {
     if (this.#fd === undefined || !this.#dir) {
       return;
     }
+    this.writeWaiting();
     fsyncSync(this.#fd);
     closeSync(this.#fd);
     this.#fd = undefined;
@@ -194,18 +239,44 @@ export class ReplyJournal {
     this.#appendLine(`${JSON.stringify(entry)}\n`, options);
   }
 
+  /** Writes `line` after the text lines waiting (one write, in order), then tells those waiting for them how it went. */
   #appendLine(line: string, options: { readonly sync?: boolean } = {}): void {
     if (this.#fd === undefined) {
       return;
     }
-    this.#bytes += writeSync(this.#fd, line);
-    if (options.sync) {
-      fsyncSync(this.#fd);
+    const text = this.#waitingLines + line;
+    const waiting = this.#waiting;
+    this.#waitingLines = '';
+    this.#waiting = [];
+    let failure: unknown;
+    try {
+      this.#bytes += this.#write(this.#fd, text);
+      if (options.sync) {
+        fsyncSync(this.#fd);
+      }
+      if (this.#bytes > this.#rotateBytes) {
+        this.#rewrite();
+      }
+    } catch (error) {
+      failure = error;
     }
-    if (this.#bytes > this.#rotateBytes) {
-      this.#rewrite();
+    for (const then of waiting) {
+      then(failure);
+    }
+    if (failure !== undefined) {
+      throw failure;
     }
   }
+
+  /** The end of a turn of the event loop: its text lines in one write; a failure reaches only those waiting for them. */
+  readonly #writeScheduled = (): void => {
+    this.#scheduled = false;
+    try {
+      this.writeWaiting();
+    } catch {
+      // Told to the writers holding the lines' frames (whenWritten): their turns fail, as an append's caller does.
+    }
+  };
 
   /** Replaces the file with one holding only the unfinished turns, atomically (write, fsync, rename). */
   #rewrite(): void {

@@ -23,7 +23,7 @@ import { outcomeStatusOf } from '../medplum-errors.ts';
 import type { HostLogger } from '../host.ts';
 import { buildReply, type FhirToolRecord } from './communication-builders.ts';
 import { findCommunication } from './conversation.ts';
-import type { OpenTurn, ReplyJournal, UnfinishedTurn } from './reply-journal.ts';
+import type { AfterWrite, OpenTurn, ReplyJournal, UnfinishedTurn } from './reply-journal.ts';
 import type { TurnRegistry } from './turn-registry.ts';
 
 /** The reason recorded on a reply whose process stopped before it finished. */
@@ -147,10 +147,20 @@ export class ReplyRecords {
     this.#closed(replyId);
   }
 
-  /** Reply text is about to go to the client. */
+  /** Reply text is about to go to the client: hold its frame until `whenWritten` says the journal has it. */
   delivered(replyId: string, text: string): void {
     this.#options.journal.delivered(replyId, text);
     this.#options.registry?.delivered(replyId, text);
+  }
+
+  /** See `ReplyJournal.whenWritten`: the gate a stream's writer holds text frames at (sse-writer.ts). */
+  whenWritten(then: AfterWrite): boolean {
+    return this.#options.journal.whenWritten(then);
+  }
+
+  /** See `ReplyJournal.writeWaiting`. */
+  writeWaiting(): void {
+    this.#options.journal.writeWaiting();
   }
 
   /**

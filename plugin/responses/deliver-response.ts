@@ -58,7 +58,9 @@ async function deliverResponseStream(turn: ChatTurn, response: Response): Promis
       await startStream();
       if (event.type === 'text') {
         // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
+        // Written at once, piece by piece (chat completions' writer holds its frames for the journal's batch instead).
         turn.records.delivered(turn.replyId, event.text);
+        turn.records.writeWaiting();
         await output.addText(event.text, event.logprobs);
       } else if (event.type === 'tool_call') {
         await output.addToolCall(event);
