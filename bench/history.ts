@@ -28,7 +28,9 @@ export interface HistoryRunSize {
   readonly requestsPerRepetition: number;
 }
 
-const FULL: HistoryRunSize = { longConversationTurns: 1000, otherCommunications: 1_000_000, warmUp: 20, repetitions: 3, requestsPerRepetition: 100 };
+// Five repetitions of 200: with three of 100 the fresh case's store-size verdict moved from 4.3 % to 10.3 % between
+// two full runs of one tree (bench/findings.md, "The journal's pieces in one write per turn of the event loop").
+const FULL: HistoryRunSize = { longConversationTurns: 1000, otherCommunications: 1_000_000, warmUp: 50, repetitions: 5, requestsPerRepetition: 200 };
 const SMOKE: HistoryRunSize = { longConversationTurns: 50, otherCommunications: 10_000, warmUp: 3, repetitions: 3, requestsPerRepetition: 10 };
 
 const { values } = parseArgs({
