@@ -31,10 +31,9 @@ export class SseWriter {
   readonly #signal: AbortSignal | undefined;
   readonly #gate: WriteGate | undefined;
   #started = false;
-  /** Frames held for the gate, and the reply text among them. */
+  /** Frames held for the gate (none: empty; a frame is never empty), and the reply text among them. */
   #heldFrames = '';
   #heldText = '';
-  #holding = false;
   #endWhenReleased = false;
   #whenReleased: { readonly promise: Promise<void>; readonly resolve: () => void } | undefined;
   #failure: unknown;
@@ -96,7 +95,6 @@ export class SseWriter {
       throw new Error('The client closed the stream.');
     }
     if (this.#holding || (text !== '' && this.#gate?.whenWritten(this.#release))) {
-      this.#holding = true;
       this.#heldFrames += frame;
       this.#heldText += text;
       if (flushNow) {
@@ -147,7 +145,6 @@ export class SseWriter {
     const text = this.#heldText;
     this.#heldFrames = '';
     this.#heldText = '';
-    this.#holding = false;
     if (error !== undefined) {
       this.#failure = error;
     } else if (!this.#response.destroyed && !this.#response.writableEnded) {
@@ -178,6 +175,10 @@ export class SseWriter {
       response.on('close', settle);
       signal?.addEventListener('abort', settle);
     });
+  }
+
+  get #holding(): boolean {
+    return this.#heldFrames !== '';
   }
 
   /** Ends the stream (after the events held for the gate, if any). */
