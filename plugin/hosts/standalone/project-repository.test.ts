@@ -1,9 +1,10 @@
 import { jest } from '@jest/globals';
-import { OperationOutcomeError, getStatus } from '@medplum/core';
+import { OperationOutcomeError, getStatus, parseSearchRequest } from '@medplum/core';
 import { MemoryRepository } from '@medplum/fhir-router';
-import type { AccessPolicy, Communication } from '@medplum/fhirtypes';
+import type { AccessPolicy, Communication, Patient } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { ProjectRepository } from './project-repository.ts';
+import { SqliteRepository } from './store/sqlite-repository.ts';
 
 const careTeamPolicy: AccessPolicy = {
   resourceType: 'AccessPolicy',
@@ -143,5 +144,35 @@ describe('ProjectRepository', () => {
     const counted = await practitioner.search({ resourceType: 'Communication', count: 100_000, total: 'accurate' });
     expect(counted.entry).toHaveLength(1000);
     expect(counted.total).toBe(1005);
+  });
+
+  test('on a store that narrows by the policy, the matches are kept and included resources the policy hides dropped', async () => {
+    const sqlite = SqliteRepository.open(':memory:');
+    try {
+      const admin = new ProjectRepository(sqlite, { projectId: 'project-a', author: { reference: 'Practitioner/admin' } });
+      const visible = await admin.createResource<Patient>({ resourceType: 'Patient' });
+      const hidden = await admin.createResource<Patient>({ resourceType: 'Patient' });
+      const shared = await admin.createResource<Communication>({
+        ...communicationAbout(visible.id),
+        recipient: [{ reference: `Patient/${visible.id}` }, { reference: `Patient/${hidden.id}` }],
+      });
+      await admin.createResource(communicationAbout(hidden.id, 'about the other patient'));
+      const careTeam = new ProjectRepository(sqlite, {
+        projectId: 'project-a',
+        author: { reference: 'Practitioner/dr' },
+        accessPolicy: {
+          resourceType: 'AccessPolicy',
+          resource: [
+            { resourceType: 'Patient', criteria: `Patient?_id=${visible.id}` },
+            { resourceType: 'Communication', criteria: `Communication?subject=Patient/${visible.id}` },
+          ],
+        },
+      });
+      const bundle = await careTeam.search(parseSearchRequest('Communication?_include=Communication:recipient'));
+      const entries = bundle.entry?.map((entry) => `${entry.search?.mode} ${entry.resource?.resourceType}/${entry.resource?.id}`);
+      expect(entries?.sort()).toEqual([`include Patient/${visible.id}`, `match Communication/${shared.id}`]);
+    } finally {
+      sqlite.close();
+    }
   });
 });

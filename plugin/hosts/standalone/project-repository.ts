@@ -189,8 +189,9 @@ export class ProjectRepository extends FhirRepository {
     } else {
       return this.#searchNarrowed(scoped, searchRequest, options);
     }
-    // Each entry is checked still: included resources are not narrowed by the store.
-    return { ...bundle, entry: this.#visibleEntries(bundle.entry) };
+    // The matches are what the policy allows: the store selected them by its alternatives, or the policy allows
+    // every resource of the type. Included resources are not narrowed by the store, so they are checked here.
+    return { ...bundle, entry: this.#visibleEntries(bundle.entry, (entry) => entry.search?.mode === 'match') };
   }
 
   /**
@@ -321,8 +322,11 @@ export class ProjectRepository extends FhirRepository {
     return resource;
   }
 
-  #visibleEntries<T extends Resource>(entries: BundleEntry<WithId<T>>[] | undefined): BundleEntry<WithId<T>>[] | undefined {
-    const visible = entries?.filter((entry) => entry.resource && this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH));
+  #visibleEntries<T extends Resource>(
+    entries: BundleEntry<WithId<T>>[] | undefined,
+    allowed: (entry: BundleEntry<WithId<T>>) => boolean = () => false
+  ): BundleEntry<WithId<T>>[] | undefined {
+    const visible = entries?.filter((entry) => entry.resource && (allowed(entry) || this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH)));
     return visible?.length ? visible : undefined;
   }
 
