@@ -324,9 +324,11 @@ export class ProjectRepository extends FhirRepository {
 
   #visibleEntries<T extends Resource>(
     entries: BundleEntry<WithId<T>>[] | undefined,
-    allowed: (entry: BundleEntry<WithId<T>>) => boolean = () => false
+    narrowedByStore: (entry: BundleEntry<WithId<T>>) => boolean = () => false
   ): BundleEntry<WithId<T>>[] | undefined {
-    const visible = entries?.filter((entry) => entry.resource && (allowed(entry) || this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH)));
+    const visible = entries?.filter(
+      (entry) => entry.resource && (narrowedByStore(entry) || this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH))
+    );
     return visible?.length ? visible : undefined;
   }
 
