@@ -191,7 +191,7 @@ export class ProjectRepository extends FhirRepository {
     }
     // The matches are what the policy allows: the store selected them by its alternatives, or the policy allows
     // every resource of the type. Included resources are not narrowed by the store, so they are checked here.
-    return { ...bundle, entry: this.#visibleEntries(bundle.entry, (entry) => entry.search?.mode === 'match') };
+    return { ...bundle, entry: this.#visibleEntries(bundle.entry, true) };
   }
 
   /**
@@ -324,10 +324,12 @@ export class ProjectRepository extends FhirRepository {
 
   #visibleEntries<T extends Resource>(
     entries: BundleEntry<WithId<T>>[] | undefined,
-    narrowedByStore: (entry: BundleEntry<WithId<T>>) => boolean = () => false
+    matchesNarrowedByStore = false
   ): BundleEntry<WithId<T>>[] | undefined {
     const visible = entries?.filter(
-      (entry) => entry.resource && (narrowedByStore(entry) || this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH))
+      (entry) =>
+        entry.resource &&
+        ((matchesNarrowedByStore && entry.search?.mode === 'match') || this.#isVisible(entry.resource, AccessPolicyInteraction.SEARCH))
     );
     return visible?.length ? visible : undefined;
   }
