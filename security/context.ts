@@ -5,6 +5,9 @@ import type { TestHost } from '../test/support/test-host.ts';
 import type { SigningKeys } from '../plugin/hosts/standalone/auth/signing-keys.ts';
 import type { AttackLog } from './suite.ts';
 
+/** The default model (`openai/gpt-4o-mini`) is cleared for patient data; this one of the same provider is not. */
+export const UNCLEARED_MODEL = 'gpt-4o-uncleared';
+
 export interface SecurityContext {
   readonly host: TestHost;
   readonly emulator: LlmEmulator;

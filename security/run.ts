@@ -18,7 +18,7 @@ import { startLlmEmulator } from '../test/emulator/index.ts';
 import { startTestHost } from '../test/support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
-import type { SecurityContext } from './context.ts';
+import { UNCLEARED_MODEL, type SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, DEVICE_SYSTEM, deviceAttacks, weakKeyAttacks } from './device-attacks.ts';
 import { deviceFloodAttacks } from './device-flood-attacks.ts';
 import { deviceWriteAttacks } from './device-write-attacks.ts';
@@ -44,10 +44,11 @@ const host = await startTestHost({
   logger: createJsonLogger('info', (line) => logLines.push(line)),
   pluginFor: (project) => ({
     llm: {
-      providers: { openai: { kind: 'openai', apiKey: PROVIDER_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } },
+      providers: { openai: { kind: 'openai', apiKey: PROVIDER_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini', UNCLEARED_MODEL], retries: { maxRetries: 0 } } },
       defaultModel: 'openai/gpt-4o-mini',
-      // The emulator answers on loopback: cleared for patient data (the attacks chat about patients).
-      patientDataModels: ['openai/*'],
+      // The default model is cleared for patient data (the attacks chat about patients); the other is not, for the
+      // attacks that try to carry patient data to a model without an agreement.
+      patientDataModels: ['openai/gpt-4o-mini'],
     },
     device_auth: {
       valid_keys: { [DEVICE_ID]: DEVICE_KEY },
