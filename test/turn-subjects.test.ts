@@ -138,4 +138,18 @@ describe('the patient of a turn is the union of what it takes in', () => {
     expect(models.other.received[0].messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
     expect((await reply(replyIdOf(continued))).subject?.reference).toBe(maria());
   });
+
+  test('a client that keeps the history, continuing such a conversation on chat completions, is about the patient too', async () => {
+    const start = await ask({ model: CLEARED_MODEL, messages: [{ role: 'user', content: 'Some general questions first.' }] });
+    await ask({ model: CLEARED_MODEL, conversation_id: start.conversation_id, patient_id: subject.patientId, patient_context: 'none', messages: [{ role: 'user', content: QUESTION }] });
+    const before = await stored();
+
+    // The request repeats the conversation's latest exchange and names no conversation: it continues that one.
+    const refused = await failure(
+      ask({ model: OTHER_MODEL, messages: [{ role: 'user', content: QUESTION }, { role: 'assistant', content: `Echo: ${QUESTION}` }, { role: 'user', content: 'Go on.' }] })
+    );
+    expect(refused).toMatchObject({ status: 403, error: { code: 'patient_data_not_allowed' } });
+    expect(models.other.received).toHaveLength(0);
+    expect(await stored()).toBe(before);
+  });
 });

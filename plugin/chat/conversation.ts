@@ -114,14 +114,16 @@ const MIN_HISTORY_PAGE = 10;
  *
  * One search reads the newest page of the conversation, as many Communications as the limit has messages: each
  * genuine Communication is at least one message, so in a conversation fhirgate wrote the page is enough and the
- * turn costs one search. The same page names the calls of the newest reply and the latest reply a Responses
- * request must continue from. A page that ends before the limit is reached, or before a reply that did not fail
- * (failed replies, prompts with no reply, records a user wrote), is followed by the next.
+ * turn costs one search. The same page names the calls of the newest reply, the latest reply a Responses
+ * request must continue from (and the caller's own latest), and the patients its records are about. A page that
+ * ends before the limit is reached, or before a reply that did not fail (failed replies, prompts with no reply,
+ * records a user wrote), is followed by the next. Other users' turns are quoted (quoted-turns.ts).
  */
 export async function loadConversation(reader: ConversationReader, conversationId: string, limits: HistoryLimits): Promise<ConversationState> {
   const pageSize = Math.max(limits.maxMessages, MIN_HISTORY_PAGE);
   const stored: WithId<Communication>[] = [];
   const replies = new Set<string>();
+  const caller = partyKey(reader.caller);
   for (let offset = 0; ; offset += pageSize) {
     const page = await reader.repo.searchResources<Communication>({
       resourceType: 'Communication',
@@ -139,7 +141,6 @@ export async function loadConversation(reader: ConversationReader, conversationI
     )) {
       replies.add(id);
     }
-    const caller = partyKey(reader.caller);
     const window = historyWindow(stored, replies, limits, caller);
     const latestReply = stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done');
     const readAll = page.length < pageSize;
