@@ -16,6 +16,7 @@ export type AppErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conversation_not_found'
+  | 'conversation_not_owned'
   | 'model_not_found'
   | 'conflict'
   | 'gone'
@@ -44,6 +45,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   not_found: 404,
   method_not_allowed: 405,
   conversation_not_found: 404,
+  // A conversation another user started, in a project that does not share conversations (chat/conversation-ownership.ts).
+  conversation_not_owned: 403,
   model_not_found: 404,
   conflict: 409,
   gone: 410,

@@ -27,6 +27,7 @@ import { exposureAttacks } from './exposure-attacks.ts';
 import { fuzzAttacks } from './fuzz-attacks.ts';
 import { inputAttacks, SECRET_IN_BODY } from './input-attacks.ts';
 import { isolationAttacks } from './isolation-attacks.ts';
+import { subjectAttacks } from './subject-attacks.ts';
 import { AttackLog } from './suite.ts';
 import { tokenAttacks } from './token-attacks.ts';
 
@@ -50,6 +51,8 @@ const host = await startTestHost({
       // attacks that try to carry patient data to a model without an agreement.
       patientDataModels: ['openai/gpt-4o-mini'],
     },
+    // For the projects whose AI_PATIENT_DATA_POLICY is de-identify (subject-attacks.ts).
+    deIdentification: { dateShiftKey: 'security-suite-date-shift-key-0123456789abcdef' },
     device_auth: {
       valid_keys: { [DEVICE_ID]: DEVICE_KEY },
       jwt_secret: DEVICE_SECRET,
@@ -100,6 +103,7 @@ await tokenAttacks(context);
 await isolationAttacks(context);
 await forgeryAttacks(context);
 await chartInjectionAttack(context);
+await subjectAttacks(context);
 await consumptionAttacks(context);
 await inputAttacks(context);
 await exposureAttacks(context);

@@ -4,10 +4,13 @@
  * own `TurnApi`, in plugin/responses/):
  *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
- *   -  validate the request, the model, the patient and the conversation: nothing is stored for a bad request
+ *   -  validate the request, the model, the patient and the conversation (only its starter continues it, unless
+ *      the project shares conversations: conversation-ownership.ts): nothing is stored for a bad request
  *   3. load the conversation's history, with those checks   (conversation.ts: the earlier turns, so read before
  *      the prompt is written; one search that also names the calls a request with tool results must answer and
  *      the latest reply a Responses request must continue from)
+ *   -  the turn's patient: the union of what it takes in      (turn-subject.ts: `patient_id`, the conversation,
+ *      the records the request names), decided before anything is stored
  *   -  patient data egress: a turn about a patient goes only to a cleared model, or de-identified (governance/)
  *   -  budgets: a turn past one of the project's or the caller's is refused (governance/)
  *   2. record the prompt (and the root of a new conversation)
@@ -57,7 +60,9 @@ import { replayTurn } from './replay-turn.ts';
 import { callerParty } from './caller-reference.ts';
 import { checkBudgets, checkModelAccess, type Governance } from '../governance/governance.ts';
 import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
-import { resolveSubject } from './turn-subject.ts';
+import { resolveSubject, unionSubject } from './turn-subject.ts';
+import { conversationSubjects } from './conversation-subjects.ts';
+import { mayContinue, requireMayContinue } from './conversation-ownership.ts';
 import { recordPrompt } from './record-prompt.ts';
 import { repeatedExchangeOf, type ThreadScope } from './thread-digest.ts';
 import { findRepeatedConversation, withoutRepeated } from './repeated-exchange.ts';
@@ -102,11 +107,12 @@ export interface TurnApi<R extends ChatRequest = ChatRequest> {
   /** Validates the body (a 400 naming the field); may read the caller's records the request refers to. */
   readRequest(body: unknown, services: ChatServices, caller: CallerContext): R | Promise<R>;
   /**
-   * Checks against the conversation being continued, from what step 3 read of it (no read of its own), made once
-   * the turn is known to run (not a replay under its Idempotency-Key) and before anything is stored. `repeatsLatest`:
-   * the request sends the conversation's latest exchange again (thread-digest.ts), so it continues from there.
+   * Checks against the conversation being continued, from what step 3 read of it (`reader` for what that page
+   * cannot answer), made once the turn is known to run (not a replay under its Idempotency-Key) and before anything
+   * is stored. `repeatsLatest`: the request sends the conversation's latest exchange again (thread-digest.ts), so it
+   * continues from there.
    */
-  checkConversation?(request: R, conversation: ConversationState, repeatsLatest: boolean): void;
+  checkConversation?(request: R, conversation: ConversationState, repeatsLatest: boolean, reader: ConversationReader): void | Promise<void>;
   /** Steps 4–6 in the API's wire format: JSON or streamed, as `turn.chat.stream` says. */
   deliver(turn: ChatTurn, response: Response): Promise<void>;
   /** Answers a request repeated under the same Idempotency-Key again, from the records of its completed turn. */
@@ -184,16 +190,22 @@ async function runTurn<R extends ChatRequest>(
     agent,
     systemRepo: once(() => services.host.getSystemRepo(caller.project.id)),
     authors: services.agents.authors,
+    caller: callerParty(caller.profile),
   };
   // A request that sends the caller's latest exchange of a conversation again continues it (repeated-exchange.ts).
   const threadScope: ThreadScope = [caller.project.id, caller.profile.reference ?? ''];
   const repeated = repeatedExchangeOf(threadScope, chat.messages);
-  const root = chat.conversationId
-    ? await readConversationRoot(reader, chat.conversationId)
-    : repeated && (await findRepeatedConversation(reader, repeated, chat.patientId));
+  const named = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
+  // Only its starter continues a conversation, unless the project shares them (403, nothing stored).
+  if (named) {
+    requireMayContinue(named, callerParty(caller.profile), caller.project);
+  }
+  const found = !named && repeated ? await findRepeatedConversation(reader, repeated, chat.patientId) : undefined;
+  // A repeated exchange of a conversation the caller may not continue starts a conversation of its own.
+  const root = named ?? (found && mayContinue(found, callerParty(caller.profile), caller.project) ? found : undefined);
   // Recognised from what the request repeats: the request brings the history itself.
   const clientKeepsHistory = !chat.conversationId && root !== undefined;
-  const subject = await resolveSubject(caller.repo, reader.systemRepo, chat.patientId, root);
+  const requestedSubject = await resolveSubject(caller.repo, reader.systemRepo, chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
     const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
@@ -213,8 +225,15 @@ async function runTurn<R extends ChatRequest>(
   const repeatsLatest = conversation !== undefined && repeated !== undefined && conversation.latestReplyDigest === repeated.digest;
   if (conversation) {
     checkAnsweredCalls(chat, conversation);
-    api.checkConversation?.(chat, conversation, repeatsLatest);
+    await api.checkConversation?.(chat, conversation, repeatsLatest, reader);
   }
+  // The turn is about every patient of what it takes in: one at most (400 naming the field that brings a second).
+  const subject = unionSubject(requestedSubject, [
+    ...(root ? (await conversationSubjects(reader, root, conversation)).map((patient) => ({ patient, param: 'conversation_id', what: 'the conversation' })) : []),
+    ...(chat.referenced ?? []).flatMap((record) => record.subjects.map((patient) => ({ patient, param: record.param, what: 'the referenced item' }))),
+  ]);
+  // The stored records the turn takes in that are about its patient: on the reply's `about`, and disclosed.
+  const takenIn = subject ? (chat.referenced ?? []).filter((record) => record.subjects.length > 0).map((record) => ({ reference: record.reference })) : [];
   const history = conversation && repeatsLatest ? withoutRepeated(conversation.history, repeated.messageCount) : (conversation?.history ?? { messages: [] });
   // The two rules below refuse a new turn before anything is stored; a replay above sends nothing, so they never refuse it.
   // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
@@ -243,7 +262,7 @@ async function runTurn<R extends ChatRequest>(
   services.records.open({
     projectId: caller.project.id,
     parties,
-    reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 } },
+    reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 }, takenIn },
     promptSent: sent.toISOString(),
   });
   let accepted = false;
@@ -263,7 +282,7 @@ async function runTurn<R extends ChatRequest>(
     const disclose = async (shared: Disclosure['shared'], access: DisclosureAccess): Promise<void> => {
       const system = await reader.systemRepo();
       const deIdentified = egress.deIdentification !== undefined;
-      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: `Patient/${patient?.id}` }, shared, replyId, access, deIdentified });
+      const event = buildDisclosureEvent({ caller: callerParty(caller.profile) as Disclosure['caller'], agent: parties.agent, patient: { reference: subject?.reference.reference }, shared, replyId, access, deIdentified });
       await requireStored(() => system.createResource(event));
     };
     const toolbox =
@@ -287,6 +306,7 @@ async function runTurn<R extends ChatRequest>(
       replyId,
       history: { messages: [] },
       patientContext,
+      takenIn,
       deIdentification: egress.deIdentification,
       controller,
       reportedOperations,
@@ -309,6 +329,9 @@ async function runTurn<R extends ChatRequest>(
       services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
+      }
+      if (takenIn.length > 0) {
+        await disclose(takenIn, { kind: 'input' });
       }
       turn = { ...draft, history, modelRequest: { ...draft.modelRequest, messages: modelMessages(chat, history, patientContext) } };
     } catch (error) {

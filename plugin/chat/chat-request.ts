@@ -185,6 +185,18 @@ export interface ChatRequest {
   readonly options: ChatGenerationOptions;
   /** The body as the client sent it: recorded on the prompt, so an auditor sees exactly what was asked. */
   readonly body: Readonly<Record<string, unknown>>;
+  /** Stored records the request takes in (a Responses `item_reference`): their patients are the turn's too. */
+  readonly referenced?: readonly ReferencedRecord[];
+}
+
+/** A stored record a request takes in, read before anything of the turn is stored. */
+export interface ReferencedRecord {
+  /** `Communication/<id>`. */
+  readonly reference: string;
+  /** The patients it is about (`Patient/<id>`); none for a record about no patient. */
+  readonly subjects: readonly string[];
+  /** The field that named it, e.g. `input.2.id`. */
+  readonly param: string;
 }
 
 /** A message the turn adds to the conversation: the user's text, or the result of a tool call. */

@@ -3,6 +3,7 @@
  * recorded (step 6), whatever way it ends.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
+import type { Reference } from '@medplum/fhirtypes';
 import type { ChatFinishReason, ChatModelRequest, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
@@ -36,6 +37,8 @@ export interface ChatTurn {
   readonly history: ConversationHistory;
   /** The patient context sent to the model, and its records; undefined for a turn without one. */
   readonly patientContext?: PatientContext;
+  /** Stored records about the turn's patient the request took in (Responses `item_reference`s), sent with the prompt. */
+  readonly takenIn?: readonly Reference[];
   /** How the turn was de-identified for a model not cleared for patient data; undefined when it was not. */
   readonly deIdentification?: TurnDeIdentification;
   /** `chatcmpl-...`, the same on every chunk. */
@@ -85,6 +88,7 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     modelId: turn.target.id,
     history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
     patientContext: turn.patientContext,
+    takenIn: turn.takenIn,
     fhirTools: turn.toolbox?.calls,
     toolCalls: outcome.toolCalls,
     text: outcome.text,

@@ -102,6 +102,8 @@ export interface ReplyRecord {
   readonly history: { readonly count: number; readonly oldest?: string };
   /** The patient context sent with the prompt, and the records it came from. */
   readonly patientContext?: { readonly text: string; readonly shared: readonly Reference[] };
+  /** Stored records about the patient the request took in (Responses `item_reference`s), sent with the prompt. */
+  readonly takenIn?: readonly Reference[];
   /** FHIR tools run for the model while it answered, in order. */
   readonly fhirTools?: readonly FhirToolRecord[];
   /** Calls the model asked the client to make (the reply's `tool_calls`). */
@@ -164,10 +166,13 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
   };
 }
 
-/** Every record of the patient that reached the model for this reply, once each: the summary's, then the tools'. */
+/**
+ * Every record of the patient that reached the model for this reply, once each: the summary's, the records the
+ * request took in, then the tools'.
+ */
 function sharedRecords(reply: ReplyRecord): Reference[] | undefined {
   const references = new Set<string>();
-  for (const record of [...(reply.patientContext?.shared ?? []), ...(reply.fhirTools ?? []).flatMap((call) => call.shared)]) {
+  for (const record of [...(reply.patientContext?.shared ?? []), ...(reply.takenIn ?? []), ...(reply.fhirTools ?? []).flatMap((call) => call.shared)]) {
     if (record.reference) {
       references.add(record.reference);
     }

@@ -3,7 +3,8 @@
  * prompts and replies that are `partOf` it. Roots and replies are the AI agent's records (`meta.author` is the
  * project's agent Device, set by the server); prompts are the callers'. Only what fhirgate wrote counts: a
  * Communication a user wrote into a conversation (a reply "from" the agent, or a prompt no reply answers) is on
- * record, but never shown to the model as part of the conversation.
+ * record, but never shown to the model as part of the conversation. Another user's turn (a project may share
+ * conversations: conversation-ownership.ts) reaches the caller's model quoted as data (quoted-turns.ts).
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -14,6 +15,8 @@ import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY } from './fhir-vocabulary.ts';
 import { categoryOf, messagesOf, toolCallsOf } from './recorded-messages.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
+import { partyKey } from './conversation-ownership.ts';
+import { isOtherUsersTurn, otherUsersMessage, quotedEntry } from './quoted-turns.ts';
 import { THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
 
 /** Who is asking about a conversation: the caller's repository, and how to tell the AI agent's records. */
@@ -26,6 +29,11 @@ export interface ConversationReader {
   readonly systemRepo: () => Promise<FhirRepository>;
   /** Authors of stored versions already known to this process (a version's author never changes). */
   readonly authors?: KnownAuthors;
+  /**
+   * The caller, as fhirgate records it as a prompt's sender: its own turns are its words; other users' turns reach
+   * its model quoted as data. Undefined: every turn is sent as it was recorded.
+   */
+  readonly caller?: Reference;
 }
 
 /**
@@ -82,6 +90,15 @@ export interface ConversationState {
   readonly latestReplyId?: string;
   /** The digest of the exchange the latest reply ended, when it completed (thread-digest.ts). */
   readonly latestReplyDigest?: string;
+  /**
+   * The caller's own latest reply among what was read (the newest that did not fail and answered the caller's
+   * prompt); undefined when none was read. In a shared conversation another user's turn may come after it.
+   */
+  readonly latestOwnReplyId?: string;
+  /** The patients the records read are about (`Patient/<id>`): what the history carries, whatever the root says. */
+  readonly subjects: ReadonlySet<string>;
+  /** True when every record of the conversation was read (it ended within the pages read). */
+  readonly readAll: boolean;
 }
 
 /** The fewest Communications one page of history reads, so the newest reply is found even with a tiny limit. */
@@ -97,14 +114,16 @@ const MIN_HISTORY_PAGE = 10;
  *
  * One search reads the newest page of the conversation, as many Communications as the limit has messages: each
  * genuine Communication is at least one message, so in a conversation fhirgate wrote the page is enough and the
- * turn costs one search. The same page names the calls of the newest reply and the latest reply a Responses
- * request must continue from. A page that ends before the limit is reached, or before a reply that did not fail
- * (failed replies, prompts with no reply, records a user wrote), is followed by the next.
+ * turn costs one search. The same page names the calls of the newest reply, the latest reply a Responses
+ * request must continue from (and the caller's own latest), and the patients its records are about. A page that
+ * ends before the limit is reached, or before a reply that did not fail (failed replies, prompts with no reply,
+ * records a user wrote), is followed by the next. Other users' turns are quoted (quoted-turns.ts).
  */
 export async function loadConversation(reader: ConversationReader, conversationId: string, limits: HistoryLimits): Promise<ConversationState> {
   const pageSize = Math.max(limits.maxMessages, MIN_HISTORY_PAGE);
   const stored: WithId<Communication>[] = [];
   const replies = new Set<string>();
+  const caller = partyKey(reader.caller);
   for (let offset = 0; ; offset += pageSize) {
     const page = await reader.repo.searchResources<Communication>({
       resourceType: 'Communication',
@@ -122,17 +141,36 @@ export async function loadConversation(reader: ConversationReader, conversationI
     )) {
       replies.add(id);
     }
-    const window = historyWindow(stored, replies, limits);
+    const window = historyWindow(stored, replies, limits, caller);
     const latestReply = stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done');
-    if ((window.complete && latestReply) || page.length < pageSize) {
+    const readAll = page.length < pageSize;
+    if ((window.complete && latestReply) || readAll) {
       const latestReplyDigest = latestReply?.status === 'completed' ? latestReply.identifier?.find((identifier) => identifier.system === THREAD_DIGEST_SYSTEM)?.value : undefined;
-      return { history: window.history, pendingCalls: pendingCallsOf(stored, replies), latestReplyId: latestReply?.id, latestReplyDigest };
+      const latestOwnReply = caller === undefined ? latestReply : stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done' && !isOtherUsersTurn(communication, caller));
+      return {
+        history: window.history,
+        pendingCalls: pendingCallsOf(stored, replies),
+        latestReplyId: latestReply?.id,
+        latestReplyDigest,
+        latestOwnReplyId: latestOwnReply?.id,
+        subjects: window.subjects,
+        readAll,
+      };
     }
   }
 }
 
-/** The history within the limits from what was read so far (newest first); `complete` once a limit was reached. */
-function historyWindow(stored: readonly WithId<Communication>[], replies: ReadonlySet<string>, limits: HistoryLimits): { history: ConversationHistory; complete: boolean } {
+/**
+ * The history within the limits from what was read so far (newest first); `complete` once a limit was reached.
+ * Other users' turns (when `caller` is given) are quoted: each run of them one `user` message (quoted-turns.ts).
+ * `subjects`: the patients the genuine records read are about.
+ */
+function historyWindow(
+  stored: readonly WithId<Communication>[],
+  replies: ReadonlySet<string>,
+  limits: HistoryLimits,
+  caller: string | undefined
+): { history: ConversationHistory; complete: boolean; subjects: ReadonlySet<string> } {
   const answered = new Set<string>();
   for (const communication of stored) {
     if (replies.has(communication.id)) {
@@ -144,21 +182,31 @@ function historyWindow(stored: readonly WithId<Communication>[], replies: Readon
   }
   const genuine = (communication: WithId<Communication>): boolean =>
     categoryOf(communication) === CATEGORY.response.code ? replies.has(communication.id) : answered.has(`Communication/${communication.id}`);
-  // Newest first: each Communication's messages, last one first.
-  const kept: { id: string; message: ChatMessage }[] = [];
+  const subjects = new Set<string>();
+  for (const communication of stored) {
+    const subject = communication.subject?.reference;
+    if (subject && genuine(communication)) {
+      subjects.add(subject);
+    }
+  }
+  // Newest first: each Communication's messages, last one first; another user's as the entry quoting it.
+  const kept: { id: string; message: ChatMessage; quoted?: string }[] = [];
   let characters = 0;
   let full = false;
   for (const communication of stored) {
     if (!genuine(communication)) {
       continue;
     }
+    const quote = caller !== undefined && isOtherUsersTurn(communication, caller);
     for (const message of messagesOf(communication).reverse()) {
-      if (kept.length >= limits.maxMessages || characters + message.content.length > limits.maxCharacters) {
+      const quoted = quote ? quotedEntry(communication, message) : undefined;
+      const length = quoted?.length ?? message.content.length;
+      if (kept.length >= limits.maxMessages || characters + length > limits.maxCharacters) {
         full = true;
         break;
       }
-      characters += message.content.length;
-      kept.push({ id: communication.id, message });
+      characters += length;
+      kept.push({ id: communication.id, message, quoted });
     }
     if (full) {
       break;
@@ -166,10 +214,26 @@ function historyWindow(stored: readonly WithId<Communication>[], replies: Readon
   }
   const complete = full || kept.length >= limits.maxMessages;
   kept.reverse();
-  while (kept[0]?.message.role === 'tool') {
+  while (kept[0] && kept[0].quoted === undefined && kept[0].message.role === 'tool') {
     kept.shift();
   }
-  return { history: { messages: kept.map((item) => item.message), oldestId: kept[0]?.id }, complete };
+  const messages: ChatMessage[] = [];
+  let run: string[] = [];
+  for (const item of kept) {
+    if (item.quoted !== undefined) {
+      run.push(item.quoted);
+      continue;
+    }
+    if (run.length > 0) {
+      messages.push(otherUsersMessage(run));
+      run = [];
+    }
+    messages.push(item.message);
+  }
+  if (run.length > 0) {
+    messages.push(otherUsersMessage(run));
+  }
+  return { history: { messages, oldestId: kept[0]?.id }, complete, subjects };
 }
 
 /** The calls of the newest reply the AI agent wrote, when it completed; empty otherwise. */

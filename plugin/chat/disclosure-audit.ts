@@ -3,8 +3,9 @@
  * permissions and sent to the LLM for one reply, following the IHE Basic Audit Log Patterns' patient-privacy
  * events: the caller as the requesting agent, the AI agent's Device as the recipient, the patient as the patient
  * entity, each record shared as a domain resource, and the reply it was sent for. One event per disclosure: the
- * patient summary ("Query"), and each FHIR tool call that returned records (a search is a "Query" with its query,
- * a read is a "Read"). Each is written before the model is given the records.
+ * patient summary ("Query"), the stored records about the patient a request took in (a Responses
+ * `item_reference` to an earlier reply: a "Read"), and each FHIR tool call that returned records (a search is a
+ * "Query" with its query, a read is a "Read"). Each is written before the model is given the records.
  *
  * A disclosure to a model not cleared for patient data, de-identified (governance/), says so: the patient's and each
  * record's entity carry the security label `PSEUDED` (HL7 v3 ObservationValue, pseudonymized: identifiers replaced by
@@ -25,7 +26,9 @@ export type DisclosureAccess =
   /** A FHIR tool's search, with the search as it ran (`Type?patient=...&...`). */
   | { readonly kind: 'query'; readonly query: string; readonly toolCallId: string }
   /** A FHIR tool's read of one record. */
-  | { readonly kind: 'read'; readonly toolCallId: string };
+  | { readonly kind: 'read'; readonly toolCallId: string }
+  /** Stored records the request named (Responses `item_reference`s), read with the caller's permissions, sent with the prompt. */
+  | { readonly kind: 'input' };
 
 /** One disclosure: who asked, what was sent, to which reply. */
 export interface Disclosure {
@@ -48,8 +51,8 @@ export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
   return {
     resourceType: 'AuditEvent',
     type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest', display: 'RESTful Operation' },
-    subtype: [access.kind === 'read' ? { system: RESTFUL_INTERACTION, code: 'read', display: 'read' } : { system: RESTFUL_INTERACTION, code: 'search-type', display: 'search type' }],
-    action: access.kind === 'read' ? 'R' : 'E',
+    subtype: [isRead(access) ? { system: RESTFUL_INTERACTION, code: 'read', display: 'read' } : { system: RESTFUL_INTERACTION, code: 'search-type', display: 'search type' }],
+    action: isRead(access) ? 'R' : 'E',
     recorded: new Date().toISOString(),
     outcome: '0',
     outcomeDesc: describe(disclosure),
@@ -76,7 +79,15 @@ function describe(disclosure: Disclosure): string {
   if (access.kind === 'summary') {
     return `Patient context sent to the AI model for ${reply}: ${count}`;
   }
+  if (access.kind === 'input') {
+    return `Records about the patient named by the request (item_reference) sent to the AI model for ${reply}: ${count}`;
+  }
   return `FHIR tool call ${access.toolCallId} (${access.kind === 'read' ? 'read' : 'search'}) answered for the AI model for ${reply}: ${count}`;
+}
+
+/** A read of named records (a tool's read, the request's referenced records), not a search. */
+function isRead(access: DisclosureAccess): boolean {
+  return access.kind === 'read' || access.kind === 'input';
 }
 
 /** BALP's query entity: the search as it ran, base64 encoded. */

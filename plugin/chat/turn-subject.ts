@@ -1,6 +1,11 @@
 /**
- * The patient a turn is about: the request's `patient_id`, checked against the caller's AccessPolicy, or the
- * subject of the conversation being continued.
+ * The patient a turn is about: everything the turn takes in that is recorded about a patient. The request's
+ * `patient_id` (checked against the caller's AccessPolicy), the conversation it continues (its root, and what its
+ * turns were about: conversation-subjects.ts) and the stored records it names (a Responses `item_reference`) each
+ * bring their patient; the turn is about their union, decided before anything is stored, and a turn that would be
+ * about two patients is refused (400 naming the field that brought the second). A turn about a patient gets the
+ * governance of one (patient data egress, de-identification, the reply's `subject` and `about`, the disclosure's
+ * AuditEvent), however its patient came in.
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -58,4 +63,45 @@ async function findPatient(repo: FhirRepository, id: string): Promise<boolean> {
     }
     throw error;
   }
+}
+
+/** Something a turn takes in that is recorded about a patient, and the request field that brought it in. */
+export interface SubjectSource {
+  /** `Patient/<id>`. */
+  readonly patient: string;
+  /** The field, as the request names it: `conversation_id`, `input.2.id`. */
+  readonly param: string;
+  /** What it is, for the refusal's message: "the conversation", "the referenced item". */
+  readonly what: string;
+}
+
+/**
+ * The one patient the turn is about: `requested` (the request's `patient_id`, as `resolveSubject` checked it), else
+ * the patient of the first source; undefined when nothing is about a patient. A source about another patient is a
+ * 400 naming its field (`patient_id` when the request named one and the conversation is about another).
+ */
+export function unionSubject(requested: TurnSubject | undefined, sources: readonly SubjectSource[]): TurnSubject | undefined {
+  let subject = requested;
+  let first: SubjectSource | undefined;
+  for (const source of sources) {
+    if (subject === undefined) {
+      subject = { reference: { reference: source.patient } };
+      first = source;
+      continue;
+    }
+    if (subject.reference.reference === source.patient) {
+      continue;
+    }
+    if (first === undefined && source.param === 'conversation_id') {
+      throw new AppError('invalid_request', 'patient_id names another patient than the conversation is about.', { details: { param: 'patient_id' } });
+    }
+    const conflict =
+      first?.param === source.param ? 'is about more than one patient' : `is about another patient than ${first === undefined ? 'patient_id names' : `${first.what} is about`}`;
+    throw new AppError(
+      'invalid_request',
+      `Invalid request: ${source.param}: ${source.what} ${conflict}; a turn is about one patient at most, so records about different patients are not taken into one turn.`,
+      { details: { param: source.param } }
+    );
+  }
+  return subject;
 }

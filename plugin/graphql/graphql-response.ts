@@ -42,6 +42,7 @@ const CODE_BY_APP_ERROR: Partial<Record<AppErrorCode, GraphqlErrorCode>> = {
   not_found: 'NOT_FOUND',
   method_not_allowed: 'METHOD_NOT_ALLOWED',
   conversation_not_found: 'NOT_FOUND',
+  conversation_not_owned: 'FORBIDDEN',
   model_not_found: 'NOT_FOUND',
   rate_limited: 'RATE_LIMITED',
   not_configured: 'SERVICE_UNAVAILABLE',

@@ -19,7 +19,8 @@ import { toInputMessages } from './response-input.ts';
 import { responseObject } from './response-object.ts';
 import { parseResponsesDraft } from './responses-request.ts';
 import { communicationIdOf } from '../chat/recorded-messages.ts';
-import { recordedResponse, requireLatestReply, requireReply, resolveReferences } from './stored-responses.ts';
+import { callerParty } from '../chat/caller-reference.ts';
+import { recordedResponse, requireLatestReply, requireReply, resolveReferences, type ResolvedReferences } from './stored-responses.ts';
 
 /** A Responses request, read into the chat pipeline's request. */
 export interface ResponsesRequest extends ChatRequest {
@@ -30,10 +31,10 @@ export interface ResponsesRequest extends ChatRequest {
 /** The Responses API's side of a turn. */
 export const RESPONSES_API: TurnApi<ResponsesRequest> = {
   readRequest: readResponsesRequest,
-  checkConversation: (request, conversation, repeatsLatest) => {
+  checkConversation: async (request, conversation, repeatsLatest, reader) => {
     // A client's tool loop names its first response at every step and sends the steps since: it continues from the latest.
-    if (request.previousReplyId !== undefined && !repeatsLatest) {
-      requireLatestReply(conversation, request.previousReplyId);
+    if (request.previousReplyId !== undefined && request.conversationId !== undefined && !repeatsLatest) {
+      await requireLatestReply(reader, request.conversationId, conversation, request.previousReplyId);
     }
   },
   deliver: deliverResponse,
@@ -44,7 +45,13 @@ export const RESPONSES_API: TurnApi<ResponsesRequest> = {
 export async function readerFor(services: ChatServices, caller: CallerContext): Promise<ConversationReader> {
   const agent = await requireStored(() => services.agents.referenceFor(caller.project.id));
   let systemRepo: ReturnType<ConversationReader['systemRepo']> | undefined;
-  return { repo: caller.repo, agent, systemRepo: () => (systemRepo ??= services.host.getSystemRepo(caller.project.id)), authors: services.agents.authors };
+  return {
+    repo: caller.repo,
+    agent,
+    systemRepo: () => (systemRepo ??= services.host.getSystemRepo(caller.project.id)),
+    authors: services.agents.authors,
+    caller: callerParty(caller.profile),
+  };
 }
 
 /**
@@ -55,12 +62,14 @@ async function readResponsesRequest(body: unknown, services: ChatServices, calle
   const draft = parseResponsesDraft(body, services.limits);
   let conversationId = draft.conversationId;
   let items = draft.items;
+  let referenced: ResolvedReferences['referenced'] | undefined;
   if (draft.previousReplyId !== undefined || items.some((item) => item.kind === 'reference')) {
     const reader = await readerFor(services, caller);
     if (draft.previousReplyId !== undefined) {
       conversationId = (await requireReply(reader, draft.previousReplyId, 'previous_response_id')).rootId;
     }
-    items = await resolveReferences(reader, items);
+    // What the referenced replies are about makes the turn's patient (chat/turn-subject.ts).
+    ({ items, referenced } = await resolveReferences(reader, items));
   }
   const input = toInputMessages(items.filter((item) => item.kind !== 'reference'));
   // Instructions are this request's: sent first, recorded with the request body, not carried to the next response.
@@ -86,6 +95,7 @@ async function readResponsesRequest(body: unknown, services: ChatServices, calle
     toolChoice: draft.toolChoice,
     options: draft.options,
     body: draft.body,
+    referenced,
     previousReplyId: draft.previousReplyId,
   };
 }

@@ -3,7 +3,8 @@
  * repository (what the caller's AccessPolicy does not show, or fhirgate did not write, is not found). From them:
  * - `previous_response_id` continues the reply's conversation, which must not have moved on since (a conversation
  *   is one thread: see `requireLatestReply`);
- * - `item_reference` items are read back from the reply they name;
+ * - `item_reference` items are read back from the reply they name, with the patients the reply is about (the turn
+ *   that takes them in is about those patients too: chat/turn-subject.ts);
  * - `GET /v1/responses/{id}` (and a request repeated under its Idempotency-Key) rebuilds the response from the reply
  *   and its prompt.
  */
@@ -12,6 +13,8 @@ import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import { agentAuthored } from '../chat/agent-device.ts';
 import { findCommunication, type ConversationReader, type ConversationState } from '../chat/conversation.ts';
+import { replySubjects } from '../chat/conversation-subjects.ts';
+import type { ReferencedRecord } from '../chat/chat-request.ts';
 import { CATEGORY } from '../chat/fhir-vocabulary.ts';
 import { categoryOf, communicationIdOf, recordedRequest, replyFacts, replyText, toolCallsOf } from '../chat/recorded-messages.ts';
 import type { ReplyStatus } from '../chat/communication-builders.ts';
@@ -48,27 +51,71 @@ export async function requireReply(reader: ConversationReader, replyId: string, 
 
 /**
  * A conversation is one thread: each turn continues from the one before it, so its history is what the model was
- * told and what the record reads, in order. A request continuing from a reply that is no longer the conversation's
- * newest (another turn continued from it first) is refused; a failed reply (`not-done`) does not count, as it is
- * not part of the history either, so a request is retried with the same `previous_response_id`. Read from the
- * page of the conversation the turn reads for its history (conversation.ts), not searched for again.
+ * told and what the record reads, in order. A request continuing from a reply that is no longer the caller's newest
+ * in the conversation (another turn of the caller's continued from it first) is refused; a failed reply
+ * (`not-done`) does not count, as it is not part of the history either, so a request is retried with the same
+ * `previous_response_id`. In a shared conversation (chat/conversation-ownership.ts) another user's turn may have
+ * come after the caller's: the caller continues from its own latest response (its SDK's chain holds), or from the
+ * conversation's latest, and the turn's history holds the other user's turn, quoted. Read from the page of the
+ * conversation the turn reads for its history (conversation.ts); searched for only when the caller's latest reply is
+ * not on it.
  */
-export function requireLatestReply(conversation: ConversationState, replyId: string): void {
+export async function requireLatestReply(reader: ConversationReader, conversationId: string, conversation: ConversationState, replyId: string): Promise<void> {
   const latest = conversation.latestReplyId;
-  if (latest !== undefined && latest !== replyId) {
-    throw new AppError(
-      'invalid_request',
-      `Invalid request: previous_response_id: ${responseIdOf(replyId)} is not the latest response of its conversation (${responseIdOf(latest)} is). ` +
-        'fhirgate keeps a conversation as one thread: continue from its latest response, or start a new conversation with the earlier turns in input.',
-      { details: { param: 'previous_response_id' } }
-    );
+  if (latest === undefined || latest === replyId) {
+    return;
   }
+  const ownLatest = conversation.latestOwnReplyId ?? (conversation.readAll ? undefined : await latestReplyTo(reader, conversationId));
+  if (ownLatest === replyId) {
+    return;
+  }
+  throw new AppError(
+    'invalid_request',
+    `Invalid request: previous_response_id: ${responseIdOf(replyId)} is not your latest response in its conversation, nor the conversation's latest (${responseIdOf(latest)} is). ` +
+      'fhirgate keeps a conversation as one thread: continue from its latest response, or start a new conversation with the earlier turns in input.',
+    { details: { param: 'previous_response_id' } }
+  );
 }
 
-/** Reads the items that `item_reference`s name, in place; an item that cannot be read is a 404 naming it. */
-export async function resolveReferences(reader: ConversationReader, items: readonly InputItem[]): Promise<ResolvedInputItem[]> {
+/** Replies to the caller read to find the newest that did not fail (a user's record among them is passed over). */
+const OWN_REPLY_CANDIDATES = 10;
+
+/** The newest reply fhirgate wrote to a prompt of the caller's in the conversation that did not fail, if any. */
+async function latestReplyTo(reader: ConversationReader, conversationId: string): Promise<string | undefined> {
+  const caller = reader.caller?.reference;
+  if (caller === undefined) {
+    // A caller recorded as a logical reference is not searchable by recipient: the conversation's latest only.
+    return undefined;
+  }
+  const candidates = await reader.repo.searchResources<Communication>({
+    resourceType: 'Communication',
+    filters: [
+      { code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` },
+      { code: 'recipient', operator: 'eq', value: caller },
+    ],
+    sortRules: [{ code: 'sent', descending: true }],
+    count: OWN_REPLY_CANDIDATES,
+  });
+  const replies = candidates.filter((candidate) => categoryOf(candidate) === CATEGORY.response.code && candidate.status !== 'not-done');
+  const genuine = await agentAuthored(replies, reader.agent, reader.systemRepo, reader.authors);
+  return replies.find((reply) => genuine.has(reply.id))?.id;
+}
+
+/** The request's items with their references read, and the records they took in. */
+export interface ResolvedReferences {
+  readonly items: ResolvedInputItem[];
+  /** Each referenced reply once, with the patients it is about and the first field that named it. */
+  readonly referenced: ReferencedRecord[];
+}
+
+/**
+ * Reads the items that `item_reference`s name, in place; an item that cannot be read is a 404 naming it. Each
+ * reply read comes with the patients it is about (chat/conversation-subjects.ts).
+ */
+export async function resolveReferences(reader: ConversationReader, items: readonly InputItem[]): Promise<ResolvedReferences> {
   const replies = new Map<string, Promise<StoredReply | undefined>>();
   const resolved: ResolvedInputItem[] = [];
+  const referenced = new Map<string, Promise<ReferencedRecord>>();
   for (const item of items) {
     if (item.kind !== 'reference') {
       resolved.push(item);
@@ -81,8 +128,11 @@ export async function resolveReferences(reader: ConversationReader, items: reado
       throw new AppError('not_found', `Item '${item.id.slice(0, 128)}' not found.`, { details: { param: `input.${item.index}.id` } });
     }
     resolved.push(call ? { kind: 'function_call', index: item.index, call } : { kind: 'assistant', index: item.index, text: replyText(stored.reply) });
+    const reference = `Communication/${stored.reply.id}`;
+    const param = `input.${item.index}.id`;
+    await getOrRead(referenced, reference, async () => ({ reference, param, subjects: await replySubjects(reader, stored.reply) }));
   }
-  return resolved;
+  return { items: resolved, referenced: await Promise.all(referenced.values()) };
 }
 
 /** A stored turn as a response: its Response object's fields, and the reply's text and calls. */
