@@ -1,4 +1,4 @@
-import { AppError, toAppError } from './errors.ts';
+import { AppError, finalError, isAppErrorCode, toAppError } from './errors.ts';
 
 describe('AppError', () => {
   test('carries its status from the one table', () => {
@@ -18,5 +18,20 @@ describe('AppError', () => {
     expect(AppError.isInstance(new AppError('forbidden', 'no'))).toBe(true);
     expect(AppError.isInstance(new Error('no'))).toBe(false);
     expect(AppError.isInstance({ code: 'forbidden' })).toBe(false);
+  });
+
+  test('finalError: the same failure, no longer one the client should retry; its Retry-After kept', () => {
+    const cause = new Error('upstream said 503');
+    const retryable = new AppError('upstream_error', 'The LLM provider failed.', { isRetryable: true, retryAfterSeconds: 3, details: { provider: 'openai' }, cause });
+    const final = finalError(retryable);
+    expect(final).toMatchObject({ code: 'upstream_error', status: 500, message: 'The LLM provider failed.', isRetryable: false, retryAfterSeconds: 3, details: { provider: 'openai' }, cause });
+    const already = new AppError('invalid_request', 'no');
+    expect(finalError(already)).toBe(already);
+  });
+
+  test('isAppErrorCode knows the table, nothing else', () => {
+    expect(isAppErrorCode('upstream_timeout')).toBe(true);
+    expect(isAppErrorCode('toString')).toBe(false);
+    expect(isAppErrorCode(undefined)).toBe(false);
   });
 });

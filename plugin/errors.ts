@@ -108,6 +108,23 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * The same failure, told to the client as final (`isRetryable` false; its `Retry-After` kept as information): for a
+ * turn that is over, whose provider call fhirgate already retried as far as its settings allow, so that a client's
+ * own retries (the openai SDKs honour `x-should-retry: false`) do not start it again.
+ */
+export function finalError(error: AppError): AppError {
+  if (!error.isRetryable) {
+    return error;
+  }
+  return new AppError(error.code, error.message, { details: error.details, cause: error.cause, retryAfterSeconds: error.retryAfterSeconds });
+}
+
+/** True when `code` is one of fhirgate's error codes (e.g. one read back from a record). */
+export function isAppErrorCode(code: unknown): code is AppErrorCode {
+  return typeof code === 'string' && Object.hasOwn(HTTP_STATUS_BY_CODE, code);
+}
+
 /** Wraps anything thrown into an AppError; unknown failures become `internal_error` without leaking their text. */
 export function toAppError(error: unknown): AppError {
   if (AppError.isInstance(error)) {

@@ -8,6 +8,12 @@ import type { AttackLog } from './suite.ts';
 /** The default model (`openai/gpt-4o-mini`) is cleared for patient data; this one of the same provider is not. */
 export const UNCLEARED_MODEL = 'gpt-4o-uncleared';
 
+/**
+ * A provider of kind `openai-compatible` (as a LiteLLM proxy or vLLM would be), answered by the emulator, with
+ * fhirgate's default retries: the model its attacks call, and how many times fhirgate retries a failed call to it.
+ */
+export const GATEWAY = { provider: 'litellm', model: 'gpt-4o', maxRetries: 2 } as const;
+
 export interface SecurityContext {
   readonly host: TestHost;
   readonly emulator: LlmEmulator;

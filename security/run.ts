@@ -18,7 +18,7 @@ import { startLlmEmulator } from '../test/emulator/index.ts';
 import { startTestHost } from '../test/support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
-import { UNCLEARED_MODEL, type SecurityContext } from './context.ts';
+import { GATEWAY, UNCLEARED_MODEL, type SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, DEVICE_SYSTEM, deviceAttacks, weakKeyAttacks } from './device-attacks.ts';
 import { deviceFloodAttacks } from './device-flood-attacks.ts';
 import { deviceWriteAttacks } from './device-write-attacks.ts';
@@ -28,6 +28,7 @@ import { fuzzAttacks } from './fuzz-attacks.ts';
 import { inputAttacks, SECRET_IN_BODY } from './input-attacks.ts';
 import { isolationAttacks } from './isolation-attacks.ts';
 import { subjectAttacks } from './subject-attacks.ts';
+import { surfaceAttacks } from './surface-attacks.ts';
 import { AttackLog } from './suite.ts';
 import { tokenAttacks } from './token-attacks.ts';
 
@@ -45,7 +46,11 @@ const host = await startTestHost({
   logger: createJsonLogger('info', (line) => logLines.push(line)),
   pluginFor: (project) => ({
     llm: {
-      providers: { openai: { kind: 'openai', apiKey: PROVIDER_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini', UNCLEARED_MODEL], retries: { maxRetries: 0 } } },
+      providers: {
+        openai: { kind: 'openai', apiKey: PROVIDER_KEY, baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini', UNCLEARED_MODEL], retries: { maxRetries: 0 } },
+        // A gateway behind fhirgate (the request-field and retry attacks): no fields passed through, fhirgate's retries.
+        [GATEWAY.provider]: { kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, models: [GATEWAY.model], retries: { maxRetries: GATEWAY.maxRetries, baseDelayMs: 10 } },
+      },
       defaultModel: 'openai/gpt-4o-mini',
       // The default model is cleared for patient data (the attacks chat about patients); the other is not, for the
       // attacks that try to carry patient data to a model without an agreement.
@@ -105,6 +110,7 @@ await forgeryAttacks(context);
 await chartInjectionAttack(context);
 await subjectAttacks(context);
 await consumptionAttacks(context);
+await surfaceAttacks(context);
 await inputAttacks(context);
 await exposureAttacks(context);
 await deviceAttacks(context);

@@ -36,6 +36,8 @@ describe('the fields of a chat-completions request, end to end', () => {
             openai: { kind: 'openai', apiKey: 'sk-test', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] },
             anthropic: { kind: 'anthropic', apiKey: 'sk-ant-test', baseUrl: emulator.url, models: ['claude-haiku-4-5'] },
             ollama: { kind: 'ollama', baseUrl: emulator.url, models: ['llama3.2'] },
+            // A gateway such as LiteLLM behind fhirgate: its operator passes one sampling extension on, nothing else.
+            litellm: { kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o'], passThroughFields: ['min_p'] },
           },
           defaultModel: 'openai/gpt-4o-mini',
         },
@@ -150,6 +152,12 @@ describe('the fields of a chat-completions request, end to end', () => {
     ['n above 1', { model: 'openai/gpt-4o-mini', n: 2 }, 'n'],
     ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.org/x.png' } }] }] }, 'messages.0.content.0.type'],
     ['a field fhirgate does not know', { temperature_scale: 2 }, 'temperature_scale'],
+    ["LiteLLM's fallbacks on an OpenAI-compatible provider", { model: 'litellm/gpt-4o', fallbacks: [{ 'gpt-4o': ['gpt-4o-uncleared'] }] }, 'fallbacks'],
+    ["LiteLLM's mock_testing_fallbacks", { model: 'litellm/gpt-4o', mock_testing_fallbacks: true }, 'mock_testing_fallbacks'],
+    ["LiteLLM's user_config, with a model_list of its own", { model: 'litellm/gpt-4o', user_config: { model_list: [{ model_name: 'gpt-4o', litellm_params: { model: 'openai/gpt-4o', api_base: 'https://attacker.example/v1', api_key: 'sk-x' } }] } }, 'user_config'],
+    ['api_base', { model: 'litellm/gpt-4o', api_base: 'https://attacker.example/v1' }, 'api_base'],
+    ["vLLM's chat_template", { model: 'litellm/gpt-4o', chat_template: '{{ messages }}' }, 'chat_template'],
+    ['a listed field beside one that is not', { model: 'litellm/gpt-4o', min_p: 0.1, api_base: 'https://attacker.example/v1' }, 'api_base'],
   ])('%s: 400 naming the field, nothing stored, no provider called', async (_name, fields, param) => {
     const before = await countCommunications();
     const body = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], ...fields } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
@@ -159,5 +167,16 @@ describe('the fields of a chat-completions request, end to end', () => {
     expect((failure as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', param });
     expect(emulator.received).toHaveLength(0);
     expect(await countCommunications()).toBe(before);
+  });
+
+  test('an OpenAI-compatible provider receives the field its operator lists, as sent, and the prompt records it', async () => {
+    const body = { model: 'litellm/gpt-4o', messages: [{ role: 'user', content: 'hi' }], min_p: 0.1 } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
+    const completion = (await openai.chat.completions.create(body)) as FhirgateCompletion;
+
+    expect(emulator.received[0].body).toMatchObject({ model: 'gpt-4o', min_p: 0.1 });
+    const reply = await read(completion.communication_id);
+    const prompt = await read(reply.inResponseTo?.[0]?.reference?.split('/')[1] ?? '');
+    const recorded = JSON.parse(prompt.extension?.find((extension) => extension.url === EXTENSION.chatRequest)?.valueString ?? '{}');
+    expect(recorded).toMatchObject({ min_p: 0.1 });
   });
 });

@@ -1,14 +1,21 @@
 /**
  * `Idempotency-Key`: a repeated request gets the same result and never a second turn; two clients racing with one
- * key get one turn; a key reused for another request is refused; a turn whose provider failed may be retried
- * under its key. Clients: the openai SDK (with its own retries where a test says so) and MedplumClient.
+ * key get one turn; a key reused for another request is refused; a turn whose provider failed is answered with the
+ * same error again, never a second provider call, and one whose client left runs again. Without a key, the openai
+ * SDK's own retries do not repeat a turn whose provider failed (`x-should-retry: false`). Clients: the openai SDK
+ * (with its own retries where a test says so) and MedplumClient.
  */
 import type { MedplumClient } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
+import { ERROR_CODE_SYSTEM } from '../plugin/chat/fhir-vocabulary.ts';
 import type { LlmEmulator } from './emulator/index.ts';
 import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
+import { waitFor } from './support/wait-for.ts';
+
+/** The provider's calls per turn: the first, and fhirgate's one retry. */
+const CALLS_PER_FAILED_TURN = 2;
 
 describe('Idempotency-Key', () => {
   let chatHost: ChatHost;
@@ -17,7 +24,7 @@ describe('Idempotency-Key', () => {
   let medplum: MedplumClient;
 
   beforeAll(async () => {
-    chatHost = await startChatHost({ provider: { retries: { maxRetries: 0 } } });
+    chatHost = await startChatHost({ provider: { retries: { maxRetries: CALLS_PER_FAILED_TURN - 1, baseDelayMs: 0 } } });
     ({ emulator } = chatHost);
   });
 
@@ -94,19 +101,87 @@ describe('Idempotency-Key', () => {
     expect((await communications()).filter((record) => record.inResponseTo?.length)).toHaveLength(1);
   });
 
-  test('a turn whose provider failed may be retried under its key: a new attempt, each with its own prompt and reply', async () => {
-    emulator.enqueue({ errorStatus: 500 });
-    const failure = await ask('retry-me', 'Try until it works.').catch((error: unknown) => error);
-    expect((failure as APIError).status).toBe(500);
+  test('a turn whose provider failed is answered with the same error again, marked replayed: the provider is not called again', async () => {
+    emulator.setBehaviour({ errorStatus: 500 });
+    const failure = (await ask('retry-me', 'Try until it works.').catch((error: unknown) => error)) as APIError;
+    expect(failure).toBeInstanceOf(APIError);
+    expect(failure.status).toBe(500);
+    expect(failure.headers?.get('x-should-retry')).toBe('false');
+    expect(emulator.received).toHaveLength(CALLS_PER_FAILED_TURN);
 
-    const retried = await ask('retry-me', 'Try until it works.');
-    const replayed = await ask('retry-me', 'Try until it works.');
+    // The provider is healthy again: the key still names the turn that failed.
+    emulator.setBehaviour({});
+    const again = (await ask('retry-me', 'Try until it works.').catch((error: unknown) => error)) as APIError;
+    expect(again).toBeInstanceOf(APIError);
+    expect({ status: again.status, error: again.error }).toEqual({ status: failure.status, error: failure.error });
+    expect(again.error).toMatchObject({ code: 'upstream_error', type: 'api_error' });
+    expect(again.headers?.get('idempotent-replayed')).toBe('true');
+    expect(again.headers?.get('x-should-retry')).toBe('false');
+    expect(emulator.received).toHaveLength(CALLS_PER_FAILED_TURN);
 
-    expect(retried.data.choices[0]?.message.content).toBe('Echo: Try until it works.');
-    expect(replayed.data).toEqual(retried.data);
+    // One turn on record: the root, its prompt, and its reply `not-done` with the error it was answered with.
+    const records = await communications();
+    expect(records).toHaveLength(3);
+    const reply = records.find((record) => record.inResponseTo?.length);
+    expect(reply).toMatchObject({ status: 'not-done', statusReason: { coding: [{ system: ERROR_CODE_SYSTEM, code: 'upstream_error' }], text: (failure.error as { message: string }).message } });
+  });
+
+  test('the same for the Responses API: one turn, the error answered again from its record', async () => {
+    emulator.setBehaviour({ errorStatus: 500 });
+    const create = async (): Promise<APIError> =>
+      (await openai.responses.create({ model: MODEL, input: 'Once only.' }, { headers: { 'Idempotency-Key': 'responses-retry' } }).catch((error: unknown) => error)) as APIError;
+    const failure = await create();
+    emulator.setBehaviour({});
+    const again = await create();
+
+    expect(failure.status).toBe(500);
+    expect({ status: again.status, error: again.error }).toEqual({ status: failure.status, error: failure.error });
+    expect(again.headers?.get('idempotent-replayed')).toBe('true');
+    expect(emulator.received).toHaveLength(CALLS_PER_FAILED_TURN);
+    expect(await communications()).toHaveLength(3);
+  });
+
+  test.each([
+    ['chat completion', (client: OpenAI) => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Fail once.' }] })],
+    ['streamed chat completion', (client: OpenAI) => client.chat.completions.create({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Fail once.' }] })],
+    ['Responses API request', (client: OpenAI) => client.responses.create({ model: MODEL, input: 'Fail once.' })],
+  ])("without a key, the openai SDK's own retries do not repeat a %s whose provider failed: one turn, fhirgate's retries only", async (_name, call) => {
+    emulator.setBehaviour({ errorStatus: 500 });
+    // The SDK's default: two retries of a 5xx, unless the answer says x-should-retry: false.
+    const failure = (await call(openai.withOptions({ maxRetries: 2 })).catch((error: unknown) => error)) as APIError;
+
+    expect(failure).toBeInstanceOf(APIError);
+    expect(failure.status).toBe(500);
+    expect(failure.headers?.get('x-should-retry')).toBe('false');
+    expect(emulator.received).toHaveLength(CALLS_PER_FAILED_TURN);
+    expect(await communications()).toHaveLength(3);
+  });
+
+  test('a turn whose client left runs again under its key: a new attempt, each with its own prompt and reply', async () => {
+    emulator.setBehaviour({ replyTokens: 40, tokensPerSecond: 20 });
+    const controller = new AbortController();
+    const body = { model: MODEL, stream: true as const, messages: [{ role: 'user' as const, content: 'Long answer, please.' }] };
+    const stream = await openai.chat.completions.create(body, { headers: { 'Idempotency-Key': 'left' }, signal: controller.signal });
+    const reading = (async () => {
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta.content) {
+          controller.abort();
+        }
+      }
+    })();
+    await reading.catch(() => undefined);
+    await waitFor(async () => ((await communications()).some((record) => record.status === 'stopped') ? true : undefined));
+
+    emulator.setBehaviour({});
+    const retried = await openai.chat.completions.create(body, { headers: { 'Idempotency-Key': 'left' } });
+    let text = '';
+    for await (const chunk of retried) {
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    expect(text).toBe('Echo: Long answer, please.');
     expect(emulator.received).toHaveLength(2);
     const replies = (await communications()).filter((record) => record.inResponseTo?.length);
-    expect(replies.map((reply) => reply.status).sort()).toEqual(['completed', 'not-done']);
+    expect(replies.map((reply) => reply.status).sort()).toEqual(['completed', 'stopped']);
   });
 
   test('a malformed key is a 400', async () => {

@@ -62,6 +62,21 @@ describe('the store refusing writes', () => {
     expect((await communications()).length).toBe(before);
   });
 
+  test('a prompt refused so, under an Idempotency-Key: the SDK may retry it (x-should-retry: true), and the same key then runs the turn', async () => {
+    const body = { model: MODEL, messages: [{ role: 'user' as const, content: 'Hello again?' }] };
+    const options = { headers: { 'Idempotency-Key': 'store-down' } };
+    faults.fail('all');
+    const failure = (await openai.chat.completions.create(body, options).catch((error: unknown) => error)) as APIError;
+    faults.heal();
+    expect(failure.status).toBe(503);
+    expect(failure.headers?.get('x-should-retry')).toBe('true');
+
+    // Nothing was stored under the key: the request was never accepted, so it runs now.
+    const completion = await openai.chat.completions.create(body, options);
+    expect(completion.choices[0]?.message.content).toBe('Echo: Hello again?');
+    expect(emulator.received).toHaveLength(1);
+  });
+
   test("a new conversation whose first prompt the store will not take leaves no root: the AI agent's root is removed again", async () => {
     const before = (await communications()).length;
     faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');

@@ -20,7 +20,7 @@
 import type { WithId } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
-import { AppError, toAppError } from '../errors.ts';
+import { AppError } from '../errors.ts';
 import type { CallerContext, FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
@@ -47,7 +47,7 @@ import { buildDisclosureEvent, type Disclosure, type DisclosureAccess } from './
 import { FhirToolbox, withFhirTools } from './fhir-tool-loop.ts';
 import type { FhirToolsOptions } from './fhir-tools.ts';
 import { modelCatalogFor } from './project-models.ts';
-import { recordReply, type ChatTurn } from './chat-turn.ts';
+import { recordFailure, type ChatTurn } from './chat-turn.ts';
 import type { CommunicationParty, ConversationParties } from './communication-builders.ts';
 import { loadConversation, readConversationRoot, type ConversationHistory, type ConversationReader, type ConversationState, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
@@ -55,7 +55,7 @@ import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
 import { withAnsweredCallsOnly } from './recorded-messages.ts';
 import { communicationExists, requireStored, type ReplyRecords } from './reply-records.ts';
-import { idempotencyKeyOf, inProgress, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
+import { idempotencyKeyOf, inProgress, REPLAYED_HEADER, resolveIdempotentTurn, type TurnIds } from './idempotency.ts';
 import { replayTurn } from './replay-turn.ts';
 import { callerParty } from './caller-reference.ts';
 import { checkBudgets, checkModelAccess, type Governance } from '../governance/governance.ts';
@@ -213,6 +213,11 @@ async function runTurn<R extends ChatRequest>(
       await api.replay(chat, decision.prompt, decision.reply, response);
       return;
     }
+    if (decision.kind === 'failed') {
+      // The same error as the first time, from the record: the provider is not called again.
+      response.setHeader(REPLAYED_HEADER, 'true');
+      throw decision.error;
+    }
     ids = { ...decision.ids, rootId: root?.id ?? decision.ids.rootId };
     if (services.records.isOpen(ids.replyId)) {
       throw inProgress();
@@ -337,8 +342,7 @@ async function runTurn<R extends ChatRequest>(
     } catch (error) {
       // The prompt is on record, so the turn ends with its reply now, even though the provider was never called
       // (and saw nothing of the patient).
-      await recordReply({ ...draft, patientContext: undefined }, { status: 'not-done', text: '', reason: toAppError(error).message });
-      throw error;
+      throw await recordFailure({ ...draft, patientContext: undefined }, '', error);
     }
     leavePreparation();
     await deliver(services, api, turn, response);

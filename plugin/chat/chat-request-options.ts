@@ -3,8 +3,8 @@
  * the provider-neutral `ChatGenerationOptions` (each adapter then sends it on under its provider's name, or refuses
  * it by name before anything is stored), passed as it is to OpenAI-style providers, or refused here because
  * fhirgate cannot deliver what it asks for. A field fhirgate does not know goes to the provider's check (passed on
- * to OpenAI-compatible servers, refused by the others): nothing a client sends is dropped on the way. docs/api.md
- * has the whole table, per provider.
+ * where the provider's operator listed it in `passThroughFields`, refused by name otherwise): nothing a client sends
+ * is dropped on the way. docs/api.md has the whole table, per provider.
  */
 import { z } from 'zod';
 import { REASONING_EFFORTS, type ChatGenerationOptions, type ChatResponseFormat } from '../llm/chat-model.ts';

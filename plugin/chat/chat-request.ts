@@ -1,8 +1,9 @@
 /**
  * The chat completion request of the spec, validated: every field of OpenAI's request body is read, passed on or
  * refused by name (`chat-request-options.ts` has the optional ones). A top-level field fhirgate does not know is a
- * server's own extension: kept for the provider's check, which passes it on to an OpenAI-compatible server and refuses
- * it by name for any other; an unknown field inside a message, tool or option is refused here.
+ * server's own extension: kept for the provider's check, which passes it on where the provider's operator listed it
+ * (`passThroughFields`) and refuses it by name otherwise; an unknown field inside a message, tool or option is
+ * refused here.
  * Beyond the spec's `system` and `user` messages, a request may carry OpenAI's `developer` messages, text parts,
  * and function calling: `tools`, `tool_choice`, assistant messages with `tool_calls` and `tool` messages with their
  * results. Parts other than text (images, audio, files) are refused by name: fhirgate records and sends text only.
@@ -233,7 +234,7 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
   if ('param' in generation) {
     throw invalid(generation.param, generation.message);
   }
-  // Fields fhirgate does not know go to the provider's check: an OpenAI-compatible server takes its own, the others refuse them.
+  // Fields fhirgate does not know go to the provider's check: passed on where its operator listed them, else refused.
   const vendorFields = given.filter(([name]) => !KNOWN_FIELDS.has(name));
   const options = vendorFields.length > 0 ? { ...generation, vendorFields: Object.fromEntries(vendorFields) } : generation;
   const messages = value.messages.map(toChatMessage);

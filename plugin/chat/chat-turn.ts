@@ -4,6 +4,7 @@
  */
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Reference } from '@medplum/fhirtypes';
+import { finalError, toAppError, type AppError, type AppErrorCode } from '../errors.ts';
 import type { ChatFinishReason, ChatModelRequest, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
@@ -65,6 +66,8 @@ export interface ReplyOutcome {
   readonly usage?: ChatUsage;
   readonly finishReason?: ChatFinishReason;
   readonly reason?: string;
+  /** A `not-done` reply: the error code its client was answered with. */
+  readonly errorCode?: AppErrorCode;
 }
 
 /** The fields every answer of the turn carries (the model read now: a fallback may be the one answering). */
@@ -94,6 +97,7 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     text: outcome.text,
     status: outcome.status,
     reason: outcome.reason,
+    errorCode: outcome.errorCode,
     usage: outcome.usage,
     cost,
     finishReason: outcome.finishReason,
@@ -102,4 +106,16 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     sent: sent.toISOString(),
   });
   await turn.records.record(turn.projectId, { ...resource, id: turn.replyId });
+}
+
+/**
+ * Ends a turn that failed (its provider, or a step after the prompt's record): the reply is recorded `not-done` with
+ * `text` (what the client was sent of it) and the error, which is returned as the client is to get it: final, since
+ * fhirgate has retried what it could and the prompt is on record. A retry would be a new turn, and the same request
+ * under the same Idempotency-Key is answered with this error again (idempotency.ts), never a second provider call.
+ */
+export async function recordFailure(turn: ChatTurn, text: string, error: unknown): Promise<AppError> {
+  const failure = finalError(toAppError(error));
+  await recordReply(turn, { status: 'not-done', text, reason: failure.message, errorCode: failure.code });
+  return failure;
 }

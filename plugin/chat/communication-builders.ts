@@ -5,7 +5,7 @@
 import type { Communication, CommunicationPayload, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
 import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { TurnInput } from './chat-request.ts';
-import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
+import { CATEGORY, ERROR_CODE_SYSTEM, EXTENSION } from './fhir-vocabulary.ts';
 import { textPayload, textPieces } from './fhir-text.ts';
 import { moneyOf } from '../governance/model-prices.ts';
 import { THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
@@ -93,6 +93,8 @@ export interface ReplyRecord {
   readonly status: ReplyStatus;
   /** Why a reply is `not-done` or `stopped`. */
   readonly reason?: string;
+  /** A `not-done` reply: the error code its client was answered with. */
+  readonly errorCode?: string;
   readonly modelId: string;
   readonly usage?: ChatUsage;
   /** What the usage cost, in nano-dollars, at the model's price (governance/model-prices.ts); absent without a price. */
@@ -151,7 +153,7 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     id: reply.id,
     identifier: reply.threadDigest ? [{ system: THREAD_DIGEST_SYSTEM, value: reply.threadDigest }] : undefined,
     status: reply.status,
-    statusReason: reply.reason ? { text: reply.reason } : undefined,
+    statusReason: reply.reason || reply.errorCode ? statusReasonOf(reply.reason, reply.errorCode) : undefined,
     category: category(parties.categorySystem, CATEGORY.response),
     subject: parties.subject,
     sender: parties.agent,
@@ -164,6 +166,10 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     about: sharedRecords(reply),
     extension,
   };
+}
+
+function statusReasonOf(reason: string | undefined, errorCode: string | undefined): NonNullable<Communication['statusReason']> {
+  return { ...(errorCode ? { coding: [{ system: ERROR_CODE_SYSTEM, code: errorCode }] } : {}), ...(reason ? { text: reason } : {}) };
 }
 
 /**

@@ -1,8 +1,7 @@
 import type { Response } from 'express';
 import { isAbortError } from '../llm/provider-errors.ts';
-import { toAppError } from '../errors.ts';
 import type { ChatCompletion } from '../llm/chat-model.ts';
-import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
+import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
 import { clientStillConnected } from './client-presence.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
@@ -46,9 +45,7 @@ export async function deliverJson(turn: ChatTurn, response: Response, answer: Js
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
       return;
     }
-    const appError = toAppError(error);
-    await recordReply(turn, { status: 'not-done', text: '', reason: appError.message });
-    throw appError;
+    throw await recordFailure(turn, '', error);
   } finally {
     response.off('close', abortOnClose);
   }

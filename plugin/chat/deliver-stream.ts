@@ -3,7 +3,7 @@ import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
 import { toAppError } from '../errors.ts';
 import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
-import { answerFieldsOf, recordReply, type ChatTurn } from './chat-turn.ts';
+import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionChunk, contentChunkComposer, contentChunkWithLogprobs, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
@@ -91,8 +91,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       await recordReply(turn, { status: 'stopped', text: delivered, reason: CLIENT_LEFT });
       return;
     }
-    const appError = toAppError(error);
-    await recordReply(turn, { status: 'not-done', text: delivered, reason: appError.message });
+    const appError = await recordFailure(turn, delivered, error);
     if (!sse.started) {
       throw appError;
     }

@@ -43,5 +43,12 @@ export const EXTENSION = {
   deIdentified: 'urn:fhirgate:extension:de-identified',
 } as const;
 
+/**
+ * System of the code in a `not-done` reply's `statusReason`: the error code its client was answered with
+ * (`upstream_error`, `upstream_timeout`, ...; plugin/errors.ts), so that a request repeated under the same
+ * Idempotency-Key is answered with the same error.
+ */
+export const ERROR_CODE_SYSTEM = 'urn:fhirgate:error-code';
+
 /** Identifier of the AI agent's Device in each project. */
 export const AGENT_DEVICE_IDENTIFIER = { system: 'urn:fhirgate:agent', value: 'fhirgate-ai-agent' } as const;

@@ -9,10 +9,11 @@ import type { Response } from 'express';
 import type { ChatRequest } from './chat-request.ts';
 import { sendEnd } from './deliver-stream.ts';
 import { SseWriter } from './sse-writer.ts';
+import { REPLAYED_HEADER } from './idempotency.ts';
 import { communicationIdOf, replyFacts, replyText, toolCallsOf } from './recorded-messages.ts';
 import { completionBody, completionChunk, toolCallDelta, type AnswerFields } from './wire-format.ts';
 
-const REPLAYED = { 'Idempotent-Replayed': 'true' } as const;
+const REPLAYED = { [REPLAYED_HEADER]: 'true' } as const;
 
 /** Answers `chat` with the recorded turn. */
 export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {

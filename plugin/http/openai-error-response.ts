@@ -43,17 +43,18 @@ export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
 }
 
 /**
- * Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one. A 429 that
- * retrying soon cannot cure (a budget used up until its period resets) also says `x-should-retry: false`, the
- * header OpenAI's SDKs read before retrying a 429 on their own.
+ * Sends an error as an HTTP response in the spec's shape, with `Retry-After` where the error names one, and
+ * `x-should-retry`, the header OpenAI's SDKs obey before their own retries (which otherwise retry every 408, 409,
+ * 429 and 5xx): `true` only for a refusal a retry may pass, with nothing stored (shutting down, a store not taking
+ * the prompt, a caller's limit, a turn still running under the same Idempotency-Key); `false` for everything else,
+ * a budget used up until its period resets and a turn whose provider failed after fhirgate's own retries included
+ * (sent again, it would be a new turn: a new conversation and more provider calls).
  */
 export function sendOpenAiError(response: Response, error: AppError): void {
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
   }
-  if (error.status === 429 && !error.isRetryable) {
-    response.setHeader('x-should-retry', 'false');
-  }
+  response.setHeader('x-should-retry', error.isRetryable ? 'true' : 'false');
   const allow = allowHeaderOf(error);
   if (allow) {
     response.setHeader('Allow', allow);

@@ -108,8 +108,8 @@ export interface ChatGenerationOptions {
   readonly openAiOnly?: Readonly<Record<string, unknown>>;
   /**
    * Top-level fields of a chat-completions request that are no field fhirgate knows: a server's own extensions
-   * (vLLM's `min_p`, `repetition_penalty`, `guided_json`, ...), by their names as sent. OpenAI-compatible providers
-   * receive them as they are; every other provider refuses them by name.
+   * (vLLM's `min_p`, `repetition_penalty`, `guided_json`, ...), by their names as sent. An OpenAI-style provider
+   * receives those its operator lists (`passThroughFields`, default none) as they are; any other is refused by name.
    */
   readonly vendorFields?: Readonly<Record<string, unknown>>;
 }

@@ -5,7 +5,7 @@ import { createAnthropicChatModel } from './anthropic-chat-model.ts';
 import type { ChatModel } from './chat-model.ts';
 import { createOllamaChatModel } from './ollama-chat-model.ts';
 import { createOpenAiChatModel } from './openai-chat-model.ts';
-import type { ProviderSettings } from './provider-config.ts';
+import { DEFAULT_PASS_THROUGH_FIELDS, type ProviderSettings } from './provider-config.ts';
 
 /** Creates the model (and its SDK client) of a configured provider, with the given key. */
 export function createChatModel(provider: string, settings: ProviderSettings, apiKey: string | undefined): ChatModel {
@@ -23,6 +23,7 @@ export function createChatModel(provider: string, settings: ProviderSettings, ap
         apiVersion: settings.apiVersion,
         ...limits,
         maxTokensParameter: settings.maxTokensParameter,
+        passThroughFields: settings.passThroughFields ?? DEFAULT_PASS_THROUGH_FIELDS,
       });
     case 'anthropic':
       if (apiKey === undefined) {

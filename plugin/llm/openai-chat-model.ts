@@ -58,6 +58,11 @@ export interface OpenAiChatModelOptions {
    * `max_tokens` otherwise.
    */
   readonly maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
+  /**
+   * The request fields fhirgate does not know (`ChatGenerationOptions.vendorFields`) this provider receives as sent;
+   * any other is refused by name. Default none.
+   */
+  readonly passThroughFields?: readonly string[];
 }
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
@@ -68,19 +73,21 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
   const { provider, timeoutMs } = options;
   const timeouts = { timeoutMs, firstTokenTimeoutMs: options.firstTokenTimeoutMs, totalTimeoutMs: options.totalTimeoutMs, connectTimeoutMs: options.connectTimeoutMs };
   const maxTokensParameter = options.maxTokensParameter ?? (options.kind === 'openai' ? 'max_completion_tokens' : 'max_tokens');
-  const wire: WireChoices = { maxTokensParameter, kind: options.kind };
+  const passThrough: ReadonlySet<string> = new Set(options.passThroughFields ?? []);
+  const wire: WireChoices = { maxTokensParameter, kind: options.kind, passThrough };
 
   return {
     provider,
 
-    // Every OpenAI field goes on as it is. `top_k` and fields fhirgate does not know are no OpenAI fields: a
-    // compatible server (vLLM, LM Studio, ...) takes its own extensions, OpenAI and Azure refuse them.
+    // Every OpenAI field goes on as it is. `top_k` is no OpenAI field: a compatible server (vLLM, LM Studio, ...)
+    // takes it, OpenAI and Azure refuse it. A field fhirgate does not know goes on only where the operator listed
+    // it: a gateway upstream (LiteLLM) reads some as routing instructions (`fallbacks`, `user_config`, `api_base`).
     checkRequest(request) {
+      const label = { provider, kind: KIND_LABELS[options.kind] };
       if (options.kind !== 'openai-compatible') {
-        const label = { provider, kind: KIND_LABELS[options.kind] };
         refuseOptions(label, request, ['topK']);
-        refuseVendorFields(label, request);
       }
+      refuseVendorFields(label, request, passThrough);
     },
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
@@ -211,6 +218,8 @@ function toAzureBaseUrl(endpoint: string): string {
 interface WireChoices {
   readonly maxTokensParameter: 'max_tokens' | 'max_completion_tokens';
   readonly kind: OpenAiProviderKind;
+  /** The fields fhirgate does not know that go on as sent (`passThroughFields`). */
+  readonly passThrough: ReadonlySet<string>;
 }
 
 const KIND_LABELS: Readonly<Record<OpenAiProviderKind, string>> = { openai: 'OpenAI', 'azure-openai': 'Azure OpenAI', 'openai-compatible': 'OpenAI-compatible' };
@@ -235,8 +244,9 @@ function buildParameters(request: ChatModelRequest, wire: WireChoices) {
   // Servers that are only OpenAI-compatible may not know the `developer` role (it is recent): they get `system`.
   const developerRole = wire.kind === 'openai-compatible' ? 'system' : 'developer';
   return {
-    // First, so that no field of fhirgate's own can be overridden by one of the server's.
-    ...(wire.kind === 'openai-compatible' ? options.vendorFields : undefined),
+    // First, so that no field of fhirgate's own can be overridden by one of the server's. Only the listed ones:
+    // `checkRequest` refused the others, and a path that skipped it must still send nothing unlisted.
+    ...listedFields(options.vendorFields, wire.passThrough),
     model: request.model,
     messages: request.messages.map((message) => toOpenAiMessage(message, developerRole)),
     ...toolParameters,
@@ -260,6 +270,10 @@ function buildParameters(request: ChatModelRequest, wire: WireChoices) {
     metadata: options.store && options.metadata ? { ...options.metadata } : undefined,
     ...options.openAiOnly,
   };
+}
+
+function listedFields(fields: Readonly<Record<string, unknown>> | undefined, listed: ReadonlySet<string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields ?? {}).filter(([name]) => listed.has(name)));
 }
 
 function toResponseFormat(format: ChatResponseFormat): ResponseFormatJSONObject | ResponseFormatJSONSchema {

@@ -91,9 +91,9 @@ describe('OpenAI-style providers and the request fields', () => {
     expect(emulator.received).toHaveLength(0);
   });
 
-  test("an OpenAI-compatible server receives its own fields as sent, whole and streamed; none overrides one of fhirgate's", async () => {
+  test("an OpenAI-compatible server receives the fields its operator lists, as sent, whole and streamed; none overrides one of fhirgate's", async () => {
     const vendorFields = { min_p: 0.05, repetition_penalty: 1.1, guided_json: { type: 'object', properties: { a: { type: 'string' } } }, max_tokens: 99999 };
-    const model = createModel('openai-compatible');
+    const model = createOpenAiChatModel({ provider: 'local', kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, timeoutMs: 5000, passThroughFields: Object.keys(vendorFields) });
     const request = createTestRequest('local', { maxTokens: 50, options: { vendorFields } });
     model.checkRequest?.(request);
     await model.complete(request);
@@ -105,12 +105,41 @@ describe('OpenAI-style providers and the request fields', () => {
     expect(emulator.received).toHaveLength(2);
   });
 
+  test.each([
+    ['fallbacks', { fallbacks: [{ 'gpt-4o': ['gpt-4o-uncleared'] }] }],
+    ['mock_testing_fallbacks', { mock_testing_fallbacks: true }],
+    ['user_config', { user_config: { model_list: [{ model_name: 'gpt-4o', litellm_params: { model: 'openai/x', api_base: 'https://attacker.example' } }] } }],
+    ['api_base', { api_base: 'https://attacker.example/v1' }],
+    ['chat_template', { chat_template: '{{ messages }}' }],
+  ])("an OpenAI-compatible provider refuses %s by name by default: a gateway behind it would read it as routing", (param, vendorFields) => {
+    const error = appErrorOf(() => createModel('openai-compatible').checkRequest?.({ messages: [], maxTokens: 1, options: { vendorFields } }));
+    expect(error).toMatchObject({ status: 400, code: 'invalid_request', details: { param } });
+    expect(error.message).toContain('passThroughFields');
+  });
+
+  test('a field the operator did not list is refused even when another is listed; the listed one goes to OpenAI too', async () => {
+    const listed = createOpenAiChatModel({ provider: 'litellm', kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, timeoutMs: 5000, passThroughFields: ['min_p'] });
+    const error = appErrorOf(() => listed.checkRequest?.({ messages: [], maxTokens: 1, options: { vendorFields: { min_p: 0.1, api_base: 'https://attacker.example' } } }));
+    expect(error).toMatchObject({ status: 400, details: { param: 'api_base' } });
+
+    const openai = createOpenAiChatModel({ provider: 'openai', kind: 'openai', apiKey: TEST_API_KEY, baseUrl: `${emulator.url}/v1`, timeoutMs: 5000, passThroughFields: ['new_openai_field'] });
+    const request = createTestRequest('gpt-test', { options: { vendorFields: { new_openai_field: 'x' } } });
+    openai.checkRequest?.(request);
+    await openai.complete(request);
+    expect(emulator.received[0].body).toMatchObject({ new_openai_field: 'x' });
+  });
+
+  test('a field not listed never reaches the provider, even on a path that skipped the check', async () => {
+    await createModel('openai-compatible').complete(createTestRequest('local', { options: { vendorFields: { api_base: 'https://attacker.example/v1' } } }));
+    expect(emulator.received[0].body).not.toHaveProperty('api_base');
+  });
+
   test('OpenAI and Azure refuse a field fhirgate does not know by name before any call', () => {
     for (const kind of ['openai', 'azure-openai'] as const) {
       const model = createOpenAiChatModel({ provider: kind, kind, apiKey: TEST_API_KEY, baseUrl: emulator.url, apiVersion: '2024-10-21', timeoutMs: 5000 });
       const error = appErrorOf(() => model.checkRequest?.({ messages: [], maxTokens: 1, options: { vendorFields: { min_p: 0.05 } } }));
       expect(error).toMatchObject({ status: 400, details: { param: 'min_p' } });
-      expect(error.message).toContain('only OpenAI-compatible providers');
+      expect(error.message).toContain('passThroughFields');
     }
   });
 

@@ -55,6 +55,23 @@ describe('readProviderConfigFromEnvironment', () => {
     expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'm', AI_MAX_RETRIES: 'lots' }))).toContain('AI_MAX_RETRIES');
   });
 
+  test('AI_PASS_THROUGH_FIELDS lists the fields fhirgate does not know that the provider receives; default none', () => {
+    const environment = { AI_PROVIDER: 'openai-compatible', AI_API_BASE: 'http://vllm:8000/v1', AI_MODEL: 'qwen3-8b' };
+    expect(readProviderConfigFromEnvironment(environment)?.providers['openai-compatible'].passThroughFields).toBeUndefined();
+    expect(readProviderConfigFromEnvironment({ ...environment, AI_PASS_THROUGH_FIELDS: 'min_p, repetition_penalty,,' })?.providers['openai-compatible'].passThroughFields).toEqual(['min_p', 'repetition_penalty']);
+    expect(readError(() => readProviderConfigFromEnvironment({ ...environment, AI_PASS_THROUGH_FIELDS: 'min-p' }))).toContain('AI_PASS_THROUGH_FIELDS');
+    expect(readError(() => readProviderConfigFromEnvironment({ AI_PROVIDER: 'ollama', AI_MODEL: 'm', AI_PASS_THROUGH_FIELDS: 'min_p' }))).toContain('AI_PASS_THROUGH_FIELDS');
+  });
+
+  test('passThroughFields: OpenAI-style kinds only, field names only', () => {
+    const openai = { kind: 'openai' as const, apiKey: SECRET, models: ['m'], passThroughFields: ['min_p'] };
+    expect(parseProviderConfig({ providers: { o: openai }, defaultModel: 'o/m' }).providers.o.passThroughFields).toEqual(['min_p']);
+    expect(readError(() => parseProviderConfig({ providers: { a: { kind: 'anthropic', models: ['m'], passThroughFields: ['min_p'] } }, defaultModel: 'a/m' }))).toContain(
+      'providers.a.passThroughFields: is for OpenAI-style kinds only',
+    );
+    expect(readError(() => parseProviderConfig({ providers: { o: { ...openai, passThroughFields: ['a.b'] } }, defaultModel: 'o/m' }))).toContain('providers.o.passThroughFields.0');
+  });
+
   test('fallbacks must name configured models', () => {
     const providers = { a: { kind: 'ollama' as const, models: ['m1', 'm2'] } };
     expect(parseProviderConfig({ providers, defaultModel: 'a/m1', fallbacks: { 'a/m1': ['a/m2'] } }).fallbacks).toEqual({ 'a/m1': ['a/m2'] });

@@ -23,6 +23,18 @@ const DEFAULT_MAX_TOKENS = 4096;
 // Kinds whose adapter cannot work without a key (a per-project key supplied at resolve time also counts).
 const KINDS_NEEDING_A_KEY: ReadonlySet<ProviderKind> = new Set(['openai', 'azure-openai', 'anthropic']);
 const KINDS_NEEDING_A_BASE_URL: ReadonlySet<ProviderKind> = new Set(['azure-openai', 'openai-compatible']);
+// The kinds whose adapter can send a field it does not know as it is (the openai SDK's body takes any key).
+const KINDS_PASSING_FIELDS_THROUGH: ReadonlySet<ProviderKind> = new Set(['openai', 'azure-openai', 'openai-compatible']);
+
+/**
+ * The top-level request fields fhirgate does not know that a provider receives when its settings list none: none.
+ * A gateway behind the provider may read such fields as its own instructions (LiteLLM's `fallbacks`, `user_config`,
+ * `api_base`; vLLM's `chat_template`) and send the turn elsewhere, past fhirgate's governance, so each one the
+ * operator wants passed on is listed by name in `passThroughFields`.
+ */
+export const DEFAULT_PASS_THROUGH_FIELDS: readonly string[] = [];
+/** The shape of a field name `passThroughFields` may list. */
+const FIELD_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /** Schema of one provider's settings. */
 export const providerSettingsSchema = z
@@ -57,6 +69,12 @@ export const providerSettingsSchema = z
       .prefault({}),
     /** OpenAI-style kinds only: the field that carries the token cap (see `openai-chat-model.ts`). */
     maxTokensParameter: z.enum(['max_tokens', 'max_completion_tokens']).optional(),
+    /**
+     * OpenAI-style kinds only: the top-level request fields fhirgate does not know (a server's own extensions, such
+     * as vLLM's `min_p`) that this provider receives as sent; a request with any other such field is refused by
+     * name. Default `DEFAULT_PASS_THROUGH_FIELDS` (none).
+     */
+    passThroughFields: z.array(z.string().regex(FIELD_NAME_PATTERN, 'each must be a field name: letters, digits and _')).max(100).optional(),
     /** The models (Azure: deployments) offered, without the provider prefix. */
     models: z.array(z.string().trim().min(1)).min(1),
   })
@@ -64,6 +82,9 @@ export const providerSettingsSchema = z
   .superRefine((settings, context) => {
     if (KINDS_NEEDING_A_BASE_URL.has(settings.kind) && settings.baseUrl === undefined) {
       context.addIssue({ code: 'custom', path: ['baseUrl'], message: `is required for kind ${settings.kind}` });
+    }
+    if (settings.passThroughFields?.length && !KINDS_PASSING_FIELDS_THROUGH.has(settings.kind)) {
+      context.addIssue({ code: 'custom', path: ['passThroughFields'], message: `is for OpenAI-style kinds only: ${settings.kind} takes no fields fhirgate does not know` });
     }
   })
   .transform((settings) =>
@@ -173,6 +194,7 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
   defaultModel: 'AI_MODEL',
   patientDataModels: 'AI_PATIENT_DATA_MODELS',
   maxTokens: 'AI_MAX_TOKENS',
+  passThroughFields: 'AI_PASS_THROUGH_FIELDS',
 };
 
 /**
@@ -181,9 +203,10 @@ const VARIABLE_BY_FIELD: Readonly<Record<string, string>> = {
  * AI_API_KEY (required for openai, azure and anthropic), AI_API_BASE (required for azure, its resource endpoint,
  * and openai-compatible), AI_MAX_TOKENS (default 4096), AI_API_VERSION (azure), AI_MODELS (more models, comma
  * separated), AI_TIMEOUT_MS (default 120000), AI_CONNECT_TIMEOUT_MS (default 10000), AI_FIRST_TOKEN_TIMEOUT_MS, AI_TOTAL_TIMEOUT_MS and AI_MAX_RETRIES
- * (default 2), and AI_PATIENT_DATA_MODELS (the models cleared for patient data, comma separated, `provider/model`
- * or `*` for all of this provider's; with or without the `provider/` prefix). Returns undefined when AI_PROVIDER is unset; throws an Error
- * naming each wrong variable otherwise.
+ * (default 2), AI_PATIENT_DATA_MODELS (the models cleared for patient data, comma separated, `provider/model`
+ * or `*` for all of this provider's; with or without the `provider/` prefix), and AI_PASS_THROUGH_FIELDS (the
+ * request fields fhirgate does not know that the provider receives, comma separated; default none). Returns
+ * undefined when AI_PROVIDER is unset; throws an Error naming each wrong variable otherwise.
  */
 export function readProviderConfigFromEnvironment(
   environment: Readonly<Record<string, string | undefined>>,
@@ -244,6 +267,7 @@ export function readProviderConfigFromEnvironment(
         connectTimeoutMs,
         retries: maxRetries === undefined ? undefined : { maxRetries },
         models: [...new Set([defaultModelName, ...extraModels])],
+        passThroughFields: readList(environment, 'AI_PASS_THROUGH_FIELDS'),
       },
     },
     defaultModel: `${provider}/${defaultModelName}`,
@@ -258,6 +282,15 @@ export function readProviderConfigFromEnvironment(
     const field = String(path.at(path[0] === 'providers' ? 2 : 0) ?? '');
     return VARIABLE_BY_FIELD[field] ?? 'AI_PROVIDER';
   });
+}
+
+/** A comma-separated list; undefined when the variable is unset or lists nothing. */
+function readList(environment: Readonly<Record<string, string | undefined>>, name: string): string[] | undefined {
+  const items = (readVariable(environment, name) ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  return items.length > 0 ? items : undefined;
 }
 
 function readVariable(environment: Readonly<Record<string, string | undefined>>, name: string): string | undefined {

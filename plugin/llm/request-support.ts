@@ -51,14 +51,19 @@ export function refuseOpenAiOnly(label: ProviderLabel, request: ChatRequestShape
   }
 }
 
-/** Refuses the first field of the request that fhirgate does not know: only OpenAI-compatible servers take their own. */
-export function refuseVendorFields(label: ProviderLabel, request: ChatRequestShape): void {
-  const name = Object.keys(request.options?.vendorFields ?? {})[0];
+/**
+ * Refuses the first field of the request that fhirgate does not know and `passedOn` does not list (the provider's
+ * `passThroughFields`; none for a provider that takes no such fields).
+ */
+export function refuseVendorFields(label: ProviderLabel, request: ChatRequestShape, passedOn: ReadonlySet<string> = new Set()): void {
+  const name = Object.keys(request.options?.vendorFields ?? {}).find((field) => !passedOn.has(field));
   if (name !== undefined) {
     const param = name.slice(0, 64);
-    throw new AppError('invalid_request', `Invalid request: ${param}: is not a field fhirgate knows, and the provider '${label.provider}' (${label.kind}) does not take it; only OpenAI-compatible providers receive such fields as sent (see the request fields in docs/api.md).`, {
-      details: { param },
-    });
+    throw new AppError(
+      'invalid_request',
+      `Invalid request: ${param}: is not a field fhirgate knows, and the provider '${label.provider}' (${label.kind}) is not set to receive it; an OpenAI-style provider receives such a field only when its operator lists it in the provider's passThroughFields (see the request fields in docs/api.md).`,
+      { details: { param } },
+    );
   }
 }
 

@@ -13,7 +13,7 @@ import type { Response } from 'express';
 import { toAppError, type AppError } from '../errors.ts';
 import type { ChatCompletion, ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
-import { recordReply, type ChatTurn } from '../chat/chat-turn.ts';
+import { recordFailure, recordReply, type ChatTurn } from '../chat/chat-turn.ts';
 import { clientStillConnected } from '../chat/client-presence.ts';
 import { deliverJson } from '../chat/deliver-json.ts';
 import { isShutdownAbort, shuttingDownError } from '../chat/in-flight-turns.ts';
@@ -133,8 +133,7 @@ async function endCut(turn: ChatTurn, response: Response, events: ResponseEventW
     await recordReply(turn, { status: 'stopped', text: output.text, reason: CLIENT_LEFT });
     return;
   }
-  const appError = toAppError(error);
-  await recordReply(turn, { status: 'not-done', text: output.text, reason: appError.message });
+  const appError = await recordFailure(turn, output.text, error);
   if (!events.started) {
     throw appError;
   }

@@ -14,6 +14,7 @@ import type { ChatServices, TurnApi } from '../chat/chat-completion.ts';
 import { checkToolResults, turnInputsOf, type ChatRequest } from '../chat/chat-request.ts';
 import type { ConversationReader } from '../chat/conversation.ts';
 import { requireStored } from '../chat/reply-records.ts';
+import { REPLAYED_HEADER } from '../chat/idempotency.ts';
 import { deliverResponse, streamRecordedResponse } from './deliver-response.ts';
 import { toInputMessages } from './response-input.ts';
 import { responseObject } from './response-object.ts';
@@ -104,7 +105,7 @@ async function readResponsesRequest(body: unknown, services: ChatServices, calle
 async function replayResponse(request: ResponsesRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {
   const rootId = communicationIdOf(prompt.partOf?.[0]?.reference) ?? '';
   const recorded = recordedResponse(prompt, { reply, rootId, promptId: prompt.id });
-  const headers = { 'X-Conversation-ID': rootId, 'Idempotent-Replayed': 'true' };
+  const headers = { 'X-Conversation-ID': rootId, [REPLAYED_HEADER]: 'true' };
   if (!request.stream) {
     response.set(headers).json(responseObject(recorded.fields));
     return;

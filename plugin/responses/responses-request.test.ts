@@ -87,6 +87,11 @@ describe('parseResponsesDraft', () => {
     ['input', { input: Array.from({ length: 11 }, () => 'x') }],
     ['messages', { messages: [{ role: 'user', content: 'hi' }] }],
     ['conversation_id', { conversation_id: 'c-1' }],
+    // Fields a gateway behind an OpenAI-compatible provider would read as routing: never passed on from here.
+    ['fallbacks', { fallbacks: [{ 'gpt-4o': ['gpt-4o-uncleared'] }] }],
+    ['user_config', { user_config: { model_list: [] } }],
+    ['api_base', { api_base: 'https://attacker.example/v1' }],
+    ['chat_template', { chat_template: '{{ messages }}' }],
   ])('%s is refused by name, in the Responses API\'s words', (param, body) => {
     const error = appErrorOf(() => parse(body));
     expect(error.code).toBe('invalid_request');

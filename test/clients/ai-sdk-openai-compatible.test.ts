@@ -79,7 +79,7 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
     expect(matrix.emulator.received[0].output.responseFormat).toEqual({ type: 'json_schema', name: 'response', schema: VITALS_SCHEMA, strict: true });
   });
 
-  test("a server's own fields (providerOptions): an OpenAI-compatible provider receives them as sent, OpenAI refuses them by name", async () => {
+  test("a server's own fields (providerOptions): an OpenAI-compatible provider receives those its operator lists, as sent; others and OpenAI refuse them by name", async () => {
     const vendorFields = { min_p: 0.05, repetition_penalty: 1.1 };
     const local = await generateText({ model: fhirgate(OTHER_PROVIDERS.vllm.model), prompt: 'Hello', providerOptions: { fhirgate: vendorFields }, maxRetries: 0 });
 
@@ -89,7 +89,9 @@ describe('client matrix: the AI SDK with @ai-sdk/openai-compatible (chat complet
     expect(recordedRequestOf(prompt)).toMatchObject(vendorFields);
 
     const refused = await generateText({ model: fhirgate(CHAT_MODEL), prompt: 'Hello', providerOptions: { fhirgate: vendorFields }, maxRetries: 0 }).catch((error: unknown) => error);
-    expect(refused).toMatchObject({ statusCode: 400, message: expect.stringContaining("min_p: is not a field fhirgate knows, and the provider 'openai' (OpenAI) does not take it") });
+    expect(refused).toMatchObject({ statusCode: 400, message: expect.stringContaining("min_p: is not a field fhirgate knows, and the provider 'openai' (OpenAI) is not set to receive it") });
+    const unlisted = await generateText({ model: fhirgate(OTHER_PROVIDERS.vllm.model), prompt: 'Hello', providerOptions: { fhirgate: { chat_template: '{{ messages }}' } }, maxRetries: 0 }).catch((error: unknown) => error);
+    expect(unlisted).toMatchObject({ statusCode: 400, message: expect.stringContaining('chat_template: is not a field fhirgate knows') });
     expect(matrix.emulator.received).toHaveLength(1);
   });
 

@@ -19,7 +19,8 @@ export interface ChatHost {
 export const OTHER_PROVIDERS = {
   anthropic: { model: 'anthropic/claude-haiku-4-5', settings: (url: string) => ({ kind: 'anthropic' as const, apiKey: 'sk-ant-test', baseUrl: url, models: ['claude-haiku-4-5'] }) },
   ollama: { model: 'ollama/llama3.2', settings: (url: string) => ({ kind: 'ollama' as const, baseUrl: url, models: ['llama3.2'] }) },
-  vllm: { model: 'vllm/qwen3-8b', settings: (url: string) => ({ kind: 'openai-compatible' as const, baseUrl: `${url}/v1`, models: ['qwen3-8b'] }) },
+  // Its operator passes vLLM's two sampling extensions on; any other field fhirgate does not know is refused.
+  vllm: { model: 'vllm/qwen3-8b', settings: (url: string) => ({ kind: 'openai-compatible' as const, baseUrl: `${url}/v1`, models: ['qwen3-8b'], passThroughFields: ['min_p', 'repetition_penalty'] }) },
 } as const;
 
 /**
