@@ -18,6 +18,7 @@ import { startLlmEmulator } from '../test/emulator/index.ts';
 import { startTestHost } from '../test/support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
+import { DATE_SHIFT_KEY, deIdentificationAttacks } from './de-identification-attacks.ts';
 import { UNCLEARED_MODEL, type SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, DEVICE_SYSTEM, deviceAttacks, weakKeyAttacks } from './device-attacks.ts';
 import { deviceFloodAttacks } from './device-flood-attacks.ts';
@@ -50,6 +51,8 @@ const host = await startTestHost({
       // attacks that try to carry patient data to a model without an agreement.
       patientDataModels: ['openai/gpt-4o-mini'],
     },
+    // The de-identification attacks' project sends its turns de-identified to the model that is not cleared.
+    deIdentification: { dateShiftKey: DATE_SHIFT_KEY },
     device_auth: {
       valid_keys: { [DEVICE_ID]: DEVICE_KEY },
       jwt_secret: DEVICE_SECRET,
@@ -100,6 +103,7 @@ await tokenAttacks(context);
 await isolationAttacks(context);
 await forgeryAttacks(context);
 await chartInjectionAttack(context);
+await deIdentificationAttacks(context);
 await consumptionAttacks(context);
 await inputAttacks(context);
 await exposureAttacks(context);
