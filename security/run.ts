@@ -18,6 +18,7 @@ import { startLlmEmulator } from '../test/emulator/index.ts';
 import { startTestHost } from '../test/support/test-host.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { consumptionAttacks } from './consumption-attacks.ts';
+import { DATE_SHIFT_KEY, deIdentificationAttacks } from './de-identification-attacks.ts';
 import { GATEWAY, UNCLEARED_MODEL, type SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, DEVICE_SYSTEM, deviceAttacks, weakKeyAttacks } from './device-attacks.ts';
 import { deviceFloodAttacks } from './device-flood-attacks.ts';
@@ -56,8 +57,8 @@ const host = await startTestHost({
       // attacks that try to carry patient data to a model without an agreement.
       patientDataModels: ['openai/gpt-4o-mini'],
     },
-    // For the projects whose AI_PATIENT_DATA_POLICY is de-identify (subject-attacks.ts).
-    deIdentification: { dateShiftKey: 'security-suite-date-shift-key-0123456789abcdef' },
+    // For the projects whose AI_PATIENT_DATA_POLICY is de-identify (subject-attacks.ts, de-identification-attacks.ts).
+    deIdentification: { dateShiftKey: DATE_SHIFT_KEY },
     device_auth: {
       valid_keys: { [DEVICE_ID]: DEVICE_KEY },
       jwt_secret: DEVICE_SECRET,
@@ -109,6 +110,7 @@ await isolationAttacks(context);
 await forgeryAttacks(context);
 await chartInjectionAttack(context);
 await subjectAttacks(context);
+await deIdentificationAttacks(context);
 await consumptionAttacks(context);
 await surfaceAttacks(context);
 await inputAttacks(context);

@@ -60,7 +60,9 @@ describe('patient data egress: de-identified for a model not cleared', () => {
     expect(context).toContain('Essential hypertension (since ');
     expect(context).toContain('[GIVEN-1] [FAMILY-1] called from [PHONE-1] about dizziness since ');
     expect(context).not.toContain('2021-03-04');
-    expect(otherRequest.messages.at(-1)?.content).toMatch(/^Is \[GIVEN-1\] \[FAMILY-1\] \(born \d{4}-\d{2}-\d{2}, \[ID-1\], \[PHONE-1\], \[EMAIL-1\], \[ADDRESS-1\], \[CITY-1\] \[POSTCODE-1\]\) better since \d{4}-\d{2}-\d{2}\?$/);
+    // The birth date as the age, never a date a provider could move back.
+    expect(context).toContain('[GIVEN-1] [FAMILY-1], female, born [age ');
+    expect(otherRequest.messages.at(-1)?.content).toMatch(/^Is \[GIVEN-1\] \[FAMILY-1\] \(born \[age \d+\], \[ID-1\], \[PHONE-1\], \[EMAIL-1\], \[ADDRESS-1\], \[CITY-1\] \[POSTCODE-1\]\) better since \d{4}-\d{2}-\d{2}\?$/);
 
     // Re-identified for the caller: the echo reads as the question the user asked.
     expect(clearedAnswer.choices[0].message.content).toBe(`Echo: ${QUESTION}`);
@@ -95,7 +97,10 @@ describe('patient data egress: de-identified for a model not cleared', () => {
 
   test('a continued conversation: its history and the new prompt go de-identified with the same date shift, and the streamed reply comes back re-identified', async () => {
     const first = await ask({ model: OTHER_MODEL, messages: [{ role: 'user', content: QUESTION }], patient_id: subject.patientId });
-    const followUp = `And should ${MARIA.given} call ${MARIA.phone} before 2026-12-01?`;
+    // A date far from today (moved by the shift) and one next week (written relative to today).
+    const far = new Date(Date.now() + 200 * 86_400_000).toISOString().slice(0, 10);
+    const soon = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    const followUp = `And should ${MARIA.given} call ${MARIA.phone} before ${far}, or on ${soon}?`;
     const stream = (await openai.chat.completions.create({
       model: OTHER_MODEL,
       stream: true,
@@ -117,11 +122,35 @@ describe('patient data egress: de-identified for a model not cleared', () => {
     expect(continued.messages.filter((message) => message.role !== 'system').map((message) => message.content)).toEqual([
       firstSent,
       `Echo: ${firstSent}`,
-      expect.stringMatching(/^And should \[GIVEN-1\] call \[PHONE-1\] before \d{4}-\d{2}-\d{2}\?$/),
+      expect.stringMatching(/^And should \[GIVEN-1\] call \[PHONE-1\] before \d{4}-\d{2}-\d{2}, or on \[in 3 days\]\?$/),
     ]);
     const shiftOf = async (id: string): Promise<number | undefined> => deIdentifiedOf(await reply(id))?.extension?.find((item) => item.url === 'date-shift-days')?.valueInteger;
     expect(await shiftOf(replyId)).toBe(await shiftOf(first.communication_id));
     expect(payloadText((await reply(replyId)).payload ?? [])).toBe(`Echo: ${followUp}`);
+  });
+
+  test("the client's own tools: a call comes back named as the client named it, with the model's pseudonyms in its arguments unless the project allows re-identifying them", async () => {
+    const tool = { type: 'function' as const, name: `lookup_${MARIA.given}${MARIA.family}`, parameters: { type: 'object', properties: { query: { type: 'string' } } } };
+    // The model calls the tool by the name it was given.
+    const behaviour = JSON.stringify({ toolCalls: [[{ name: 'lookup_GIVEN-1FAMILY-1', arguments: { query: `${MARIA.mrn} ${MARIA.phone} born ${MARIA.birthDate}` } }]] });
+    const ask = async (client: OpenAI): Promise<OpenAI.Responses.ResponseFunctionToolCall> => {
+      const stream = client.responses.stream({ model: OTHER_MODEL, input: `Look her up. [emulator-behaviour ${behaviour}]`, tools: [tool], patient_id: subject.patientId } as never);
+      for await (const event of stream) {
+        void event;
+      }
+      return (await stream.finalResponse()).output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+    };
+
+    const pseudonymised = await ask(openai);
+    // The model saw the tool under a name without her identifiers, and the client gets its own name back.
+    expect(models.other.received[0].tools.map((offered) => offered.name)).toEqual(['lookup_GIVEN-1FAMILY-1']);
+    expect(identifyingIn(JSON.stringify(models.other.received[0].body), subject.patientId)).toEqual([]);
+    expect(pseudonymised.name).toBe(tool.name);
+    expect(JSON.parse(pseudonymised.arguments)).toEqual({ query: expect.stringMatching(/^\[ID-1\] \[PHONE-1\] born \[age \d+\]$/) });
+
+    await subject.setSettings({ AI_PATIENT_DATA_TOOL_ARGUMENTS: 're-identify' });
+    const reIdentified = await ask(await subject.openai());
+    expect(JSON.parse(reIdentified.arguments)).toEqual({ query: `${MARIA.mrn} ${MARIA.phone} born ${MARIA.birthDate}` });
   });
 
   test("FHIR tools: the model's calls reach the chart re-identified, their results reach the model de-identified, and the record keeps them as sent", async () => {

@@ -242,7 +242,7 @@ async function runTurn<R extends ChatRequest>(
   const history = conversation && repeatsLatest ? withoutRepeated(conversation.history, repeated.messageCount) : (conversation?.history ?? { messages: [] });
   // The two rules below refuse a new turn before anything is stored; a replay above sends nothing, so they never refuse it.
   // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
-  const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, systemRepo: reader.systemRepo });
+  const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, tools: chat.tools, systemRepo: reader.systemRepo });
   const target = observed(egress.target, services.telemetry, caller.project.id);
   // Budgets: 429 when one of the project's or the caller's is used up; otherwise what settles the turn.
   const budget = await checkBudgets(services.governance, caller);

@@ -1,16 +1,17 @@
 /**
- * Dates shifted per conversation, for turns sent de-identified to a model not cleared for patient data. Every date
- * of a conversation moves by the same number of days, so intervals (age at a visit, weeks between two labs) stay
- * true while the calendar dates do not reach the model; the model's reply is shifted back for the caller.
+ * Dates in text sent de-identified to a model not cleared for patient data: recognised, and rewritten as the turn's
+ * rule says (de-identify-present.ts): moved by the conversation's shift, or written as a marker that holds no
+ * calendar date. The model's reply goes through the reverse rewriting for the caller.
  *
  * The shift is derived, not stored: an HMAC of the server's key over the project and the conversation, so every
- * turn of a conversation (on any instance that has the key) shifts by the same days, no write is needed to keep
- * it, and a provider that sees the shifted dates cannot work the shift out without the key.
+ * turn of a conversation (on any instance that has the key) shifts by the same days and no write is needed to keep
+ * it. The key keeps the shift from being computed; what keeps it from being worked out of the text (today's date,
+ * the request's own time) is the present's rule in de-identify-present.ts.
  *
  * Dates are recognised where their day and month are unambiguous: year first (`2024-01-05`, `2024/1/5`, with a
- * time after it or not), and with an English month name (`March 4, 2024`, `4 Mar 2024`, `4th March 2024`). Day and
- * month in numbers with the year last (`04/03/2024`) are ambiguous and left as written, except the patient's birth
- * date, which is recognised in every such order. Each date keeps its form: separators, padding, month style.
+ * time after it or not), and with an English month name (`March 4, 2024`, `4 Mar 2024`, `4th of March 2024`). Day
+ * and month in numbers with the year last (`04/03/2024`) are recognised too, and told to the rule as ambiguous:
+ * both readings are given. Each date rewritten as a date keeps its form: separators, padding, month style.
  */
 import { createHmac } from 'node:crypto';
 
@@ -20,17 +21,18 @@ const MAX_SHIFT_DAYS = 365;
 const DAY_MS = 86_400_000;
 
 const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
-const MONTH = '(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)';
+/** A month's name or its abbreviation. */
+export const MONTH = '(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)';
 const ORDINAL = '(?:st|nd|rd|th)';
 
 /**
- * Every date form the shifter rewrites, one alternative each; each part of a form is a group, so the groups of the
- * form that matched, in order, make up the whole match. The groups are numbered, not named: V8 builds an object of
- * named groups for every match, which costs more than the rest of the search.
+ * Every date form the rewriter recognises, one alternative each; each part of a form is a group, so the groups of
+ * the form that matched, in order, make up the whole match. The groups are numbered, not named: V8 builds an object
+ * of named groups for every match, which costs more than the rest of the search.
  */
 const { pattern: DATE_PATTERN, names: GROUP_NAMES } = buildDatePattern();
 const MONTH_WORD = new RegExp(`^${MONTH}$`, 'i');
-/** Most distinct date texts a shifter remembers the rewriting of (a chart repeats its dates). */
+/** Most distinct date texts a rewriter remembers the rewriting of (a chart repeats its dates). */
 const MAX_REMEMBERED = 10_000;
 
 /** A day of the calendar. */
@@ -39,6 +41,20 @@ export interface CalendarDate {
   readonly month: number;
   readonly day: number;
 }
+
+/**
+ * What a recognised date becomes: another day, written in the date's own form; a text in its place; or undefined,
+ * left as written.
+ */
+export type DateRewrite = { readonly date: CalendarDate } | { readonly text: string } | undefined;
+
+/**
+ * The rule a rewriter applies. `readings`: the valid days the text may mean (one; or two for day and month in
+ * numbers, `04/03/2024`, when both orders make a date); `ambiguous`: the form is one of those, whose day and month
+ * only the reader's convention tells apart. An ambiguous form takes a `text` answer only (a `date` leaves it as
+ * written): written as a date again, it would still be read in either order.
+ */
+export type DateRule = (readings: readonly CalendarDate[], ambiguous: boolean) => DateRewrite;
 
 /** The days a conversation's dates move by (negative: back), from the server's key, the project and the conversation. */
 export function dateShiftDays(key: string, projectId: string, conversationId: string): number {
@@ -58,19 +74,52 @@ export function shiftDate(date: CalendarDate, days: number): CalendarDate {
   return { year: moved.getUTCFullYear(), month: moved.getUTCMonth() + 1, day: moved.getUTCDate() };
 }
 
-/** Moves every recognised date of a text by a number of days; `special` (the birth date) is also found in ambiguous forms. */
-export class DateShifter {
-  readonly #days: number;
-  readonly #special: CalendarDate | undefined;
+/** Whole days from `from` to `to` (negative when `to` is earlier). */
+export function daysBetween(from: CalendarDate, to: CalendarDate): number {
+  return Math.round((Date.UTC(to.year, to.month - 1, to.day) - Date.UTC(from.year, from.month - 1, from.day)) / DAY_MS);
+}
+
+/** The UTC day of an instant. */
+export function dayOf(instant: Date): CalendarDate {
+  return { year: instant.getUTCFullYear(), month: instant.getUTCMonth() + 1, day: instant.getUTCDate() };
+}
+
+/** `2024-01-05`. */
+export function isoDate(date: CalendarDate): string {
+  return `${String(date.year).padStart(4, '0')}-${number(date.month, true)}-${number(date.day, true)}`;
+}
+
+/** Whether two calendar dates are the same day. */
+export function sameDay(first: CalendarDate, second: CalendarDate): boolean {
+  return first.year === second.year && first.month === second.month && first.day === second.day;
+}
+
+/** A valid calendar date, or undefined. */
+function validDate(year: number, month: number, day: number): CalendarDate | undefined {
+  if (!(month >= 1 && month <= 12 && day >= 1 && year >= 1)) {
+    return undefined;
+  }
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day ? { year, month, day } : undefined;
+}
+
+/** The number of a month's name or abbreviation (`Mar` → 3); 0 when it is none. */
+function monthNumber(word: string): number {
+  const lower = word.toLowerCase();
+  return MONTH_NAMES.findIndex((name) => name.startsWith(lower.slice(0, 3))) + 1;
+}
+
+/** Rewrites every recognised date of a text by a rule. */
+export class DateRewriter {
+  readonly #rule: DateRule;
   readonly #rewritten = new Map<string, string>();
 
-  constructor(days: number, special?: CalendarDate) {
-    this.#days = days;
-    this.#special = special;
+  constructor(rule: DateRule) {
+    this.#rule = rule;
   }
 
-  /** `text` with its dates moved. */
-  shift(text: string): string {
+  /** `text` with its dates rewritten. */
+  rewrite(text: string): string {
     if (!/\d{4}/.test(text)) {
       return text;
     }
@@ -78,9 +127,7 @@ export class DateShifter {
       let rewritten = this.#rewritten.get(matched);
       if (rewritten === undefined) {
         const groups: Record<string, string | undefined> = Object.fromEntries(GROUP_NAMES.map((name, index) => [name, captures[index] as string | undefined]));
-        const parts = this.#shiftedParts(groups);
-        // The groups of a form, in order, are the whole match: put together again with the moved parts.
-        rewritten = parts ? GROUP_NAMES.map((name) => parts[name] ?? groups[name] ?? '').join('') : matched;
+        rewritten = this.#rewriteMatch(matched, groups);
         if (this.#rewritten.size < MAX_REMEMBERED) {
           this.#rewritten.set(matched, rewritten);
         }
@@ -94,53 +141,60 @@ export class DateShifter {
     return [...text.matchAll(DATE_PATTERN)].map((match) => [match.index, match.index + match[0].length]);
   }
 
-  /** The new text of each group of a match, or undefined when the match is not a date to move. */
-  #shiftedParts(groups: Record<string, string | undefined>): Record<string, string> | undefined {
-    if (groups.ymdYear) {
-      const date = validDate(Number(groups.ymdYear), Number(groups.ymdMonth), Number(groups.ymdDay));
-      if (!date) {
-        return undefined;
-      }
-      const moved = shiftDate(date, this.#days);
-      const padded = isPadded(groups.ymdMonth, groups.ymdDay);
-      return { ymdYear: String(moved.year), ymdMonth: number(moved.month, padded), ymdDay: number(moved.day, padded) };
+  #rewriteMatch(matched: string, groups: Record<string, string | undefined>): string {
+    const form = formOf(groups);
+    if (!form) {
+      return matched;
     }
-    if (groups.numYear) {
-      return this.#shiftedSpecial(groups);
+    const answer = this.#rule(form.readings, form.ambiguous);
+    if (answer === undefined) {
+      return matched;
     }
-    const [dayKey, monthKey, yearKey, ordinalKey] = groups.mdyMonth ? ['mdyDay', 'mdyMonth', 'mdyYear', 'mdyOrdinal'] : ['dmyDay', 'dmyMonth', 'dmyYear', 'dmyOrdinal'];
-    const monthWord = groups[monthKey] ?? '';
-    const date = validDate(Number(groups[yearKey]), monthNumber(monthWord), Number(groups[dayKey]));
-    if (!date) {
-      return undefined;
+    if ('text' in answer) {
+      return answer.text;
     }
-    const moved = shiftDate(date, this.#days);
-    return {
-      [yearKey]: String(moved.year),
-      [monthKey]: monthWordLike(monthWord, moved.month),
-      [dayKey]: number(moved.day, groups[dayKey]?.startsWith('0') === true),
-      ...(groups[ordinalKey] ? { [ordinalKey]: ordinalOf(moved.day) } : {}),
-    };
+    const parts = form.write(answer.date);
+    // The groups of a form, in order, are the whole match: put together again with the rewritten parts.
+    return parts ? GROUP_NAMES.map((name) => parts[name] ?? groups[name] ?? '').join('') : matched;
   }
+}
 
-  /** Day and month in numbers: moved only when they are the special date (in either order). */
-  #shiftedSpecial(groups: Record<string, string | undefined>): Record<string, string> | undefined {
-    const special = this.#special;
-    const first = Number(groups.numFirst);
-    const second = Number(groups.numSecond);
-    if (!special || Number(groups.numYear) !== special.year) {
-      return undefined;
-    }
-    const moved = shiftDate(special, this.#days);
-    const padded = isPadded(groups.numFirst, groups.numSecond);
-    if (first === special.day && second === special.month) {
-      return { numYear: String(moved.year), numFirst: number(moved.day, padded), numSecond: number(moved.month, padded) };
-    }
-    if (first === special.month && second === special.day) {
-      return { numYear: String(moved.year), numFirst: number(moved.month, padded), numSecond: number(moved.day, padded) };
-    }
-    return undefined;
+/** A matched form: the days it may mean, and how to write another day in its place (its groups' new text). */
+interface MatchedForm {
+  readonly readings: readonly CalendarDate[];
+  readonly ambiguous: boolean;
+  readonly write: (date: CalendarDate) => Record<string, string> | undefined;
+}
+
+function formOf(groups: Record<string, string | undefined>): MatchedForm | undefined {
+  if (groups.ymdYear) {
+    const date = validDate(Number(groups.ymdYear), Number(groups.ymdMonth), Number(groups.ymdDay));
+    const padded = isPadded(groups.ymdMonth, groups.ymdDay);
+    return date && { readings: [date], ambiguous: false, write: (moved) => ({ ymdYear: String(moved.year), ymdMonth: number(moved.month, padded), ymdDay: number(moved.day, padded) }) };
   }
+  if (groups.numYear) {
+    const [first, second, year] = [Number(groups.numFirst), Number(groups.numSecond), Number(groups.numYear)];
+    const dayFirst = validDate(year, second, first);
+    const monthFirst = validDate(year, first, second);
+    const readings = [dayFirst, monthFirst].filter((date): date is CalendarDate => date !== undefined).filter((date, index, all) => index === 0 || !sameDay(date, all[0]));
+    // Written as a date again it would be read in either order: an ambiguous form takes a text, or stays as it is.
+    return readings.length === 0 ? undefined : { readings, ambiguous: true, write: () => undefined };
+  }
+  const [dayKey, monthKey, yearKey, ordinalKey] = groups.mdyMonth ? ['mdyDay', 'mdyMonth', 'mdyYear', 'mdyOrdinal'] : ['dmyDay', 'dmyMonth', 'dmyYear', 'dmyOrdinal'];
+  const monthWord = groups[monthKey] ?? '';
+  const date = validDate(Number(groups[yearKey]), monthNumber(monthWord), Number(groups[dayKey]));
+  return (
+    date && {
+      readings: [date],
+      ambiguous: false,
+      write: (moved) => ({
+        [yearKey]: String(moved.year),
+        [monthKey]: monthWordLike(monthWord, moved.month),
+        [dayKey]: number(moved.day, groups[dayKey]?.startsWith('0') === true),
+        ...(groups[ordinalKey] ? { [ordinalKey]: ordinalOf(moved.day) } : {}),
+      }),
+    }
+  );
 }
 
 /**
@@ -154,7 +208,7 @@ export function mayBeginDate(tail: string): boolean {
   if (/^\d{1,4}$|^\d{4}([-/.])(?:\d{1,2}(?:\1\d{0,2})?)?$|^\d{1,2}([-/.])(?:\d{1,2}(?:\2\d{0,4})?)?$/.test(tail)) {
     return true;
   }
-  const dayFirst = /^\d{1,2}(?:st|nd|rd|th|s|n|r|t)?(?:\s+([a-z]*)\.?,?(?:\s+\d{0,4})?)?$/i.exec(tail);
+  const dayFirst = /^\d{1,2}(?:st|nd|rd|th|s|n|r|t)?(?:\s+(?:o|of|of\s+)?([a-z]*)\.?,?(?:\s+\d{0,4})?)?$/i.exec(tail);
   if (dayFirst) {
     return dayFirst[1] === undefined || mayBeginMonth(dayFirst[1]);
   }
@@ -164,24 +218,11 @@ export function mayBeginDate(tail: string): boolean {
 
 function mayBeginMonth(word: string): boolean {
   const lower = word.toLowerCase();
-  return lower === '' || MONTH_NAMES.some((name) => name.startsWith(lower)) || lower === 'sept';
+  return lower === '' || lower === 'o' || lower === 'of' || MONTH_NAMES.some((name) => name.startsWith(lower)) || lower === 'sept';
 }
 
 function isMonthWord(word: string): boolean {
   return MONTH_WORD.test(word);
-}
-
-function validDate(year: number, month: number, day: number): CalendarDate | undefined {
-  if (!(month >= 1 && month <= 12 && day >= 1 && year >= 1)) {
-    return undefined;
-  }
-  const date = new Date(Date.UTC(year, month - 1, day));
-  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day ? { year, month, day } : undefined;
-}
-
-function monthNumber(word: string): number {
-  const lower = word.toLowerCase();
-  return MONTH_NAMES.findIndex((name) => name.startsWith(lower.slice(0, 3))) + 1;
 }
 
 /** The month's name in the style of `like`: abbreviated or not, and its capitals. */
@@ -226,7 +267,7 @@ function buildDatePattern(): { readonly pattern: RegExp; readonly names: readonl
       group('mdyMonth', MONTH) + group('mdyAfterMonth', String.raw`\.?\s+`) + group('mdyDay', digits('1,2')) + group('mdyOrdinal', ORDINAL, true) +
       group('mdyAfterDay', String.raw`,?\s+`) + group('mdyYear', digits('4')) + String.raw`(?!\d)`,
     String.raw`\b` +
-      group('dmyDay', digits('1,2')) + group('dmyOrdinal', ORDINAL, true) + group('dmyAfterDay', String.raw`\s+`) + group('dmyMonth', MONTH) +
+      group('dmyDay', digits('1,2')) + group('dmyOrdinal', ORDINAL, true) + group('dmyAfterDay', String.raw`\s+(?:of\s+)?`) + group('dmyMonth', MONTH) +
       group('dmyAfterMonth', String.raw`\.?,?\s+`) + group('dmyYear', digits('4')) + String.raw`(?!\d)`,
   ];
   return { pattern: new RegExp(forms.join('|'), 'gi'), names };

@@ -1,7 +1,10 @@
 import type { ChatModel, ChatModelRequest, ChatStreamEvent } from '../llm/chat-model.ts';
-import { deIdentifiedModel, ModelTranscript } from './de-identify-model.ts';
+import { deIdentifiedModel, ModelTranscript, type ToolCallRule } from './de-identify-model.ts';
 import { Pseudonymizer } from './de-identify-text.ts';
-import { IDENTIFIED_PATIENT, IDENTIFYING_STRINGS } from './de-identify-text.test.ts';
+import { IDENTIFIED_PATIENT, IDENTIFYING_STRINGS, TURN_TIME } from './de-identify-text.test.ts';
+
+/** A turn with the client's own tools, the default: their calls' arguments stay pseudonymised. */
+const CLIENT_TOOLS: ToolCallRule = { clientTools: true, reIdentifyClientArguments: false };
 
 /** A model that answers with a fixed text (and calls), and keeps what it was sent. */
 function scriptedModel(text: string, calls: { id: string; name: string; arguments: string }[] = []): ChatModel & { received: ChatModelRequest[] } {
@@ -35,27 +38,32 @@ const request = (): ChatModelRequest => ({
     { role: 'system', content: 'Chart: María López-García, born 1958-03-14, MRN-004512, phone +1 (555) 010-0199, 12 Elm Street, Springfield' },
     { role: 'developer', content: 'Address her as Ms. Lopez.', name: 'ward_app' },
     { role: 'user', content: 'How is Maria Lopez since 2024-01-05? Her email is maria.lopez@example.org.', parts: ['How is Maria Lopez since 2024-01-05?', ' Her email is maria.lopez@example.org.'], name: 'maria_lopez' },
-    { role: 'assistant', content: 'Calling', toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"name":"Maria Lopez","ssn":"123-45-6789"}' }] },
-    { role: 'tool', toolCallId: 'c1', content: '{"contact":"Carlos Ruiz 555-010-0777","photo":[{"data":"iVBORw0KGgo="}]}' },
+    { role: 'assistant', content: 'Calling', toolCalls: [{ id: 'call_123456789', name: 'lookup_MariaLopez', arguments: '{"name":"Maria Lopez","ssn":"123-45-6789"}' }] },
+    { role: 'tool', toolCallId: 'call_123456789', content: '{"contact":"Carlos Ruiz 555-010-0777","photo":[{"data":"iVBORw0KGgo="}]}' },
   ],
-  tools: [{ name: 'lookup', description: 'Looks up Maria Lopez', parameters: { type: 'object', properties: { name: { type: 'string', default: 'Lopez' } } } }],
+  tools: [
+    { name: 'lookup_MariaLopez', description: 'Looks up Maria Lopez', parameters: { type: 'object', properties: { name: { type: 'string', default: 'Lopez' }, maria_lopez_ssn: { type: 'string' } } } },
+    { name: 'web_search', parameters: { type: 'object', properties: { query: { type: 'string' } } } },
+  ],
+  toolChoice: { name: 'lookup_MariaLopez' },
   options: {
     stop: ['Maria'],
     endUser: { user: 'maria.lopez@example.org' },
-    metadata: { about: 'Maria Lopez' },
-    responseFormat: { type: 'json_schema', name: 'summary', schema: { type: 'object', properties: { patient: { type: 'string', description: 'Always "Maria Lopez"' } } } },
+    metadata: { about: 'Maria Lopez', 'MariaLopez-19580314': 'x' },
+    responseFormat: { type: 'json_schema', name: 'summary_MariaLopez', schema: { type: 'object', properties: { maria_lopez: { type: 'string', description: 'Always "Maria Lopez"' } } } },
   },
 });
 
 describe('deIdentifiedModel', () => {
-  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100);
+  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100, TURN_TIME);
   const answer = 'Ms. [FAMILY-2] was last seen 2023-09-27; ask [GIVEN-1].';
-  const call = { id: 'k', name: 'note', arguments: '{"about":"[GIVEN-1] [FAMILY-2]","on":"2023-09-27"}' };
+  // The model calls the request's tool by the name it was given, with pseudonyms in its arguments.
+  const call = { id: 'k', name: 'lookup_GIVEN-1FAMILY-2', arguments: '{"about":"[GIVEN-1] [FAMILY-2]","on":"2023-09-27"}' };
 
-  test('nothing identifying reaches the model, in any message, tool or field; the answer comes back re-identified', async () => {
+  test('nothing identifying reaches the model, in any message, tool or field, name, key or id; the answer comes back re-identified', async () => {
     const model = scriptedModel(answer, [call]);
     const transcript = new ModelTranscript();
-    const completion = await deIdentifiedModel(model, pseudonyms, transcript).complete(request());
+    const completion = await deIdentifiedModel(model, pseudonyms, transcript, { toolCalls: { clientTools: false, reIdentifyClientArguments: false } }).complete(request());
 
     const sent = JSON.stringify({ ...model.received[0], signal: undefined });
     for (const identifying of [...IDENTIFYING_STRINGS, 'iVBORw0KGgo', '2024-01-05']) {
@@ -63,21 +71,54 @@ describe('deIdentifiedModel', () => {
     }
     // A participant name that is no identifier stays; one that is goes.
     expect(model.received[0].messages.map((message) => ('name' in message ? message.name : undefined))).toEqual([undefined, 'ward_app', undefined, undefined, undefined]);
+    // Each name, key and id in the form its field takes, the same wherever it recurs.
+    const sentRequest = model.received[0];
+    expect(sentRequest.tools?.map((tool) => tool.name)).toEqual(['lookup_GIVEN-1FAMILY-2', 'web_search']);
+    expect(sentRequest.toolChoice).toEqual({ name: 'lookup_GIVEN-1FAMILY-2' });
+    expect(sentRequest.messages[3]).toMatchObject({ toolCalls: [{ id: 'call_ID-2', name: 'lookup_GIVEN-1FAMILY-2' }] });
+    expect(sentRequest.messages[4]).toMatchObject({ toolCallId: 'call_ID-2' });
+    expect(Object.keys(sentRequest.tools?.[0].parameters.properties as object)).toEqual(['name', '[given-1]_[family-2]_ssn']);
+    expect(Object.keys(sentRequest.options?.metadata ?? {})).toEqual(['about', '[GIVEN-1][FAMILY-2]-[age 68]']);
+    expect(sentRequest.options?.responseFormat).toMatchObject({ name: 'summary_GIVEN-1FAMILY-2', schema: { properties: { '[given-1]_[family-2]': { type: 'string' } } } });
+    // Back: the text re-identified, the call named as the request named it, its arguments (a FHIR tool's) re-identified.
     expect(completion.text).toBe('Ms. López was last seen 2024-01-05; ask María.');
+    expect(completion.toolCalls?.[0].name).toBe('lookup_MariaLopez');
     expect(JSON.parse(completion.toolCalls?.[0].arguments ?? '')).toEqual({ about: 'María López', on: '2024-01-05' });
     expect(transcript.text).toBe(answer);
   });
 
-  test('a stream comes back re-identified, its calls whole after the text', async () => {
+  test("a call of the client's own tool comes back with the model's pseudonyms, not the patient's identifiers, unless the project allows it", async () => {
+    const search = { id: 's', name: 'web_search', arguments: '{"query":"[ID-2] [PHONE-1] [ADDRESS-1] [age 68]"}' };
+    const answered = async (rule: ToolCallRule): Promise<string | undefined> =>
+      (await deIdentifiedModel(scriptedModel('', [search]), pseudonyms, new ModelTranscript(), { toolCalls: rule }).complete(request())).toolCalls?.[0].arguments;
+    expect(await answered(CLIENT_TOOLS)).toBe(search.arguments);
+    expect(await answered({ clientTools: true, reIdentifyClientArguments: true })).toBe('{"query":"123-45-6789 +1 (555) 010-0199 12 Elm Street 1958-03-14"}');
+    // A call of a tool the request did not offer gets nothing put back, whatever the rule.
+    const unoffered = { ...search, name: 'exfiltrate' };
+    const completion = await deIdentifiedModel(scriptedModel('', [unoffered]), pseudonyms, new ModelTranscript(), { toolCalls: { clientTools: false, reIdentifyClientArguments: true } }).complete(request());
+    expect(completion.toolCalls).toEqual([unoffered]);
+  });
+
+  test('two names sent alike are told apart, and each call maps back to the tool the model was offered', async () => {
+    const tools = [{ name: 'lookup_123456789', parameters: {} }, { name: 'lookup_123-45-6789', parameters: {} }];
+    const model = scriptedModel('', [{ id: 'a', name: 'lookup_ID-2_2', arguments: '{}' }]);
+    const completion = await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete({ ...request(), tools, toolChoice: { name: 'lookup_123-45-6789' } });
+    expect(model.received[0].tools?.map((tool) => tool.name)).toEqual(['lookup_ID-2', 'lookup_ID-2_2']);
+    expect(model.received[0].toolChoice).toEqual({ name: 'lookup_ID-2_2' });
+    expect(completion.toolCalls?.[0].name).toBe('lookup_123-45-6789');
+  });
+
+  test('a stream comes back re-identified, its calls whole after the text, named as the request named them', async () => {
     const model = scriptedModel(answer, [call]);
     const transcript = new ModelTranscript();
     const events: ChatStreamEvent[] = [];
-    for await (const event of deIdentifiedModel(model, pseudonyms, transcript).stream(request())) {
+    for await (const event of deIdentifiedModel(model, pseudonyms, transcript, { toolCalls: CLIENT_TOOLS }).stream(request())) {
       events.push(event);
     }
     const text = events.flatMap((event) => (event.type === 'text' ? [event.text] : [])).join('');
     expect(text).toBe('Ms. López was last seen 2024-01-05; ask María.');
-    expect(events.filter((event) => event.type === 'tool_call')).toEqual([{ type: 'tool_call', index: 0, id: 'k', name: 'note', arguments: '{"about":"María López","on":"2024-01-05"}' }]);
+    // The client's tool: its arguments as the model wrote them.
+    expect(events.filter((event) => event.type === 'tool_call')).toEqual([{ type: 'tool_call', index: 0, id: 'k', name: 'lookup_MariaLopez', arguments: call.arguments }]);
     expect(events.at(-1)?.type).toBe('finish');
     expect(transcript.text).toBe(answer);
   });

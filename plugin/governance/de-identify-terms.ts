@@ -6,9 +6,14 @@
  * districts (`[CITY-1]`), postal codes (`[POSTCODE-1]`) and the Patient's id (`[PATIENT-1]`).
  *
  * Matching is generous where people write things differently: names and addresses ignore case and accents
- * (`lopez` finds López); identifiers and postal codes ignore separators (`123-45-6789` finds 123456789); a phone
- * number is found with or without its country code, in any grouping. A pseudonym in lower case (`[given-1]`)
- * stands for the value in lower case, so a name that is also a word (`May`, `Rose`) comes back as it was written.
+ * (`lopez` finds López); a name is also found run together with another of the patient's (`MariaLopez`), after
+ * the initials of her given names (`mlopez`) and before digits (`lopez58`), as user names and e-mail addresses
+ * write them; an address line is found with its street words abbreviated or not (`12 Elm St` for 12 Elm Street)
+ * and without its house number; identifiers, postal codes and the Patient's id ignore separators
+ * (`123-45-6789` finds 123456789, the id without its hyphens), an identifier with letters is also found by its
+ * digits alone (`004512` of MRN-004512), and a number is found next to letters (`SSN123456789`); a phone number is
+ * found with or without its country code, in any grouping. A pseudonym in lower case (`[given-1]`) stands for the
+ * value in lower case, so a name that is also a word (`May`, `Rose`) comes back as it was written.
  */
 import type { Address, ContactPoint, HumanName, Patient } from '@medplum/fhirtypes';
 
@@ -19,8 +24,14 @@ interface Term {
   readonly kind: TermKind;
   /** The value as the record holds it: what the pseudonym is re-identified as. */
   readonly value: string;
-  /** A regular expression source matched against folded text (lower case, no accents). */
-  readonly pattern: string;
+  /** A regular expression source matched against folded text (lower case, no accents), without its edges. */
+  readonly core: string;
+  /**
+   * What may stand next to it: `word`, no letter or digit; `number`, no digit next to a digit end (letters may
+   * touch: `SSN123456789`); `name`, as a word, or next to another of the patient's names, after her initials or
+   * before digits; `none`, the core says it itself.
+   */
+  readonly edges: 'word' | 'number' | 'name' | 'none';
 }
 
 const LETTER_OR_DIGIT = String.raw`[\p{L}\p{N}]`;
@@ -29,7 +40,43 @@ const SEPARATORS = String.raw`[\s()./-]*`;
 const MIN_NAME = 2;
 const MIN_NAME_WORD = 3;
 const MIN_IDENTIFIER = 4;
+const MIN_IDENTIFIER_DIGITS = 5;
 const MIN_PHONE_DIGITS = 7;
+/**
+ * Words of an address written in full or abbreviated (USPS and common British forms): each word of a line matches
+ * every word of its group.
+ */
+const ADDRESS_WORDS: readonly (readonly string[])[] = [
+  ['street', 'st', 'str'],
+  ['avenue', 'ave', 'av'],
+  ['road', 'rd'],
+  ['boulevard', 'blvd'],
+  ['drive', 'dr'],
+  ['lane', 'ln'],
+  ['court', 'ct'],
+  ['place', 'pl'],
+  ['square', 'sq'],
+  ['terrace', 'ter', 'terr'],
+  ['highway', 'hwy'],
+  ['parkway', 'pkwy'],
+  ['circle', 'cir'],
+  ['crescent', 'cres'],
+  ['heights', 'hts'],
+  ['apartment', 'apt'],
+  ['suite', 'ste'],
+  ['building', 'bldg'],
+  ['floor', 'fl'],
+  ['north', 'n'],
+  ['south', 's'],
+  ['east', 'e'],
+  ['west', 'w'],
+  ['mount', 'mt'],
+  ['saint', 'st'],
+  ['fort', 'ft'],
+];
+const ADDRESS_VARIANTS: ReadonlyMap<string, readonly string[]> = new Map(
+  ADDRESS_WORDS.flatMap((group) => group.map((word) => [word, [...new Set(ADDRESS_WORDS.filter((other) => other.includes(word)).flat())]] as const))
+);
 const PSEUDONYM = /\[([A-Za-z]+)-(\d{1,4})\]/g;
 
 /** The patient's identifiers and their pseudonyms. */
@@ -46,7 +93,8 @@ export class PatientTerms {
     for (const { token, term } of numbered) {
       this.#values.set(token, term.value);
     }
-    this.#pattern = this.#groups.length > 0 ? new RegExp(this.#groups.map(({ term }) => `(${term.pattern})`).join('|'), 'gu') : undefined;
+    const edges = nameEdges(numbered.map(({ term }) => term), initialsOf(patient));
+    this.#pattern = this.#groups.length > 0 ? new RegExp(this.#groups.map(({ term }) => `(${edges(term)})`).join('|'), 'gu') : undefined;
   }
 
   /** `text` with each of the patient's identifiers replaced by its pseudonym. */
@@ -105,6 +153,8 @@ function termsOf(patient: Patient): Term[] {
   for (const identifier of patient.identifier ?? []) {
     terms.push(...looseTerm('ID', identifier.value, MIN_IDENTIFIER));
   }
+  // After every whole identifier, so their pseudonyms are numbered as before.
+  terms.push(...(patient.identifier ?? []).flatMap((identifier) => digitsTerms(identifier.value)));
   terms.push(...(patient.telecom ?? []).flatMap(contactPointTerms));
   terms.push(...(patient.address ?? []).flatMap(addressTerms));
   for (const contact of patient.contact ?? []) {
@@ -112,9 +162,8 @@ function termsOf(patient: Patient): Term[] {
     terms.push(...(contact.telecom ?? []).flatMap(contactPointTerms));
     terms.push(...(contact.address ? addressTerms(contact.address) : []));
   }
-  if (patient.id) {
-    terms.push({ kind: 'PATIENT', value: patient.id, pattern: bounded(literal(fold(patient.id))) });
-  }
+  // With or without its hyphens, in any case.
+  terms.push(...looseTerm('PATIENT', patient.id, 1, 'word'));
   return terms;
 }
 
@@ -126,7 +175,9 @@ function nameTerms(name: HumanName, givenKind: TermKind, familyKind: TermKind): 
     return words.length > 1 ? words.filter((word) => word.length >= MIN_NAME_WORD).map((word) => ({ kind, value: word })) : [];
   });
   const other = (name.text ?? '').split(/[\s,]+/).filter((word) => word.length >= MIN_NAME_WORD).map((value) => ({ kind: 'NAME' as const, value }));
-  return [...whole, ...parts, ...other].filter(({ value }) => value.trim().length >= MIN_NAME).map(({ kind, value }) => ({ kind, value: value.trim(), pattern: bounded(words(value)) }));
+  return [...whole, ...parts, ...other]
+    .filter(({ value }) => value.trim().length >= MIN_NAME)
+    .map(({ kind, value }) => ({ kind, value: value.trim(), core: words(value), edges: value.trim().length >= MIN_NAME_WORD ? 'name' : 'word' }));
 }
 
 function contactPointTerms(point: ContactPoint): Term[] {
@@ -138,19 +189,38 @@ function contactPointTerms(point: ContactPoint): Term[] {
     return phoneTerm(value);
   }
   const kind = point.system === 'email' || /^[^\s@]+@[^\s@]+$/.test(value) ? 'EMAIL' : 'CONTACT';
-  return [{ kind, value, pattern: String.raw`(?<![\p{L}\p{N}._%+-])${literal(fold(value))}(?!${LETTER_OR_DIGIT})` }];
+  return [{ kind, value, core: String.raw`(?<![\p{L}\p{N}._%+-])${literal(fold(value))}(?!${LETTER_OR_DIGIT})`, edges: 'none' }];
 }
 
 function addressTerms(address: Address): Term[] {
   const text = (value: string | undefined, kind: TermKind, minimum: number): Term[] =>
-    value && value.trim().length >= minimum ? [{ kind, value: value.trim(), pattern: bounded(words(value, String.raw`[\s,]+`)) }] : [];
+    value && value.trim().length >= minimum ? [{ kind, value: value.trim(), core: addressWords(value), edges: 'word' }] : [];
   return [
     ...text(address.text, 'ADDRESS', 4),
-    ...(address.line ?? []).flatMap((line) => text(line, 'ADDRESS', 4)),
+    ...(address.line ?? []).flatMap((line) => [...text(line, 'ADDRESS', 4), ...text(withoutHouseNumber(line), 'ADDRESS', 4)]),
     ...text(address.city, 'CITY', 3),
     ...text(address.district, 'CITY', 3),
-    ...looseTerm('POSTCODE', address.postalCode, 3),
+    ...looseTerm('POSTCODE', address.postalCode, 3, 'number'),
   ];
+}
+
+/** `Elm Street` of `12 Elm Street`: a line's street on its own, when a house number comes first and two words follow. */
+function withoutHouseNumber(line: string): string | undefined {
+  const words = line.trim().split(/[\s,]+/);
+  return words.length >= 3 && /^\d+[a-z]?$/i.test(words[0]) ? words.slice(1).join(' ') : undefined;
+}
+
+/** An address's words, folded, each matching its abbreviations and full forms, whitespace or commas (and a period) between. */
+function addressWords(value: string): string {
+  return fold(value.trim())
+    .split(/[\s,]+/)
+    .filter((word) => word !== '')
+    .map((word) => {
+      const variants = ADDRESS_VARIANTS.get(word.replace(/\.$/, ''));
+      return variants ? `(?:${variants.join('|')})` : literal(word.replace(/\.$/, ''));
+    })
+    // An abbreviation's period between words (`St. Mary`); one at the end is the sentence's.
+    .join(String.raw`\.?[\s,]+`);
 }
 
 /** A phone number by its digits, with or without a country code or trunk prefix, in any grouping. */
@@ -161,16 +231,58 @@ function phoneTerm(value: string): Term[] {
   }
   const core = digits.length > 10 ? digits.slice(-10) : digits;
   const pattern = String.raw`(?<![\p{L}\p{N}+])(?:\+?\d{1,3}${SEPARATORS})?\(?${[...core].join(SEPARATORS)}(?!\p{N})`;
-  return [{ kind: 'PHONE', value, pattern }];
+  return [{ kind: 'PHONE', value, core: pattern, edges: 'none' }];
 }
 
-/** An identifier or a postal code by its letters and digits, whatever separates them. */
-function looseTerm(kind: TermKind, value: string | undefined, minimum: number): Term[] {
+/** An identifier, a postal code or an id by its letters and digits, whatever separates them. */
+function looseTerm(kind: TermKind, value: string | undefined, minimum: number, edges: 'word' | 'number' = 'number'): Term[] {
   const characters = [...fold(value ?? '')].filter((character) => /[\p{L}\p{N}]/u.test(character));
   if (!value || characters.length < minimum) {
     return [];
   }
-  return [{ kind, value: value.trim(), pattern: bounded(characters.map(literal).join(SEPARATORS)) }];
+  return [{ kind, value: value.trim(), core: characters.map(literal).join(SEPARATORS), edges }];
+}
+
+/** The digits of an identifier that also has letters (`004512` of MRN-004512), when there are enough of them. */
+function digitsTerms(value: string | undefined): Term[] {
+  const trimmed = value?.trim() ?? '';
+  if (!/\p{L}/u.test(trimmed)) {
+    return [];
+  }
+  return (trimmed.match(/\d+/g) ?? []).filter((digits) => digits.length >= MIN_IDENTIFIER_DIGITS).map((digits) => ({ kind: 'ID', value: digits, core: digits, edges: 'number' }));
+}
+
+/** The first letters of the patient's given names, folded: `mlopez` is Maria Lopez's user name. */
+function initialsOf(patient: Patient): string[] {
+  const given = (patient.name ?? []).flatMap((name) => name.given ?? []);
+  return [...new Set(given.map((name) => fold(name.trim()).charAt(0)).filter((initial) => /\p{L}/u.test(initial)))];
+}
+
+/**
+ * How each term's core is bounded in the text. A name of at least three letters may touch another of the
+ * patient's names (`MariaLopez`), a family name may follow one or two of her initials (`mlopez`), and any may be
+ * followed by digits (`lopez58`): how user names and e-mail addresses are made. The boundary before a core is
+ * checked after the core matched (a look-behind over the core), so the search costs no more where no name is.
+ */
+function nameEdges(terms: readonly Term[], initials: readonly string[]): (term: Term) => string {
+  const names = terms.filter((term) => term.edges === 'name').map((term) => term.core);
+  const otherName = names.length > 0 ? `(?:${names.join('|')})` : undefined;
+  const initial = initials.length > 0 ? `(?<!${LETTER_OR_DIGIT})[${initials.map(literal).join('')}]{1,2}` : undefined;
+  return (term) => {
+    switch (term.edges) {
+      case 'none':
+        return term.core;
+      case 'word':
+        return bounded(term.core);
+      case 'number':
+        return `${/^\\?\d/.test(term.core) ? String.raw`(?<!\p{N})` : `(?<!${LETTER_OR_DIGIT})`}${term.core}${/\d$/.test(term.core) ? String.raw`(?!\p{N})` : `(?!${LETTER_OR_DIGIT})`}`;
+      case 'name': {
+        const before = [`(?<!${LETTER_OR_DIGIT})`, ...(otherName ? [otherName] : []), ...(initial && term.kind === 'FAMILY' ? [initial] : [])];
+        const after = [String.raw`(?!\p{L})`, ...(otherName ? [`(?=${otherName})`] : [])];
+        return `${term.core}(?<=(?:${before.join('|')})${term.core})(?:${after.join('|')})`;
+      }
+    }
+  };
 }
 
 /** Pseudonyms numbered by kind, in the record's order; one per distinct value (ignoring case and accents). */
@@ -188,8 +300,9 @@ function numberTerms(terms: readonly Term[]): { token: string; term: Term }[] {
       token = `${term.kind}-${count}`;
       tokenOfValue.set(key, token);
     }
-    if (!seenPatterns.has(term.pattern)) {
-      seenPatterns.add(term.pattern);
+    const pattern = `${term.edges}:${term.core}`;
+    if (!seenPatterns.has(pattern)) {
+      seenPatterns.add(pattern);
       numbered.push({ token, term });
     }
   }

@@ -22,8 +22,11 @@ export const IDENTIFIED_PATIENT: Patient & { id: string } = {
 /** Everything identifying in {@link IDENTIFIED_PATIENT}, as it may be written. */
 export const IDENTIFYING_STRINGS = ['María', 'Maria', 'José', 'López', 'Lopez', 'García', 'Garcia', '1958', '004512', '6789', '0199', 'maria.lopez', 'Elm', 'Springfield', '62704', 'Carlos', 'Ruiz', '0777', 'b7e1c2d4'];
 
+/** The turn's time in these tests: the patient is 68, and 2024's dates are far from it. */
+export const TURN_TIME = new Date('2026-11-28T10:00:00Z');
+
 describe('Pseudonymizer', () => {
-  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100);
+  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100, TURN_TIME);
 
   test("removes the patient's identifiers however they are written, and the birth date", () => {
     const text = [
@@ -36,7 +39,8 @@ describe('Pseudonymizer', () => {
     for (const identifying of IDENTIFYING_STRINGS) {
       expect([identifying, sent.toLowerCase().includes(identifying.toLowerCase())]).toEqual([identifying, false]);
     }
-    expect(sent).toContain('[GIVEN-1] [FAMILY-2] ([given-1] [family-2], [FAMILY-1], Ms. [FAMILY-3]), born 1957-12-04 or 12/04/1957 or December 4, 1957.');
+    // The birth date is sent as the age, in every form; other dates are moved.
+    expect(sent).toContain('[GIVEN-1] [FAMILY-2] ([given-1] [family-2], [FAMILY-1], Ms. [FAMILY-3]), born [age 68] or [age 68] or [age 68].');
     expect(sent).toContain('IL');
   });
 
@@ -45,13 +49,97 @@ describe('Pseudonymizer', () => {
     expect(pseudonyms.deIdentify(text)).toBe(text);
   });
 
-  test('maps pseudonyms and shifted dates back, a name written in lower case as it was written', () => {
-    const reply = 'Ms. [FAMILY-2] ([GIVEN-1]), born 1957-12-04, can reach [given-1] at [PHONE-1]; seen November 25, 2023. [UNKNOWN-3] stays.';
-    expect(pseudonyms.reIdentify(reply)).toBe('Ms. López (María), born 1958-03-14, can reach maría at +1 (555) 010-0199; seen March 4, 2024. [UNKNOWN-3] stays.');
+  test('maps pseudonyms, markers and shifted dates back, a name written in lower case as it was written', () => {
+    const reply = 'Ms. [FAMILY-2] ([GIVEN-1]), born [age 68], can reach [given-1] at [PHONE-1]; seen November 25, 2023, [today] and [3 days ago]. [UNKNOWN-3] and [age 50] stay.';
+    expect(pseudonyms.reIdentify(reply)).toBe(
+      'Ms. López (María), born 1958-03-14, can reach maría at +1 (555) 010-0199; seen March 4, 2024, 2026-11-28 and 2026-11-25. [UNKNOWN-3] and [age 50] stay.'
+    );
+  });
+
+  test('finds the variants people and systems write: names run together, user names, numbers alone, abbreviations, the id without hyphens', () => {
+    const variants: [string, string][] = [
+      ['MariaLopez', '[GIVEN-1][FAMILY-2]'],
+      ['maria_lopez-garcia', '[given-1]_[family-1]'],
+      ['LopezMaria', '[FAMILY-2][GIVEN-1]'],
+      ['mlopez@hospital.org', 'm[family-2]@hospital.org'],
+      ['maria.lopez58@mail.example', '[given-1].[family-2]58@mail.example'],
+      ['19580314', '[age 68]'],
+      ['14-Mar-58', '[age 68]'],
+      ['03/14/58', '[age 68]'],
+      ['14031958 or 58-03-14', '[age 68] or [age 68]'],
+      ["Mar 14, '58", '[age 68]'],
+      ['Mar 14, 1958', '[age 68]'],
+      ['12 Elm St', '[ADDRESS-1]'],
+      ['12 elm st.', '[address-1].'],
+      ['Elm Street', '[ADDRESS-2]'],
+      ['Apartment 4B', '[ADDRESS-3]'],
+      ['004512', '[ID-3]'],
+      ['SSN123456789', 'SSN[ID-2]'],
+      ['call_123456789', 'call_[ID-2]'],
+      [IDENTIFIED_PATIENT.id.replaceAll('-', ''), '[PATIENT-1]'],
+      [IDENTIFIED_PATIENT.id.toUpperCase(), '[PATIENT-1]'],
+      ['IL62704', 'IL[POSTCODE-1]'],
+    ];
+    for (const [written, sent] of variants) {
+      expect([written, pseudonyms.deIdentify(written)]).toEqual([written, sent]);
+    }
+    // Back for the caller, consistently: what stands for a name part comes back as written, the rest as the record holds it.
+    expect(pseudonyms.reIdentify('[GIVEN-1][FAMILY-2], m[family-2]@hospital.org, [ADDRESS-1], [ID-3], [PATIENT-1]')).toBe(
+      `MaríaLópez, mlópez@hospital.org, 12 Elm Street, 004512, ${IDENTIFIED_PATIENT.id}`
+    );
+  });
+
+  test('dates a provider could tie to the present reach it as their distance from the turn, never on the shifted calendar', () => {
+    const sent = pseudonyms.deIdentify('Today is 2026-11-28 (Saturday, November 28, 2026). BP 2026-11-28T09:47:00Z, 11/27/2026, Nov 20, 2026, next visit 2026-12-05; HbA1c 2026-08-01.');
+    expect(sent).toBe('Today is [today] (Saturday, [today]). BP [today]T09:47:00Z, [yesterday], [8 days ago], next visit [in 7 days]; HbA1c 2026-04-23.');
+    expect(pseudonyms.reIdentify(sent)).toBe('Today is 2026-11-28 (Saturday, 2026-11-28). BP 2026-11-28T09:47:00Z, 2026-11-27, 2026-11-20, next visit 2026-12-05; HbA1c 2026-08-01.');
+  });
+
+  test('what it does not catch, as docs/governance.md lists it', () => {
+    const missed = [
+      'SSN ending 6789',
+      'MRN 4512',
+      'Mary Lopes',
+      'M.L.',
+      'www.lopezfamily.example',
+      'born in 1958',
+      'seen 04/03/2024',
+      'seen 05-Jan-24',
+      'since 2024-03',
+      'at 1795832400',
+      '12 Elm',
+      'five five five, zero one zero, zero one nine nine',
+    ];
+    for (const text of missed) {
+      expect([text, pseudonyms.deIdentify(text)]).toEqual([text, text]);
+    }
+  });
+
+  test('the age: in months under two, grouped from 90 on (Safe Harbor)', () => {
+    const age = (birthDate: string): string => new Pseudonymizer({ resourceType: 'Patient', birthDate }, -100, TURN_TIME).deIdentify(`born ${birthDate}`);
+    expect(age('2025-09-30')).toBe('born [age 13 months]');
+    expect(age('2026-10-28')).toBe('born [age 1 month]');
+    expect(age('1936-11-29')).toBe('born [age 89]');
+    expect(age('1936-11-28')).toBe('born [age 90+]');
+    expect(age('1900-01-01')).toBe('born [age 90+]');
+  });
+
+  test('a name or an id that holds an identifier becomes one a function or a call takes; others stay as they are', () => {
+    expect(pseudonyms.deIdentifyName('lookup_MariaLopez')).toBe('lookup_GIVEN-1FAMILY-2');
+    expect(pseudonyms.deIdentifyName('call_123456789')).toBe('call_ID-2');
+    expect(pseudonyms.deIdentifyName('get_labs_2026-11-27')).toBe('get_labs_yesterday');
+    expect(pseudonyms.deIdentifyName('get_labs')).toBe('get_labs');
+  });
+
+  test('the keys of objects are de-identified with their values (schemas, metadata)', () => {
+    expect(pseudonyms.deIdentifyStrings({ properties: { maria_lopez_ssn: { type: 'string', description: 'SSN 123-45-6789' } }, required: ['maria_lopez_ssn'] })).toEqual({
+      properties: { '[given-1]_[family-2]_ssn': { type: 'string', description: 'SSN [ID-2]' } },
+      required: ['[given-1]_[family-2]_ssn'],
+    });
   });
 
   test('restores into JSON as JSON: a value is escaped for the string it lands in', () => {
-    const quoted = new Pseudonymizer({ resourceType: 'Patient', name: [{ family: 'O"Brien' }] }, -30);
+    const quoted = new Pseudonymizer({ resourceType: 'Patient', name: [{ family: 'O"Brien' }] }, -30, TURN_TIME);
     const sent = quoted.deIdentify('{"name":"O\\"Brien"}');
     expect(JSON.parse(quoted.reIdentify(quoted.deIdentify('{"q":"[FAMILY-1]"}'), true))).toEqual({ q: 'O"Brien' });
     expect(sent).not.toContain('Brien');
@@ -68,6 +156,6 @@ describe('Pseudonymizer', () => {
   test('the same text gives the same result in every step of a turn', () => {
     const text = 'Maria was seen 2024-01-05.';
     expect(pseudonyms.deIdentify(text)).toBe(pseudonyms.deIdentify(text));
-    expect(new Pseudonymizer(IDENTIFIED_PATIENT, -100).deIdentify(text)).toBe(pseudonyms.deIdentify(text));
+    expect(new Pseudonymizer(IDENTIFIED_PATIENT, -100, TURN_TIME).deIdentify(text)).toBe(pseudonyms.deIdentify(text));
   });
 });

@@ -15,7 +15,7 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { Patient, Project, Reference } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
-import type { ChatGenerationOptions, ChatMessage } from '../llm/chat-model.ts';
+import type { ChatGenerationOptions, ChatMessage, ChatTool } from '../llm/chat-model.ts';
 import type { ModelCatalog, ResolvedModel } from '../llm/model-registry.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import { dateShiftDays } from './de-identify-dates.ts';
@@ -49,6 +49,8 @@ export interface EgressTurn {
   readonly messages: readonly ChatMessage[];
   /** The request's options (a de-identified turn cannot give log probabilities). */
   readonly options?: ChatGenerationOptions;
+  /** The request's own tools (the client's): a de-identified turn gives their calls' arguments back pseudonymised, unless the project allows otherwise. */
+  readonly tools?: readonly ChatTool[];
   /** The project's system repository: the patient's identifiers are read to be removed, whatever the caller may read. */
   readonly systemRepo: () => Promise<FhirRepository>;
 }
@@ -87,7 +89,8 @@ export async function applyPatientDataEgress(options: PatientDataOptions, turn: 
     });
   }
   const patient = turn.subject.patient ?? (await readPatient(await turn.systemRepo(), turn.subject.reference));
-  const pseudonyms = new Pseudonymizer(patient, dateShiftDays(options.dateShiftKey, turn.project.id, turn.conversationId));
+  // The turn's time: dates near it reach the model relative to it, never on the shifted calendar (de-identify-present.ts).
+  const pseudonyms = new Pseudonymizer(patient, dateShiftDays(options.dateShiftKey, turn.project.id, turn.conversationId), new Date());
   const deIdentification = new TurnDeIdentification(pseudonyms, turn.messages);
   // Counted once the turn's first request goes out: a turn refused by a later step never sent anything.
   let counted = false;
@@ -97,7 +100,8 @@ export async function applyPatientDataEgress(options: PatientDataOptions, turn: 
       options.telemetry.deIdentifiedTurns.add(1, { 'fhirgate.project.id': turn.project.id, 'gen_ai.request.model': turn.model.id });
     }
   };
-  const wrap = (model: ResolvedModel): ResolvedModel => ({ ...model, model: deIdentifiedModel(model.model, pseudonyms, deIdentification.transcript, countTurn) });
+  const toolCalls = { clientTools: (turn.tools?.length ?? 0) > 0, reIdentifyClientArguments: settings.toolArguments === 're-identify' };
+  const wrap = (model: ResolvedModel): ResolvedModel => ({ ...model, model: deIdentifiedModel(model.model, pseudonyms, deIdentification.transcript, { toolCalls, onSend: countTurn }) });
   return { target: { ...wrap(turn.model), fallbacks: turn.model.fallbacks.map(wrap) }, deIdentification };
 }
 

@@ -12,7 +12,7 @@ describe('patient data clearance', () => {
 
   test("without project settings the operator's list decides, and nothing is cleared by default", () => {
     const settings = readProjectPatientData(project());
-    expect(settings).toEqual({ policy: 'refuse' });
+    expect(settings).toEqual({ policy: 'refuse', toolArguments: 'pseudonymize' });
     expect(isCleared(operator, settings, { id: 'azure/gpt-4o-prod' })).toBe(true);
     expect(isCleared(operator, settings, { id: 'openai/gpt-4o' })).toBe(true);
     expect(isCleared(operator, settings, { id: 'openai/gpt-4o-mini' })).toBe(false);
@@ -37,8 +37,14 @@ describe('patient data clearance', () => {
     expect(treatmentOf(operator, readProjectPatientData(project({ AI_PATIENT_DATA_POLICY: 'de-identify' })), { id: 'openai/gpt-4o' })).toBe('cleared');
   });
 
+  test("in a de-identified turn, the client's tool calls keep their pseudonyms unless the project says re-identify", () => {
+    expect(readProjectPatientData(project({ AI_PATIENT_DATA_POLICY: 'de-identify' })).toolArguments).toBe('pseudonymize');
+    expect(readProjectPatientData(project({ AI_PATIENT_DATA_TOOL_ARGUMENTS: 're-identify' })).toolArguments).toBe('re-identify');
+    expect(readProjectPatientData(project({ AI_PATIENT_DATA_TOOL_ARGUMENTS: 'pseudonymize', AI_PATIENT_DATA_MODELS: 'none' })).toolArguments).toBe('pseudonymize');
+  });
+
   test('a malformed setting is a 503 naming it', () => {
-    for (const setting of [{ AI_PATIENT_DATA_POLICY: 'allow' }, { AI_PATIENT_DATA_MODELS: 'gpt-4o' }] as Record<string, string>[]) {
+    for (const setting of [{ AI_PATIENT_DATA_POLICY: 'allow' }, { AI_PATIENT_DATA_MODELS: 'gpt-4o' }, { AI_PATIENT_DATA_TOOL_ARGUMENTS: 'yes' }] as Record<string, string>[]) {
       const error = (() => {
         try {
           return readProjectPatientData(project(setting));

@@ -10,6 +10,10 @@
  *                                          (Project.secret AI_API_KEY_<NAME>): that agreement is the project's.
  *   Project.setting AI_PATIENT_DATA_POLICY what happens to a turn about a patient on a model that is not cleared:
  *                                          `refuse` (default, 403) or `de-identify`.
+ *   Project.setting AI_PATIENT_DATA_TOOL_ARGUMENTS
+ *                                          in a de-identified turn, what the client gets as the arguments of a call
+ *                                          to one of its own tools: `pseudonymize` (default: as the model wrote
+ *                                          them) or `re-identify` (the patient's identifiers put back).
  *
  * A project cannot clear a model it reaches through the server's account: the operator holds that agreement.
  */
@@ -19,11 +23,15 @@ import type { ProviderConfig } from '../llm/provider-config.ts';
 import { misconfiguredSetting, projectSettingText } from '../project-settings.ts';
 
 /** The Project.setting names read here. */
-export const PATIENT_DATA_SETTING = { models: 'AI_PATIENT_DATA_MODELS', policy: 'AI_PATIENT_DATA_POLICY' } as const;
+export const PATIENT_DATA_SETTING = { models: 'AI_PATIENT_DATA_MODELS', policy: 'AI_PATIENT_DATA_POLICY', toolArguments: 'AI_PATIENT_DATA_TOOL_ARGUMENTS' } as const;
 
 /** What a project does with a turn about a patient on a model that is not cleared. */
 export const PATIENT_DATA_POLICIES = ['refuse', 'de-identify'] as const;
 export type PatientDataPolicy = (typeof PATIENT_DATA_POLICIES)[number];
+
+/** In a de-identified turn, what the client gets as the arguments of a call to its own tools. */
+export const TOOL_ARGUMENTS_POLICIES = ['pseudonymize', 're-identify'] as const;
+export type ToolArgumentsPolicy = (typeof TOOL_ARGUMENTS_POLICIES)[number];
 
 /** How a turn about a patient is sent to a model: as it is, not at all, or de-identified. */
 export type PatientDataTreatment = 'cleared' | 'refused' | 'de-identified';
@@ -33,6 +41,8 @@ export interface ProjectPatientData {
   /** The project's list; undefined: the operator's list applies as it is. */
   readonly models?: readonly string[];
   readonly policy: PatientDataPolicy;
+  /** Default `pseudonymize`. */
+  readonly toolArguments: ToolArgumentsPolicy;
 }
 
 /** A model as the clearance rules see it. */
@@ -76,11 +86,16 @@ export function readProjectPatientData(project: Project): ProjectPatientData {
     throw misconfiguredSetting(PATIENT_DATA_SETTING.policy, `must be one of ${PATIENT_DATA_POLICIES.join(', ')}`);
   }
   const policy = (policySetting ?? 'refuse') as PatientDataPolicy;
+  const toolArgumentsSetting = projectSettingText(project.setting, PATIENT_DATA_SETTING.toolArguments);
+  if (toolArgumentsSetting !== undefined && !(TOOL_ARGUMENTS_POLICIES as readonly string[]).includes(toolArgumentsSetting)) {
+    throw misconfiguredSetting(PATIENT_DATA_SETTING.toolArguments, `must be one of ${TOOL_ARGUMENTS_POLICIES.join(', ')}`);
+  }
+  const toolArguments = (toolArgumentsSetting ?? 'pseudonymize') as ToolArgumentsPolicy;
   if (modelsSetting === undefined) {
-    return { policy };
+    return { policy, toolArguments };
   }
   if (modelsSetting.toLowerCase() === 'none') {
-    return { models: [], policy };
+    return { models: [], policy, toolArguments };
   }
   const models = modelsSetting
     .split(',')
@@ -90,7 +105,7 @@ export function readProjectPatientData(project: Project): ProjectPatientData {
   if (malformed !== undefined) {
     throw misconfiguredSetting(PATIENT_DATA_SETTING.models, `names '${malformed.slice(0, 100)}'; each entry must be provider/model or provider/*, or the whole setting none`);
   }
-  return { models, policy };
+  return { models, policy, toolArguments };
 }
 
 /** Whether `model` is cleared for patient data in a project (see the file's comment for the rules). */
