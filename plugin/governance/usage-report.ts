@@ -6,7 +6,9 @@
  *
  * The replies of the period are searched with the project's system repository, in pages of 1,000 ordered by
  * `sent` (the next page starts at the last `sent` seen, skipping the replies of that instant already counted), so
- * the report's cost is one search per 1,000 replies and its memory one page, whatever the period holds.
+ * the report's cost is one search per 1,000 replies and its memory one page, whatever the period holds. Usage
+ * fhirgate estimated (a reply that did not complete, usage-estimate.ts) is summed with the rest and counted apart.
+ * Budget counters that have nothing to go on start from the same sums (budget-seed.ts).
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
