@@ -101,10 +101,13 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   );
   // With the host's Redis, the turns of an instance lost for good are recorded by another (chat/turn-registry.ts).
   const registry = host.redis ? new TurnRegistry(host.redis, host.logger, { keyPrefix: options.redisKeyPrefix }) : undefined;
+  // Made before the reply records: the replies recovered at start-up count against the budgets.
+  const governance = createGovernance(host, options.governance, options.redisKeyPrefix, telemetry, options.categorySystem);
   const records = new ReplyRecords({
     journal,
     agentRepo: (projectId) => agents.repoFor(projectId),
     onStored: (projectId, stored) => agents.rememberWritten(projectId, stored),
+    onRecovered: (projectId, reply, counted) => governance.budgets.recovered(projectId, reply, counted),
     systemRepo: (projectId) => host.getSystemRepo(projectId),
     registry,
     logger: host.logger,
@@ -125,7 +128,6 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     next();
   });
   const v1 = express.Router();
-  const governance = createGovernance(host, options.governance, options.redisKeyPrefix, telemetry);
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);
     if (uncleared.length > 0) {

@@ -3,17 +3,20 @@
  * budgets in Project.setting; the openai SDK sees a turn that runs past a budget finish and the next one refused
  * with 429, the budget's code and `Retry-After` (the SDK does not retry it), nothing stored and nothing sent; a turn
  * the provider fails counts nothing; each reply records its cost; and the administrator's usage report adds up,
- * row for row, to the usage the stored replies record, read back with MedplumClient. (Two instances sharing Redis:
- * budgets-instances.test.ts.)
+ * row for row, to the usage the stored replies record, read back with MedplumClient. A stream its client cuts is
+ * charged what it cost (the provider's usage, or an estimate marked so, and shown so in the report); turns still
+ * running hold their likely cost, so concurrent turns cannot overrun a budget; and a restart (no Redis) keeps the
+ * day's spend. (Two instances sharing Redis: budgets-instances.test.ts.)
  */
 import type { MedplumClient } from '@medplum/core';
-import type { Communication, ProjectMembership, ProjectSetting } from '@medplum/fhirtypes';
+import type { Communication, Extension, ProjectMembership, ProjectSetting } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { projectAdministrator } from './support/project-administrator.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { waitFor } from './support/wait-for.ts';
 
 const MINI = 'openai/gpt-4o-mini';
 const LOCAL = 'local/llama3.2';
@@ -80,6 +83,10 @@ describe('budgets and the usage report', () => {
       admin,
       adminToken: admin.getAccessToken() as string,
     };
+  }
+
+  function behaviour(knobs: Record<string, unknown>): string {
+    return `[emulator-behaviour ${JSON.stringify(knobs)}]`;
   }
 
   async function ask(openai: OpenAI, content: string, model = MINI): Promise<OpenAI.ChatCompletion> {
@@ -199,12 +206,25 @@ describe('budgets and the usage report', () => {
       const part = (url: string): number => usage?.find((extension) => extension.url === url)?.valueInteger ?? 0;
       const row = { user: reply.recipient?.[0]?.reference, model: reply.extension?.find((extension) => extension.url === EXTENSION.model)?.valueString, day: reply.sent?.slice(0, 10) };
       const key = JSON.stringify(row);
-      const sums = (expected.get(key) ?? { ...row, replies: 0, replies_without_usage: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost_usd: 0 }) as Record<string, number>;
+      const sums = (expected.get(key) ?? {
+        ...row,
+        replies: 0,
+        replies_without_usage: 0,
+        replies_estimated: 0,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        total_tokens: 0,
+        estimated_tokens: 0,
+        cost_usd: 0,
+      }) as Record<string, number>;
+      const estimated = usage?.some((extension) => extension.url === 'estimated' && extension.valueBoolean === true) ?? false;
       sums.replies += 1;
       sums.replies_without_usage += usage ? 0 : 1;
+      sums.replies_estimated += estimated ? 1 : 0;
       sums.prompt_tokens += part('prompt-tokens');
       sums.completion_tokens += part('completion-tokens');
       sums.total_tokens += part('total-tokens');
+      sums.estimated_tokens += estimated ? part('total-tokens') : 0;
       sums.cost_usd = (Math.round(sums.cost_usd * 1e9) + Math.round((usage?.find((extension) => extension.url === 'cost')?.valueMoney?.value ?? 0) * 1e9)) / 1e9;
       expected.set(key, sums);
     }
@@ -218,5 +238,103 @@ describe('budgets and the usage report', () => {
       expect.objectContaining({ model: MINI, replies: 3, total_tokens: 11 + 7 + 13 + 5 + 1234 + 4321 }),
     ]);
     expect(await (await usageReport(budgeted, 'group_by=team')).json()).toMatchObject({ error: { code: 'invalid_request', param: 'group_by' } });
+  });
+
+  /** Opens a stream and reads it until its content is `answer`, then leaves: `finish_reason` and the usage unread. */
+  async function cutAfter(openai: OpenAI, content: string, answer: string): Promise<string> {
+    const controller = new AbortController();
+    const stream = await openai.chat.completions.create({ model: MINI, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content }] }, { signal: controller.signal });
+    let received = '';
+    for await (const chunk of stream) {
+      received += chunk.choices[0]?.delta.content ?? '';
+      if (received.length >= answer.length) {
+        controller.abort();
+        break;
+      }
+    }
+    return received;
+  }
+
+  async function replies(budgeted: Budgeted, count: number): Promise<Communication[]> {
+    return waitFor(async () => {
+      const found = (await stored(budgeted.admin)).filter((record) => record.category?.[0]?.coding?.[0]?.code === 'ai-response');
+      return found.length >= count ? found : undefined;
+    }, 10_000);
+  }
+
+  test('a stream cut after its last content chunk is charged the usage the provider reported; one cut early, an estimate marked so', async () => {
+    const budgeted = await budgetedProject([]);
+    const answer = 'Two tablets a day with food.';
+    const whole = behaviour({ reply: answer, tokensPerSecond: 200, usage: { promptTokens: 31, completionTokens: 17 } });
+    expect(await cutAfter(budgeted.alice, `Dose? ${whole}`, answer)).toBe(answer);
+    const [cut] = await replies(budgeted, 1);
+    expect(cut.status).toBe('stopped');
+    expect(cut.extension?.find((extension) => extension.url === EXTENSION.usage)?.extension).toEqual([
+      { url: 'prompt-tokens', valueInteger: 31 },
+      { url: 'completion-tokens', valueInteger: 17 },
+      { url: 'total-tokens', valueInteger: 48 },
+      { url: 'cost', valueMoney: { value: (31 * 150 + 17 * 600) / 1e9, currency: 'USD' } },
+    ]);
+
+    // A long reply left after a few words: the call runs on for usageWaitMs (1 s), then is cancelled; the reply is
+    // charged the prompt and what was generated, estimated.
+    const long = behaviour({ replyTokens: 2000, tokensPerSecond: 100 });
+    const received = await cutAfter(budgeted.alice, `Tell me everything ${long}`, 'token1 token2 token3');
+    const early = (await replies(budgeted, 2)).find((reply) => reply.id !== cut.id) as Communication;
+    await waitFor(async () => (emulator.received.at(-1)?.outcome === 'aborted' ? true : undefined));
+    const usage = early.extension?.find((extension) => extension.url === EXTENSION.usage)?.extension ?? [];
+    const part = (url: string): Extension | undefined => usage.find((extension) => extension.url === url);
+    expect(early.status).toBe('stopped');
+    expect(early.payload?.[0]?.contentString?.startsWith(received)).toBe(true);
+    expect(part('estimated')?.valueBoolean).toBe(true);
+    expect(part('prompt-tokens')?.valueInteger).toBeGreaterThan(0);
+    // What the provider generated before it was cancelled: more than the client read, less than the whole reply.
+    const generated = emulator.received.at(-1)?.tokensSent ?? 0;
+    expect(part('completion-tokens')?.valueInteger).toBeGreaterThanOrEqual(Math.floor(received.length / 4));
+    expect(generated).toBeLessThan(2000);
+
+    const report = (await (await usageReport(budgeted, 'group_by=')).json()) as { total: Record<string, number> };
+    expect(report.total).toMatchObject({ replies: 2, replies_without_usage: 0, replies_estimated: 1, estimated_tokens: part('total-tokens')?.valueInteger });
+    expect(report.total.total_tokens).toBe(48 + (part('total-tokens')?.valueInteger ?? 0));
+  });
+
+  test('turns still running hold their likely cost: 8 streams at once with 1 token left, one runs, 7 are refused, and nothing is held after', async () => {
+    const budgeted = await budgetedProject([{ name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: 21 }]);
+    await ask(budgeted.alice, `Start ${behaviour({ usage: { promptTokens: 10, completionTokens: 10 } })}`);
+    const slow = behaviour({ replyTokens: 30, tokensPerSecond: 30, usage: { promptTokens: 10, completionTokens: 20 } });
+    const outcomes = await Promise.all(Array.from({ length: 8 }, (_, index) => stream(budgeted.alice, `Stream ${index} ${slow}`).then(() => 'answered', (error: unknown) => error)));
+    expect(outcomes.filter((outcome) => outcome === 'answered')).toHaveLength(1);
+    const refusals = outcomes.filter((outcome) => outcome !== 'answered');
+    expect(refusals).toHaveLength(7);
+    for (const refusal of refusals) {
+      expect(refusal).toMatchObject({ status: 429, error: { code: 'budget_exceeded_user_day' } });
+    }
+    // The one that ran is settled with what it used (20 + 30 tokens): the budget is used up, not held.
+    await expect(ask(budgeted.alice, 'After')).rejects.toMatchObject({ status: 429, error: { message: expect.stringContaining('is used up') } });
+    expect(emulator.received).toHaveLength(2);
+  });
+
+  test('a restart without Redis keeps the spend of the day: the counters start from the stored replies', async () => {
+    const plugin = {
+      llm: { providers: { openai: { kind: 'openai' as const, apiKey: 'sk-test', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } }, defaultModel: MINI },
+      governance: { prices: { [MINI]: { input: 0.15, output: 0.6 } } },
+    };
+    const first = await startTestHost({ plugin });
+    let second: TestHost | undefined;
+    try {
+      const project = await first.seedProject();
+      const admin = await projectAdministrator(first, project);
+      await admin.post(`admin/projects/${project.projectId}/settings`, [{ name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: 200 }]);
+      const clientOn = async (host: TestHost): Promise<OpenAI> =>
+        new OpenAI({ baseURL: `${host.url}v1`, apiKey: await host.accessTokenFor(project.ids['practitioner-membership']), defaultHeaders: { 'X-Project-ID': project.projectId }, maxRetries: 0 });
+      await ask(await clientOn(first), `Spend ${behaviour({ usage: { promptTokens: 150, completionTokens: 60 } })}`);
+      await first.close({ keepData: true });
+
+      second = await startTestHost({ plugin, dataDir: first.dataDir });
+      await expect(ask(await clientOn(second), 'After the restart')).rejects.toMatchObject({ status: 429, error: { code: 'budget_exceeded_user_day', message: expect.stringContaining('is used up') } });
+      expect(emulator.received).toHaveLength(1);
+    } finally {
+      await (second ?? first).close();
+    }
   });
 });

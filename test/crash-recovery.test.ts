@@ -1,7 +1,7 @@
 /**
  * A process killed mid-stream loses no record: the standalone host is SIGKILLed while a reply streams, and the
- * next start records that reply as `stopped`, with the text the client had received, read back with
- * MedplumClient. The journal of the killed process is adopted and then removed.
+ * next start records that reply as `stopped`, with the text the client had received and an estimate of what the call
+ * cost, read back with MedplumClient. The journal of the killed process is adopted and then removed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -93,6 +93,11 @@ describe('SIGKILL mid-stream', () => {
     const recorded = reply.payload?.[0]?.contentString ?? '';
     expect(recorded.startsWith(seen)).toBe(true);
     expect(recorded.length - seen.length).toBeLessThanOrEqual(16);
+    // Charged what the call cost as far as the journal knows: the prompt it journaled and the text sent, estimated.
+    const usage = reply.extension?.find((extension) => extension.url === 'urn:fhirgate:extension:usage')?.extension ?? [];
+    expect(usage.find((part) => part.url === 'estimated')?.valueBoolean).toBe(true);
+    expect(usage.find((part) => part.url === 'completion-tokens')?.valueInteger).toBe(Math.ceil(recorded.length / 4));
+    expect(usage.find((part) => part.url === 'prompt-tokens')?.valueInteger).toBeGreaterThan(0);
 
     // The killed process's journal was adopted and, its turn recorded, is gone; only the live one's remains.
     const journals = await readdir(join(dataDir, 'journal'));

@@ -1,7 +1,7 @@
 /**
  * Shutdown without loss: streams that finish within the grace period finish; the rest end with an in-band
  * `unavailable` error event, and every reply is on record (`completed`, or `stopped` with exactly the text the
- * client received) before the host exits. New requests are refused meanwhile. Checked in-process through the
+ * client received, charged an estimate of what the provider generated) before the host exits. New requests are refused meanwhile. Checked in-process through the
  * plugin's close hook, and on the standalone host's process with SIGTERM.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -13,6 +13,7 @@ import type { Communication } from '@medplum/fhirtypes';
 import type { FhirRepository } from '@medplum/fhir-router';
 import OpenAI from 'openai';
 import request from 'supertest';
+import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import { openStandaloneStore } from '../plugin/hosts/standalone/open-store.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
@@ -147,6 +148,11 @@ describe("the close hook and a Responses stream", () => {
     const reply = await host.store.readResource<Communication>('Communication', responseId.replace(/^resp_/, ''));
     expect(reply.status).toBe('stopped');
     expect(reply.payload?.[0]?.contentString).toBe(text);
+    // The provider billed what it generated: the reply is charged an estimate of it, marked so.
+    const usage = reply.extension?.find((extension) => extension.url === EXTENSION.usage)?.extension ?? [];
+    expect(usage.find((part) => part.url === 'estimated')?.valueBoolean).toBe(true);
+    expect(usage.find((part) => part.url === 'prompt-tokens')?.valueInteger).toBeGreaterThan(0);
+    expect(usage.find((part) => part.url === 'completion-tokens')?.valueInteger).toBeGreaterThanOrEqual(Math.ceil(text.length / 4));
   }, 30_000);
 });
 

@@ -30,6 +30,7 @@ test('the security suite lets nothing through and answers no attack with a 5xx',
     expect(results.results.filter((result) => result.note?.startsWith('expected'))).toEqual([]);
     expect({ letThrough: results.letThrough, fiveHundreds: results.fiveHundreds }).toEqual({ letThrough: 0, fiveHundreds: 0 });
     expect(Object.keys(results.byKind).sort()).toEqual([
+      'budgets',
       'conversation ownership',
       'de-identification',
       'device keys',

@@ -107,6 +107,7 @@ try {
       governanceOptionsSchema.parse({ prices: { [MODEL]: { input: 0.15, output: 0.6 } } }),
       `fhirgate:bench:${Date.now()}:`,
       createTelemetry('bench'),
+      'urn:fhirgate:communication-category',
     );
   const variants: { readonly name: string; readonly governance?: Governance; readonly callers: readonly CallerContext[] }[] = [
     { name: 'without the governance steps (floor)', callers: governed },
@@ -181,7 +182,8 @@ async function runTurns(
     }
     const started = performance.now();
     const target = await checkModelAccess(governance, caller, MODEL, requested);
-    const budget = await checkBudgets(governance, caller);
+    const budget = await checkBudgets(governance, caller, { modelId: target.id, promptTokens: 20, maxTokens: 256 });
+    budget.reserve();
     checkMicros.push((performance.now() - started) * 1000);
     budget.settle(target.id, USAGE, new Date());
   };

@@ -59,6 +59,7 @@ import { idempotencyKeyOf, inProgress, REPLAYED_HEADER, resolveIdempotentTurn, t
 import { replayTurn } from './replay-turn.ts';
 import { callerParty } from './caller-reference.ts';
 import { checkBudgets, checkModelAccess, type Governance } from '../governance/governance.ts';
+import { estimatePromptTokens } from '../governance/usage-estimate.ts';
 import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
 import { resolveSubject, unionSubject } from './turn-subject.ts';
 import { conversationSubjects } from './conversation-subjects.ts';
@@ -244,8 +245,10 @@ async function runTurn<R extends ChatRequest>(
   // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
   const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, tools: chat.tools, systemRepo: reader.systemRepo });
   const target = observed(egress.target, services.telemetry, caller.project.id);
-  // Budgets: 429 when one of the project's or the caller's is used up; otherwise what settles the turn.
-  const budget = await checkBudgets(services.governance, caller);
+  // Budgets: 429 when one of the project's or the caller's is used up, or held by turns still running; otherwise
+  // what holds the turn's likely cost while it runs (reserved just before the prompt is stored) and settles it.
+  const maxTokens = chat.maxTokens ?? services.defaultMaxTokens;
+  const budget = await checkBudgets(services.governance, caller, { modelId: target.id, promptTokens: estimatePromptTokens([...chat.messages, ...history.messages], chat.tools), maxTokens });
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
@@ -269,9 +272,13 @@ async function runTurn<R extends ChatRequest>(
     parties,
     reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 }, takenIn },
     promptSent: sent.toISOString(),
+    // What a reply recovered after this process stopped is charged (reply-records.ts).
+    charge: { promptTokens: estimatePromptTokens(modelMessages(chat, history, patientContext), chat.tools), price: budget.priceOf(target.id) },
   });
   let accepted = false;
   try {
+    // The budgets' second look, and the turn's holding until its reply settles it (or the finally below gives it back).
+    budget.reserve();
     try {
       await recordPrompt(services, caller, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString() });
     } catch (error) {
@@ -316,13 +323,14 @@ async function runTurn<R extends ChatRequest>(
       controller,
       reportedOperations,
       budget,
+      usageWaitMs: services.governance.usageWaitMs,
       threadScope,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
         model: target.modelName,
         messages: [],
-        maxTokens: chat.maxTokens ?? services.defaultMaxTokens,
+        maxTokens,
         temperature: chat.temperature,
         tools: chat.tools,
         toolChoice: chat.toolChoice,
@@ -350,6 +358,7 @@ async function runTurn<R extends ChatRequest>(
     if (!accepted) {
       services.records.abandon(replyId);
     }
+    budget.release();
     services.inFlight.end(controller);
   }
 }

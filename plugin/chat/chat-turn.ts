@@ -16,6 +16,7 @@ import type { ReplyRecords } from './reply-records.ts';
 import type { AnswerFields } from './wire-format.ts';
 import type { RepositoryOperations } from '../telemetry/repository-operations.ts';
 import type { TurnBudget } from '../governance/budgets.ts';
+import { estimatedUsage, estimatePromptTokens, type RecordedUsage } from '../governance/usage-estimate.ts';
 import { recordedReply, type TurnDeIdentification } from '../governance/patient-data-record.ts';
 import { replyDigest, type ThreadScope } from './thread-digest.ts';
 
@@ -53,6 +54,11 @@ export interface ChatTurn {
   readonly controller: AbortController;
   /** Settles the turn's budgets from the usage its reply records (governance/budgets.ts). */
   readonly budget?: TurnBudget;
+  /**
+   * How long the provider call of a turn whose client left runs on, unseen, so that the provider's own usage is
+   * what the reply records (the governance option `usageWaitMs`); 0 or absent: cancelled at once.
+   */
+  readonly usageWaitMs?: number;
   /** Whose exchange it is, for the digest a completed reply carries (thread-digest.ts). */
   readonly threadScope?: ThreadScope;
 }
@@ -63,7 +69,13 @@ export interface ReplyOutcome {
   readonly text: string;
   /** The calls the model asked the client to make (a completed reply only). */
   readonly toolCalls?: readonly ChatToolCall[];
+  /** The usage the provider reported; absent when it reported none. */
   readonly usage?: ChatUsage;
+  /**
+   * Characters of text and calls the provider generated (whether the client saw them or not), for a reply that did
+   * not complete: what its usage is estimated from when the provider reported none.
+   */
+  readonly generatedCharacters?: number;
   readonly finishReason?: ChatFinishReason;
   readonly reason?: string;
   /** A `not-done` reply: the error code its client was answered with. */
@@ -81,8 +93,9 @@ export function answerFieldsOf(turn: ChatTurn): AnswerFields {
  */
 export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promise<void> {
   const sent = new Date();
+  const usage = chargedUsage(turn, outcome);
   // The usage the reply records is what the budgets count, in the period of its `sent`; its cost goes on record too.
-  const cost = turn.budget?.settle(turn.target.id, outcome.usage, sent);
+  const cost = turn.budget?.settle(turn.target.id, usage, sent);
   // A de-identified turn's record holds what the model received and said, as sent (governance/patient-data-record.ts).
   const resource = recordedReply(turn.deIdentification, turn.parties, {
     id: turn.replyId,
@@ -98,7 +111,7 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     status: outcome.status,
     reason: outcome.reason,
     errorCode: outcome.errorCode,
-    usage: outcome.usage,
+    usage,
     cost,
     finishReason: outcome.finishReason,
     // A later request that repeats this exchange continues the conversation (a client that keeps the history).
@@ -114,8 +127,24 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
  * fhirgate has retried what it could and the prompt is on record. A retry would be a new turn, and the same request
  * under the same Idempotency-Key is answered with this error again (idempotency.ts), never a second provider call.
  */
-export async function recordFailure(turn: ChatTurn, text: string, error: unknown): Promise<AppError> {
+export async function recordFailure(turn: ChatTurn, text: string, error: unknown, generatedCharacters?: number): Promise<AppError> {
   const failure = finalError(toAppError(error));
-  await recordReply(turn, { status: 'not-done', text, reason: failure.message, errorCode: failure.code });
+  await recordReply(turn, { status: 'not-done', text, reason: failure.message, errorCode: failure.code, generatedCharacters });
   return failure;
+}
+
+/**
+ * What the reply is charged: the provider's usage; else, for a reply the provider worked on and did not finish (its
+ * client left or the server stopped it: `stopped`; it failed after some output: `not-done`), the prompt's tokens and
+ * those of what it generated, estimated. A provider that failed before any output charges nothing, as providers do.
+ */
+function chargedUsage(turn: ChatTurn, outcome: ReplyOutcome): RecordedUsage | undefined {
+  if (outcome.usage) {
+    return outcome.usage;
+  }
+  const generated = outcome.generatedCharacters ?? 0;
+  if (outcome.status === 'stopped' || (outcome.status === 'not-done' && generated > 0)) {
+    return estimatedUsage(estimatePromptTokens(turn.modelRequest.messages, turn.modelRequest.tools), generated);
+  }
+  return undefined;
 }

@@ -3,7 +3,8 @@
  * prompt (`ai-prompt`) and the reply (`ai-response`).
  */
 import type { Communication, CommunicationPayload, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
-import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatToolCall } from '../llm/chat-model.ts';
+import type { RecordedUsage } from '../governance/usage-estimate.ts';
 import type { TurnInput } from './chat-request.ts';
 import { CATEGORY, ERROR_CODE_SYSTEM, EXTENSION } from './fhir-vocabulary.ts';
 import { textPayload, textPieces } from './fhir-text.ts';
@@ -96,7 +97,8 @@ export interface ReplyRecord {
   /** A `not-done` reply: the error code its client was answered with. */
   readonly errorCode?: string;
   readonly modelId: string;
-  readonly usage?: ChatUsage;
+  /** The provider's usage, or fhirgate's estimate for a reply that did not complete (`estimated`). */
+  readonly usage?: RecordedUsage;
   /** What the usage cost, in nano-dollars, at the model's price (governance/model-prices.ts); absent without a price. */
   readonly cost?: number;
   /** Why the model stopped, for a reply that completed. */
@@ -129,6 +131,8 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
         { url: 'completion-tokens', valueInteger: reply.usage.completionTokens },
         { url: 'total-tokens', valueInteger: reply.usage.promptTokens + reply.usage.completionTokens },
         ...(reply.cost === undefined ? [] : [{ url: 'cost', valueMoney: moneyOf(reply.cost) }]),
+        // The provider reported none (the reply did not complete): fhirgate's estimate (governance/usage-estimate.ts).
+        ...(reply.usage.estimated ? [{ url: 'estimated', valueBoolean: true }] : []),
       ],
     });
   }

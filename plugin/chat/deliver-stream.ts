@@ -1,33 +1,31 @@
 import type { Response } from 'express';
 import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
 import { toAppError } from '../errors.ts';
-import type { ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatFinishReason, ChatStreamEvent, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionChunk, contentChunkComposer, contentChunkWithLogprobs, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 import { clientStillConnected } from './client-presence.ts';
+import { ClientDeparture, closeUpstream, ProviderOutput, runOn } from './client-departure.ts';
 
 /**
  * Steps 4–6 for a streaming request, framed as the spec says: a first chunk with `delta.role`, content chunks,
  * a last chunk with an empty delta and `finish_reason`, then `data: [DONE]`. The reply's record is written once
  * all content is delivered and before that last chunk, so a client that sees the end can read the record.
  * Failures before the first byte are plain HTTP errors; after it, an in-band error event, then the end — never
- * a silent close. A client that leaves mid-stream cancels the provider call and leaves a `stopped` reply with
- * the text delivered so far. A turn the server stops while shutting down is recorded `stopped` as well; its
- * client gets an in-band `unavailable` error event (or a 503 before the first byte).
+ * a silent close. A client that leaves mid-stream leaves a `stopped` reply with the text delivered so far, charged
+ * what the call cost: the provider call runs on, unseen, for at most `usageWaitMs` to end with its own usage, and
+ * is then cancelled, the reply charged an estimate (client-departure.ts). A turn the server stops while shutting
+ * down is recorded `stopped` as well (charged an estimate); its client gets an in-band `unavailable` error event
+ * (or a 503 before the first byte).
  */
 export async function deliverStream(turn: ChatTurn, response: Response): Promise<void> {
   const { controller } = turn;
   // Text events are held until the journal has written their text (the journal is the gate: reply-journal.ts).
   const sse = new SseWriter(response, controller.signal, turn.records);
-  const abortOnClose = (): void => {
-    if (!response.writableFinished) {
-      controller.abort();
-    }
-  };
-  response.on('close', abortOnClose);
+  const departure = new ClientDeparture(response, controller, turn.usageWaitMs ?? 0);
   // Read per chunk: the model that answers is known once the first event arrives (a fallback may answer).
   const chunk = (delta: Record<string, unknown>): Record<string, unknown> => completionChunk(answerFieldsOf(turn), delta);
   const contentChunk = contentChunkComposer();
@@ -42,9 +40,17 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   // The calls the model asks the client to make, put together from their fragments for the reply's record.
   const toolCalls: { id: string; name: string; arguments: string }[] = [];
   let finishReason: ChatFinishReason = 'stop';
-  let usage: ChatUsage | undefined;
+  // Everything the provider generates, seen by the client or not: what a reply that does not complete is charged.
+  const output = new ProviderOutput();
+  const upstream = turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })[Symbol.asyncIterator]();
   try {
-    for await (const event of turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })) {
+    for (let next = await upstream.next(); !next.done; next = await upstream.next()) {
+      const event = next.value;
+      output.observe(event);
+      if (departure.left) {
+        // Nobody to send it to: the rest of the call only tells what it cost (below).
+        break;
+      }
       if (!sse.started) {
         await startStream();
       }
@@ -65,7 +71,6 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
         await sse.send(chunk(toolCallDelta(event)));
       } else if (event.type === 'finish') {
         finishReason = event.finishReason;
-        usage = event.usage;
       }
       if (!sentFirst) {
         // The headers, the role chunk and the first token leave together, now; later events leave a tick's worth at a time.
@@ -80,33 +85,37 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     await sse.released()?.catch(() => undefined);
     const delivered = sse.deliveredText;
     if (isShutdownAbort(controller.signal) && !response.destroyed) {
-      await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The server shut down before the reply finished.' });
+      await closeUpstream(upstream);
+      await recordReply(turn, { status: 'stopped', text: delivered, reason: 'The server shut down before the reply finished.', usage: output.usage, generatedCharacters: output.characters });
       if (!sse.started) {
         throw shuttingDownError();
       }
       await sendInBandError(sse, toOpenAiErrorBody(shuttingDownError()));
       return;
     }
-    if (isAbortError(error) || controller.signal.aborted || response.destroyed) {
-      await recordReply(turn, { status: 'stopped', text: delivered, reason: CLIENT_LEFT });
+    if (departure.left || isAbortError(error) || controller.signal.aborted || response.destroyed) {
+      await leftEarly(turn, upstream, output, departure, delivered);
       return;
     }
-    const appError = await recordFailure(turn, delivered, error);
+    // A failure of ours (the journal's write) leaves the provider call open: it is cancelled.
+    await closeUpstream(upstream);
+    const appError = await recordFailure(turn, delivered, error, output.characters);
     if (!sse.started) {
       throw appError;
     }
     await sendInBandError(sse, toOpenAiErrorBody(appError));
     return;
   } finally {
-    response.off('close', abortOnClose);
+    departure.stopWatching();
   }
 
   // `completed` only if the client is still there for the end: a client that left while a busy host was still
-  // writing gets `stopped`, with the text written before its departure was seen.
-  if (!(await clientStillConnected(response))) {
-    await recordReply(turn, { status: 'stopped', text: sse.deliveredText, reason: CLIENT_LEFT });
+  // writing gets `stopped`, with the text written before its departure was seen (and the usage, when it came).
+  if (departure.left || !(await clientStillConnected(response))) {
+    await leftEarly(turn, upstream, output, departure, sse.deliveredText);
     return;
   }
+  const usage = output.usage;
   try {
     const calls: ChatToolCall[] = toolCalls.filter((call) => call !== undefined);
     await recordReply(turn, { status: 'completed', text: sse.deliveredText, toolCalls: calls, usage, finishReason });
@@ -120,6 +129,17 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
 
 /** Why a reply whose client left is `stopped`. */
 const CLIENT_LEFT = 'The client closed the stream.';
+
+/**
+ * A client that left before the end: the provider call runs on, unseen, until it ends or its deadline cancels it
+ * (client-departure.ts), and the reply is `stopped` with the text delivered, charged the provider's usage if it
+ * came, else an estimate of what was generated.
+ */
+async function leftEarly(turn: ChatTurn, upstream: AsyncIterator<ChatStreamEvent>, output: ProviderOutput, departure: ClientDeparture, delivered: string): Promise<void> {
+  await runOn(upstream, output, departure);
+  departure.dispose();
+  await recordReply(turn, { status: 'stopped', text: delivered, reason: CLIENT_LEFT, usage: output.usage, generatedCharacters: output.characters });
+}
 
 /** The last chunk, the usage chunk when asked for (`usage` not null), `[DONE]`, and the end of the stream. */
 export async function sendEnd(sse: SseWriter, fields: AnswerFields, finishReason: ChatFinishReason, usage: ChatUsage | undefined | null): Promise<void> {

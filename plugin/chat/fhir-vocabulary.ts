@@ -21,7 +21,10 @@ export const EXTENSION = {
   model: 'urn:fhirgate:extension:model',
   /** On a completed reply: why the model stopped (`stop`, `length`, `content_filter`), as `finish_reason` said. */
   finishReason: 'urn:fhirgate:extension:finish-reason',
-  /** On a reply: token usage reported by the provider (`prompt-tokens`, `completion-tokens`, `total-tokens`). */
+  /**
+   * On a reply: token usage reported by the provider (`prompt-tokens`, `completion-tokens`, `total-tokens`, and
+   * `cost` for a priced model), or estimated by fhirgate where the provider reported none (`estimated`: true).
+   */
   usage: 'urn:fhirgate:extension:usage',
   /** On a reply: the patient context sent to the model with it, exactly as sent (its records are in `about`). */
   patientContext: 'urn:fhirgate:extension:patient-context',

@@ -25,6 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Communication } from '@medplum/fhirtypes';
+import type { ModelPrice } from '../governance/model-prices.ts';
 import type { ConversationParties, FhirToolRecord, ReplyRecord } from './communication-builders.ts';
 
 /** What a journal knows about a turn when it opens: everything to build its reply except how it ended. */
@@ -34,6 +35,11 @@ export interface OpenTurn {
   readonly reply: Omit<ReplyRecord, 'text' | 'status' | 'reason' | 'usage' | 'sent'>;
   /** When the turn's prompt was sent (ISO 8601): a reply recorded later is placed right after it. */
   readonly promptSent?: string;
+  /**
+   * What a reply recorded without the provider's usage (the process stopped first) is charged: the estimated
+   * tokens of what the model was sent, and the model's price for the project (governance/usage-estimate.ts).
+   */
+  readonly charge?: { readonly promptTokens: number; readonly price?: ModelPrice };
 }
 
 /** A turn found unfinished in the journal of an earlier process. */

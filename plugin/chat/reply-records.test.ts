@@ -5,6 +5,7 @@ import { OperationOutcomeError, forbidden, serverError } from '@medplum/core';
 import { MemoryRepository } from '@medplum/fhir-router';
 import type { Communication, Resource } from '@medplum/fhirtypes';
 import { buildReply } from './communication-builders.ts';
+import { EXTENSION } from './fhir-vocabulary.ts';
 import { ReplyJournal, type OpenTurn } from './reply-journal.ts';
 import { RECOVERED_REASON, ReplyRecords } from './reply-records.ts';
 
@@ -40,8 +41,18 @@ describe('ReplyRecords', () => {
   let root: string;
   let repo: FlakyRepository;
   const records: ReplyRecords[] = [];
+  /** The replies of stopped processes told to the budgets: id, and whether that process had counted it. */
+  let recoveredTold: [string, boolean][] = [];
   const start = (journal: ReplyJournal): ReplyRecords => {
-    const created = new ReplyRecords({ journal, agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [1, 1, 1], drainDelayMs: 5, maxDrainDelayMs: 20 });
+    const created = new ReplyRecords({
+      journal,
+      agentRepo: async () => repo,
+      systemRepo: async () => repo,
+      onRecovered: (_projectId, written, counted) => recoveredTold.push([written.id, counted]),
+      retryDelaysMs: [1, 1, 1],
+      drainDelayMs: 5,
+      maxDrainDelayMs: 20,
+    });
     records.push(created);
     return created;
   };
@@ -49,6 +60,7 @@ describe('ReplyRecords', () => {
   beforeEach(() => {
     root = mkdtempSync(join(tmpdir(), 'fhirgate-records-'));
     repo = new FlakyRepository();
+    recoveredTold = [];
   });
   afterEach(async () => {
     await Promise.all(records.splice(0).map((item) => item.close()));
@@ -104,6 +116,29 @@ describe('ReplyRecords', () => {
       inResponseTo: [{ reference: 'Communication/prompt-stored' }],
     });
     await expect(repo.readResource('Communication', 'r-never')).rejects.toThrow('Not found');
+    // A journal of before charges: no prompt known, so no estimate; the budgets are told of the reply all the same.
+    expect((await repo.readResource<Communication>('Communication', 'r-stored')).extension?.some((extension) => extension.url === EXTENSION.usage)).toBe(false);
+    expect(recoveredTold).toEqual([['r-stored', false]]);
+  });
+
+  test("a killed process's turn whose prompt the journal knows is recorded charged an estimate: the prompt and the text sent, at the model's price", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-priced', status: 'completed' }, { assignedId: true });
+    const dying = ReplyJournal.open(root);
+    dying.open({ ...openTurn('r-priced', 'prompt-priced'), charge: { promptTokens: 120, price: { inputPerToken: 150, outputPerToken: 600 } } });
+    dying.delivered('r-priced', 'Twelve chars');
+    dying.writeWaiting();
+
+    const subject = start(ReplyJournal.open(root));
+    await subject.recover();
+    const recovered = await repo.readResource<Communication>('Communication', 'r-priced');
+    expect(recovered.extension?.find((extension) => extension.url === EXTENSION.usage)?.extension).toEqual([
+      { url: 'prompt-tokens', valueInteger: 120 },
+      { url: 'completion-tokens', valueInteger: 3 },
+      { url: 'total-tokens', valueInteger: 123 },
+      { url: 'cost', valueMoney: { value: (120 * 150 + 3 * 600) / 1e9, currency: 'USD' } },
+      { url: 'estimated', valueBoolean: true },
+    ]);
+    expect(recoveredTold).toEqual([['r-priced', false]]);
   });
 
   test('what is still in the outbox at close is written by the next start', async () => {
@@ -117,5 +152,7 @@ describe('ReplyRecords', () => {
     const next = start(ReplyJournal.open(root));
     await expect(next.recover()).resolves.toEqual({ recovered: 1, pending: 0 });
     expect(await repo.readResource('Communication', 'r4')).toMatchObject({ status: 'completed', payload: [{ contentString: 'later' }] });
+    // Its process had counted it when it recorded it.
+    expect(recoveredTold).toEqual([['r4', true]]);
   });
 });

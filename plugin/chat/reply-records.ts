@@ -7,7 +7,9 @@
  *   minute between rounds, until the store takes it.
  * Every reply is written as the project's AI agent (agent-device.ts), so its `meta.author` marks it as fhirgate's.
  * - At start-up, the turns an earlier process left unfinished (killed mid-stream) are recorded: their outbox reply
- *   if they had one, otherwise a `stopped` reply with the text that process had delivered.
+ *   if they had one, otherwise a `stopped` reply with the text that process had delivered, charged an estimate of
+ *   what the call cost where the journal knows the prompt (its `charge`: governance/usage-estimate.ts). Either is
+ *   then counted against the budgets (`onRecovered`), once.
  * - With a turn registry (turn-registry.ts, in the Redis instances share), the turns of an instance lost for good
  *   are taken over by a live instance and recorded the same way, within the registry's bound.
  * A reply recorded after its turn's process stopped is placed right after its prompt (`sent`), in the
@@ -21,6 +23,8 @@ import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import { outcomeStatusOf } from '../medplum-errors.ts';
 import type { HostLogger } from '../host.ts';
+import { costOf } from '../governance/model-prices.ts';
+import { estimatedUsage } from '../governance/usage-estimate.ts';
 import { buildReply, type FhirToolRecord } from './communication-builders.ts';
 import { findCommunication } from './conversation.ts';
 import type { AfterWrite, OpenTurn, ReplyJournal, UnfinishedTurn } from './reply-journal.ts';
@@ -39,6 +43,11 @@ export interface ReplyRecordsOptions {
   readonly agentRepo: (projectId: string) => Promise<FhirRepository>;
   /** Told of each reply the store took, as the store returned it (so its author is known without reading it back). */
   readonly onStored?: (projectId: string, stored: WithId<Communication>) => Promise<void>;
+  /**
+   * Told of each reply of a stopped process this one wrote, for the budgets: `counted` when that process had counted
+   * it already (a reply the store had refused, from its outbox).
+   */
+  readonly onRecovered?: (projectId: string, reply: Communication & { id: string }, counted: boolean) => void;
   /** Reads whether a prompt or reply is on record, whoever wrote it. */
   readonly systemRepo: (projectId: string) => Promise<FhirRepository>;
   /** The turns of every instance, shared through Redis; absent without Redis (the journal alone recovers). */
@@ -56,6 +65,8 @@ interface OutboxEntry {
   readonly resource: Communication & { id: string };
   /** Recovered turns: write only if this prompt is on record (the process may have died before writing it). */
   readonly promptId?: string;
+  /** A reply of a process that stopped: `outbox` when that process had built (and counted) it, `stopped` when not. */
+  readonly recovered?: 'outbox' | 'stopped';
 }
 
 /** The reply records of one plugin. */
@@ -97,8 +108,8 @@ export class ReplyRecords {
   #adopt(turns: readonly UnfinishedTurn[], reason: string): void {
     for (const turn of turns) {
       const entry: OutboxEntry = turn.outbox
-        ? { projectId: turn.projectId, resource: { ...turn.outbox, id: turn.reply.id } }
-        : { projectId: turn.projectId, resource: stoppedReply(turn, reason), promptId: turn.reply.promptId };
+        ? { projectId: turn.projectId, resource: { ...turn.outbox, id: turn.reply.id }, recovered: 'outbox' }
+        : { projectId: turn.projectId, resource: stoppedReply(turn, reason), promptId: turn.reply.promptId, recovered: 'stopped' };
       this.#outbox.set(turn.reply.id, entry);
     }
   }
@@ -237,6 +248,9 @@ export class ReplyRecords {
         const promptStored = entry.promptId === undefined || (await communicationExists(system, entry.promptId));
         if (promptStored && !(await communicationExists(system, id))) {
           await (await this.#options.agentRepo(entry.projectId)).createResource(entry.resource, { assignedId: true });
+          if (entry.recovered) {
+            this.#options.onRecovered?.(entry.projectId, entry.resource, entry.recovered === 'outbox');
+          }
         }
         this.#outbox.delete(id);
         this.#closed(id);
@@ -298,12 +312,19 @@ export async function communicationExists(repo: FhirRepository, id: string): Pro
   return (await findCommunication(repo, id)) !== undefined;
 }
 
+/**
+ * The `stopped` reply of a turn whose process stopped: the text its client was sent, and, where the journal knows
+ * the prompt, an estimate of what the call cost (its prompt and the text sent; the provider's figure died with it).
+ */
 function stoppedReply(turn: UnfinishedTurn, reason: string): Communication & { id: string } {
+  const usage = turn.charge ? estimatedUsage(turn.charge.promptTokens, turn.delivered.length) : undefined;
   const reply = buildReply(turn.parties, {
     ...turn.reply,
     text: turn.delivered,
     status: 'stopped',
     reason,
+    usage,
+    cost: usage ? costOf(turn.charge?.price, usage) : undefined,
     sent: justAfter(turn.promptSent),
   });
   return { ...reply, id: turn.reply.id };

@@ -37,7 +37,10 @@ export class CounterCell {
 
 /** A user's fields of a period's hash, with the cell of the project's fields of the same hash. */
 export class UserCell extends CounterCell {
+  /** When Redis was last read for this view (its additions' answers update the totals, not this). */
   fetchedAt = Number.NEGATIVE_INFINITY;
+  /** What the other instances hold for turns still running, the project's and the user's, as last read. */
+  othersHeld: { readonly project: Totals; readonly user: Totals } = { project: { tokens: 0, cost: 0 }, user: { tokens: 0, cost: 0 } };
   readonly redisKey: string;
   readonly user: string;
   readonly project: CounterCell;
@@ -68,6 +71,8 @@ export interface Addition {
   readonly redisKeys: readonly string[];
   readonly expireAt: readonly number[];
   readonly entries: Map<string, BatchEntry>;
+  /** The earliest `sent` (epoch ms) of the batch's replies: a hash the batch creates counts from then. */
+  earliest: number;
 }
 
 /** Users in one batch, at most (the script passes each user's fields to one HMGET). */

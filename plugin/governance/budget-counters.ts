@@ -4,26 +4,35 @@
  *
  * In Redis, one hash per project and period (`<prefix>budget:{<project>}:day:2026-01-23`, `...:month:2026-01`)
  * holds the project's `tokens` and `cost` (nano-dollars) and each user's `tokens:<profile>` and `cost:<profile>`.
- * Recorded replies add their usage with one script per project and turn of the event loop (budget-redis.ts: HINCRBY
- * on the day's and the month's hash, once per batch id; its answer is the new totals), not awaited by the turn. A
- * check reads this instance's view of the two hashes (budget-counter-cells.ts: a cell for the project's fields and
- * one for the user's, per period): Redis's last answer, plus what this instance added since. A view older than `refreshMs` is read again in the background (the turn
- * does not wait); one older than `maxAgeMs` (a user idle for a while), or none at all, is read before the check,
- * within the deadline.
+ * Recorded replies add their usage with one script per project and turn of the event loop (budget-additions.ts:
+ * HINCRBY on the day's and the month's hash, once per batch id; its answer is the new totals), not awaited by the
+ * turn. A check reads this instance's view of the two hashes (budget-counter-cells.ts: a cell for the project's
+ * fields and one for the user's, per period): Redis's last answer, plus what this instance added since; and the
+ * budget held for turns still running (budget-holds.ts): this instance's own, and the other instances' as last
+ * read. A view older than `refreshMs` is read again in the background (the turn does not wait); one older than
+ * `maxAgeMs` (a user idle for a while), or none at all, is read before the check, within the deadline.
+ *
+ * Counters that have nothing to go on start from the usage recorded on the stored replies (budget-seed.ts): without
+ * Redis, a project's at its first check in the process; with Redis, a period's hash that is missing (Redis lost
+ * it, or the period just began) or that additions created since (they mark it with the earliest `sent` they count),
+ * at the first read that finds it so.
  *
  * Every Redis call has a deadline and is not made while the client is not connected; one that misses it marks Redis
  * unavailable (the RedisGuard of the device limits, devices/redis-guard.ts). Meanwhile the spend counts in this
  * instance's memory on top of the last view, and each batch is kept and sent again once Redis answers (its id
  * keeps one that was applied after all from counting twice). Without a Redis, the counters are this instance's own.
  */
-import { randomUUID } from 'node:crypto';
+import { AppError } from '../errors.ts';
 import type { HostLogger, HostRedis } from '../host.ts';
 import { RedisGuard } from '../devices/redis-guard.ts';
 import { REDIS_DEADLINE_MS, REDIS_PROBE_INTERVAL_MS } from '../devices/limiter-store.ts';
 import type { BudgetPeriods, PeriodWindow } from './budget-periods.ts';
-import { ADD_SCRIPT, ADDITION_ID_TTL_MS, callWithDeadline, READ_SCRIPT, runScript } from './budget-redis.ts';
+import { callWithDeadline, READ_SCRIPT, runScript } from './budget-redis.ts';
+import { BudgetAdditions } from './budget-additions.ts';
+import { BudgetHolds } from './budget-holds.ts';
+import { MemorySeeds, periodStart, seedHashes, type BudgetSeeder, type HashToSeed, type RecordedSpend } from './budget-seed.ts';
 import type { BudgetPeriod, BudgetScope } from './project-governance-settings.ts';
-import { addTo, CounterCell, isFull, merge, totalsOf, UserCell, type Addition, type Totals } from './budget-counter-cells.ts';
+import { addTo, CounterCell, totalsOf, UserCell, type Totals } from './budget-counter-cells.ts';
 
 /** Tokens and cost (nano-dollars) of the project and of one user, in one period. */
 export interface SpendTotals {
@@ -33,10 +42,12 @@ export interface SpendTotals {
   readonly userCost: number;
 }
 
-/** A user's view of the spend in the current day and month. */
+/** A user's view of the spend in the current day and month, and of the budget held for turns still running. */
 export interface Spend {
   readonly day: SpendTotals;
   readonly month: SpendTotals;
+  /** Held for turns still running (they count in the day and the month alike): this instance's, and the others'. */
+  readonly held: SpendTotals;
 }
 
 /** How the counters are set up. */
@@ -55,6 +66,10 @@ export interface BudgetCountersOptions {
   readonly maxCells?: number;
   readonly logger?: HostLogger;
   readonly now?: () => number;
+  /** Reads the usage recorded on the stored replies, where the counters start from (none: they start from zero). */
+  readonly seeder?: BudgetSeeder;
+  /** How long an instance's holdings stay in Redis without being renewed (budget-holds.ts). */
+  readonly holdTtlMs?: number;
 }
 
 /** A period's hashes are kept this long after it ends: late additions (after an outage) still land. */
@@ -69,15 +84,16 @@ export class BudgetCounters {
   readonly #guard: RedisGuard | undefined;
   readonly #projectCells = new Map<string, CounterCell>();
   readonly #userCells = new Map<string, UserCell>();
-  /** Batches gathering this turn of the event loop's replies, by project and periods. */
-  readonly #open = new Map<string, Addition>();
-  /** Batches whose call failed (Redis may have applied them): sent again as they are, under their id, once it answers. */
-  #uncertain: Addition[] = [];
-  /** Batches never sent (Redis was unavailable), merged by key: sent once it answers. */
-  readonly #unsent = new Map<string, Addition[]>();
+  /** With Redis: the replies' usage on its way there. */
+  readonly #additions: BudgetAdditions | undefined;
   readonly #reading = new Map<string, Promise<void>>();
   readonly #now: () => number;
   readonly #deadlineMs: number;
+  readonly #holds: BudgetHolds;
+  /** Without Redis: where each project's counters start from. */
+  readonly #memorySeeds: MemorySeeds | undefined;
+  /** With Redis: the seeding of a project's hashes under way on this instance. */
+  readonly #seeding = new Map<string, Promise<void>>();
   #sweptAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: BudgetCountersOptions) {
@@ -95,6 +111,9 @@ export class BudgetCounters {
           counts: 'budget counters',
         })
       : undefined;
+    this.#holds = new BudgetHolds({ redis, guard: this.#guard, keyPrefix: options.keyPrefix, deadlineMs: this.#deadlineMs, ttlMs: options.holdTtlMs, now: this.#now });
+    this.#additions = redis && this.#guard ? new BudgetAdditions({ redis, guard: this.#guard, keyPrefix: options.keyPrefix, deadlineMs: this.#deadlineMs, now: this.#now }) : undefined;
+    this.#memorySeeds = !redis && options.seeder ? new MemorySeeds(options.seeder, this.#now) : undefined;
   }
 
   /** Whether Redis answers the counters' calls (true without a Redis: nothing to wait for). */
@@ -105,93 +124,107 @@ export class BudgetCounters {
   /**
    * The spend of `user` in `projectId` in the given periods, from this instance's view. Reads Redis first (within
    * the deadline) only when there is no view yet or it is older than `maxAgeMs`; a view older than `refreshMs` is
-   * read again in the background.
+   * read again in the background. Counters with nothing to go on are seeded first (the turn waits); a store that
+   * cannot be read for it is a 503 `unavailable`.
    */
   async spend(projectId: string, user: string, periods: BudgetPeriods): Promise<Spend> {
+    if (this.#memorySeeds) {
+      await this.#memorySeeds.ready(projectId, (seeded, month, day) => {
+        this.#addSeed(projectId, 'month', seeded.month, month);
+        this.#addSeed(projectId, 'day', seeded.day, day);
+      });
+    }
     const day = this.#cell(projectId, user, 'day', periods.day);
     const month = this.#cell(projectId, user, 'month', periods.month);
     const age = this.#now() - Math.min(day.fetchedAt, month.fetchedAt);
     if (age > Math.min(this.#options.refreshMs, this.#options.maxAgeMs)) {
-      const reading = this.#read([day, month]);
+      const reading = this.#read(projectId, periods, [day, month]);
       if (age > this.#options.maxAgeMs) {
         await reading;
+      } else {
+        reading.catch(() => undefined);
       }
     }
-    return { day: totalsOf(day), month: totalsOf(month) };
+    return this.view(projectId, user, periods);
   }
 
-  /**
-   * Adds a reply's usage to the periods it was recorded in. Redis is told without the caller waiting, once the
-   * event loop's turn is over, with the other replies of the project recorded meanwhile.
-   */
-  add(projectId: string, user: string, periods: BudgetPeriods, tokens: number, cost: number): void {
-    const cells = [this.#cell(projectId, user, 'day', periods.day), this.#cell(projectId, user, 'month', periods.month)];
-    const delta: Totals = { tokens, cost };
-    const redis = this.#redis;
-    if (!redis) {
-      for (const cell of cells) {
-        addTo(cell.shared, delta, 1);
-        addTo(cell.project.shared, delta, 1);
-      }
-      return;
-    }
-    for (const cell of cells) {
-      addTo(cell.local, delta, 1);
-      addTo(cell.project.local, delta, 1);
-    }
-    const key = `${projectId}\n${periods.day.key}\n${periods.month.key}`;
-    let batch = this.#open.get(key);
-    if (batch === undefined || isFull(batch, user)) {
-      if (batch !== undefined) {
-        this.#send(redis, batch);
-      }
-      batch = this.#newBatch(key, projectId, cells);
-      this.#open.set(key, batch);
-      if (this.#open.size === 1) {
-        setImmediate(() => this.#sendOpen(redis));
-      }
-    }
-    merge(batch, user, { cells, delta });
-  }
-
-  #newBatch(key: string, projectId: string, cells: readonly UserCell[]): Addition {
-    const id = randomUUID();
+  /** The spend of `user` in `projectId` as this instance sees it now, without asking Redis. */
+  view(projectId: string, user: string, periods: BudgetPeriods): Spend {
+    const day = this.#cell(projectId, user, 'day', periods.day);
+    const own = this.#holds.of(projectId, user);
+    const others = day.othersHeld;
     return {
-      key,
-      idKey: `${this.#options.keyPrefix}budget:{${projectId}}:addition:${id}`,
-      redisKeys: cells.map((cell) => cell.redisKey),
-      expireAt: cells.map((cell) => cell.expireAt),
-      entries: new Map(),
+      day: totalsOf(day),
+      month: totalsOf(this.#cell(projectId, user, 'month', periods.month)),
+      held: {
+        projectTokens: own.project.tokens + others.project.tokens,
+        projectCost: own.project.cost + others.project.cost,
+        userTokens: own.user.tokens + others.user.tokens,
+        userCost: own.user.cost + others.user.cost,
+      },
     };
   }
 
-  /** Sends the batches of this turn of the event loop, and those that waited for Redis. */
-  #sendOpen(redis: HostRedis): void {
-    const batches = [...this.#open.values()];
-    this.#open.clear();
-    for (const batch of batches) {
-      this.#send(redis, batch);
-    }
-    this.#sendWaiting(redis);
+  /** Holds `amount` for one of `user`'s turns still running; returns what gives it back (once). */
+  hold(projectId: string, user: string, amount: Totals): () => void {
+    return this.#holds.hold(projectId, user, amount);
   }
 
-  /** Keeps a batch that was never sent, merged with the others of its key, until Redis answers. */
-  #keepUnsent(batch: Addition): void {
-    const kept = this.#unsent.get(batch.key) ?? [];
-    this.#unsent.set(batch.key, kept);
-    for (const [user, entry] of batch.entries) {
-      let target = kept.at(-1);
-      if (target === undefined || isFull(target, user)) {
-        target = { ...batch, idKey: `${batch.idKey}:${kept.length}`, entries: new Map() };
-        kept.push(target);
+  /**
+   * Adds a reply's usage to the periods it was recorded in (`sent`, epoch ms: when it was). Redis is told without
+   * the caller waiting, once the event loop's turn is over, with the other replies of the project recorded meanwhile.
+   */
+  add(projectId: string, user: string, periods: BudgetPeriods, tokens: number, cost: number, sent: number = this.#now()): void {
+    const additions = this.#additions;
+    if (!additions) {
+      // Before its seed, a project's replies are left to the seed, which reads them from the store.
+      if (!this.#memorySeeds || this.#memorySeeds.counts(projectId)) {
+        this.#addInMemory(projectId, user, periods, { tokens, cost });
       }
-      merge(target, user, entry);
+      return;
+    }
+    additions.add(projectId, user, [this.#cell(projectId, user, 'day', periods.day), this.#cell(projectId, user, 'month', periods.month)], { tokens, cost }, sent);
+  }
+
+  /**
+   * Adds the usage of a reply a recovery recorded (its turn's process had stopped), counted once: `counted` when that
+   * process had counted it already (a reply the store had refused, waiting in the outbox; with Redis, that count
+   * survived the process).
+   */
+  addRecovered(projectId: string, user: string, periods: BudgetPeriods, spent: Totals & { readonly replyId: string; readonly sent: number; readonly counted: boolean }): void {
+    if (!this.#redis) {
+      const add = (): void => this.#addInMemory(projectId, user, periods, spent);
+      if (this.#memorySeeds) {
+        this.#memorySeeds.recovered(projectId, spent.replyId, add);
+      } else {
+        add();
+      }
+      return;
+    }
+    if (!spent.counted) {
+      this.add(projectId, user, periods, spent.tokens, spent.cost, spent.sent);
     }
   }
 
-  /** Stops probing an unavailable Redis. For shutdown. */
+  #addInMemory(projectId: string, user: string, periods: BudgetPeriods, delta: Totals): void {
+    for (const cell of [this.#cell(projectId, user, 'day', periods.day), this.#cell(projectId, user, 'month', periods.month)]) {
+      addTo(cell.shared, delta, 1);
+      addTo(cell.project.shared, delta, 1);
+    }
+  }
+
+  /** Without Redis: a project's counters of one period start from what its seed read. */
+  #addSeed(projectId: string, period: BudgetPeriod, window: PeriodWindow, spend: RecordedSpend): void {
+    addTo(this.#projectCell(projectId, window).shared, spend.project, 1);
+    for (const [user, totals] of spend.users) {
+      addTo(this.#cell(projectId, user, period, window).shared, totals, 1);
+    }
+  }
+
+  /** Stops probing an unavailable Redis and renewing the holdings. For shutdown. */
   close(): void {
     this.#guard?.close();
+    this.#holds.close();
   }
 
   /** A user's view of one period, made empty the first time (its `fetchedAt` says it was never read). */
@@ -222,8 +255,13 @@ export class BudgetCounters {
     return cell;
   }
 
-  /** Reads a user's cells from Redis (one call; concurrent reads of the same cells share it). */
-  #read(cells: readonly UserCell[]): Promise<void> {
+  /**
+   * Reads a user's cells, and what the other instances hold, from Redis (one call; concurrent reads of the same cells
+   * share it). A hash that needs seeding is seeded first, and read again; until then the view stays what it was.
+   * Rejects only when the store cannot be read for a seed (`seedUnavailable`); a Redis that fails leaves the view as
+   * it was.
+   */
+  #read(projectId: string, periods: BudgetPeriods, cells: readonly [UserCell, UserCell]): Promise<void> {
     const redis = this.#redis;
     const epoch = this.#guard?.shouldAsk();
     if (!redis || epoch === undefined) {
@@ -231,14 +269,21 @@ export class BudgetCounters {
       this.#markFetched(cells);
       return Promise.resolve();
     }
-    const keys = cells.map((cell) => cell.redisKey);
     const user = cells[0].user;
+    const keys = [cells[0].redisKey, cells[1].redisKey, this.#holds.holdersKey(projectId)];
     const scope = `${user}\n${keys.join('\n')}`;
     let reading = this.#reading.get(scope);
     if (reading === undefined) {
-      reading = runScript(redis, this.#deadlineMs, READ_SCRIPT, keys, [user])
-        .then((answer) => this.#answered(cells, answer))
+      const read = (): Promise<unknown[]> => runScript(redis, this.#deadlineMs, READ_SCRIPT, keys, [user, this.#holds.instanceId, this.#now(), this.#holds.holdingsPrefix(projectId)]);
+      reading = read()
+        .then(async (answer) => {
+          const toSeed = this.#options.seeder ? hashesToSeed(cells, periods, answer, this.#now()) : [];
+          this.#answered(cells, toSeed.length > 0 ? await this.#seedThenRead(redis, projectId, toSeed, read) : answer);
+        })
         .catch((error: unknown) => {
+          if (AppError.isInstance(error)) {
+            throw error;
+          }
           this.#guard?.failed(epoch, error);
           this.#markFetched(cells);
         })
@@ -248,65 +293,34 @@ export class BudgetCounters {
     return reading;
   }
 
-  /** Sends a batch; Redis's answer (the new totals) becomes the cells' view. A failure keeps it waiting. */
-  #send(redis: HostRedis, batch: Addition): void {
-    const epoch = this.#guard?.shouldAsk();
-    if (epoch === undefined) {
-      this.#keepUnsent(batch);
-      return;
+  /** Seeds a project's hashes (once at a time on this instance), then reads the view again. */
+  async #seedThenRead(redis: HostRedis, projectId: string, hashes: readonly HashToSeed[], read: () => Promise<unknown[]>): Promise<unknown[]> {
+    const seeder = this.#options.seeder as BudgetSeeder;
+    const key = hashes.map((hash) => hash.key).join('\n');
+    let seeding = this.#seeding.get(key);
+    if (seeding === undefined) {
+      seeding = seedHashes(redis, this.#deadlineMs, seeder, projectId, hashes).finally(() => this.#seeding.delete(key));
+      this.#seeding.set(key, seeding);
     }
-    const entries = [...batch.entries.entries()];
-    const args: (string | number)[] = [ADDITION_ID_TTL_MS, ...batch.expireAt];
-    for (const [user, entry] of entries) {
-      args.push(user, entry.delta.tokens, entry.delta.cost);
-    }
-    runScript(redis, this.#deadlineMs, ADD_SCRIPT, [...batch.redisKeys, batch.idKey], args).then(
-      (answer) => {
-        const now = this.#now();
-        const stride = 2 + 2 * entries.length;
-        batch.redisKeys.forEach((_key, index) => {
-          const at = index * stride;
-          entries.forEach(([, entry], position) => {
-            const cell = entry.cells[index];
-            addTo(cell.local, entry.delta, -1);
-            addTo(cell.project.local, entry.delta, -1);
-            cell.project.shared.tokens = Number(answer[at] ?? 0);
-            cell.project.shared.cost = Number(answer[at + 1] ?? 0);
-            cell.shared.tokens = Number(answer[at + 2 + 2 * position] ?? 0);
-            cell.shared.cost = Number(answer[at + 3 + 2 * position] ?? 0);
-            cell.fetchedAt = now;
-          });
-        });
-      },
-      (error: unknown) => {
-        this.#guard?.failed(epoch, error);
-        this.#uncertain.push(batch);
-      },
-    );
+    await seeding;
+    return read();
   }
 
-  /** Sends what waited for Redis, once it answers: the uncertain batches under their own ids, the rest merged. */
-  #sendWaiting(redis: HostRedis): void {
-    if ((this.#uncertain.length === 0 && this.#unsent.size === 0) || this.#guard?.shouldAsk() === undefined) {
-      return;
-    }
-    const waiting = [...this.#uncertain, ...[...this.#unsent.values()].flat()];
-    this.#uncertain = [];
-    this.#unsent.clear();
-    for (const batch of waiting) {
-      this.#send(redis, batch);
-    }
-  }
-
-  /** Takes Redis's totals (four per hash: the project's tokens and cost, the user's) as the cells' view. */
+  /**
+   * Takes Redis's answer as the cells' view: four totals per hash (the project's tokens and cost, the user's), then
+   * the four the other instances hold.
+   */
   #answered(cells: readonly UserCell[], answer: readonly unknown[]): void {
     const now = this.#now();
+    const number = (index: number): number => Number(answer[index] ?? 0);
+    const othersHeld = { project: { tokens: number(8), cost: number(9) }, user: { tokens: number(10), cost: number(11) } };
     cells.forEach((cell, index) => {
       const at = index * 4;
-      cell.project.shared.tokens = Number(answer[at] ?? 0);
-      cell.project.shared.cost = Number(answer[at + 1] ?? 0);
-      cell.shared.tokens = Number(answer[at + 2] ?? 0);
-      cell.shared.cost = Number(answer[at + 3] ?? 0);
+      cell.project.shared.tokens = number(at);
+      cell.project.shared.cost = number(at + 1);
+      cell.shared.tokens = number(at + 2);
+      cell.shared.cost = number(at + 3);
+      cell.othersHeld = othersHeld;
       cell.fetchedAt = now;
     });
   }
@@ -370,4 +384,16 @@ export function spentOf(totals: SpendTotals, scope: BudgetScope, measure: 'token
     return measure === 'tokens' ? totals.projectTokens : totals.projectCost;
   }
   return measure === 'tokens' ? totals.userTokens : totals.userCost;
+}
+
+/** The hashes of a read's answer that need seeding (-1: none; 0: missing, seeded up to now; else up to its `from`). */
+function hashesToSeed(cells: readonly [UserCell, UserCell], periods: BudgetPeriods, answer: readonly unknown[], now: number): HashToSeed[] {
+  const hashes: HashToSeed[] = [];
+  [periods.day, periods.month].forEach((window, index) => {
+    const need = Number(answer[12 + index] ?? -1);
+    if (need !== -1) {
+      hashes.push({ key: cells[index].redisKey, start: periodStart(window), cutoff: need === 0 ? now : need, expireAt: cells[index].expireAt });
+    }
+  });
+  return hashes;
 }

@@ -25,6 +25,11 @@ export const governanceOptionsSchema = z
     budgetRefreshMs: z.number().int().min(0).max(60_000).default(1000),
     /** A budget counter view older than this (a user idle for a while) is read again before the check. */
     budgetMaxAgeMs: z.number().int().min(0).max(300_000).default(5000),
+    /**
+     * When a client leaves a turn before its end, the provider call runs on, unseen, for at most this long, so that
+     * the provider's own usage is what the turn is charged (an estimate otherwise); 0 cancels it at once.
+     */
+    usageWaitMs: z.number().int().min(0).max(30_000).default(1000),
   })
   .strict();
 

@@ -6,7 +6,9 @@
  *
  * The replies of the period are searched with the project's system repository, in pages of 1,000 ordered by
  * `sent` (the next page starts at the last `sent` seen, skipping the replies of that instant already counted), so
- * the report's cost is one search per 1,000 replies and its memory one page, whatever the period holds.
+ * the report's cost is one search per 1,000 replies and its memory one page, whatever the period holds. Usage
+ * fhirgate estimated (a reply that did not complete, usage-estimate.ts) is summed with the rest and counted apart.
+ * Budget counters that have nothing to go on start from the same sums (budget-seed.ts).
  */
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -35,11 +37,18 @@ export interface UsageQuery {
 /** The sums of one group. */
 export interface UsageTotals {
   replies: number;
-  /** Replies the provider reported no usage for (failed or stopped before the end): counted with 0 tokens. */
+  /** Replies that record no usage (the provider failed before any output): counted with 0 tokens. */
   replies_without_usage: number;
+  /**
+   * Replies whose usage fhirgate estimated because the provider reported none (stopped, or failed after some
+   * output): their tokens are in the sums, and in `estimated_tokens`.
+   */
+  replies_estimated: number;
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** The part of `total_tokens` that is estimated. */
+  estimated_tokens: number;
   /** Nano-dollars while summing; US dollars in the report. */
   cost_usd: number;
 }
@@ -59,28 +68,54 @@ const PAGE_SIZE = 1000;
 export async function buildUsageReport(repo: FhirRepository, query: UsageQuery): Promise<UsageReport> {
   const groups = new Map<string, UsageRow>();
   const total = emptyTotals();
+  await forEachRecordedReply(repo, query.categorySystem, `${query.start}T00:00:00.000Z`, `${nextDay(query.end)}T00:00:00.000Z`, (reply) => {
+    const key = query.groupBy.map((dimension) => reply[dimension]).join('\n');
+    let row = groups.get(key);
+    if (row === undefined) {
+      row = { ...Object.fromEntries(query.groupBy.map((dimension) => [dimension, reply[dimension]])), ...emptyTotals() };
+      groups.set(key, row);
+    }
+    addUsage(row, reply.usage);
+    addUsage(total, reply.usage);
+  });
+  const rows = [...groups.values()].sort(compareRows).map(inDollars);
+  return { rows, total: inDollars(total) };
+}
+
+/** What the report reads of one stored reply. */
+export interface RecordedReply extends Record<UsageDimension, string> {
+  readonly id: string;
+  readonly status: Communication['status'];
+  /** When it was sent (epoch ms). */
+  readonly sentAt: number;
+  readonly usage: RecordedUsageOf | undefined;
+}
+
+/** The usage a reply records: tokens, cost (nano-dollars), and whether fhirgate estimated them. */
+export interface RecordedUsageOf {
+  readonly prompt: number;
+  readonly completion: number;
+  readonly cost: number;
+  readonly estimated: boolean;
+}
+
+/**
+ * Visits the genuine replies of the project (those its AI agent wrote) sent from `from` (included) to `to` (not),
+ * both ISO 8601 instants, in order of `sent`: one search per 1,000 replies, one page in memory.
+ */
+export async function forEachRecordedReply(repo: FhirRepository, categorySystem: string, from: string, to: string, visit: (reply: RecordedReply) => void): Promise<void> {
   const agent = await findAgent(repo);
-  if (agent !== undefined) {
-    for await (const page of repliesOf(repo, agent, query)) {
-      const genuine = await agentAuthored(page, agent, async () => repo);
-      for (const reply of page) {
-        if (genuine.has(reply.id)) {
-          const usage = usageOf(reply);
-          const values = dimensionsOf(reply);
-          const key = query.groupBy.map((dimension) => values[dimension]).join('\n');
-          let row = groups.get(key);
-          if (row === undefined) {
-            row = { ...Object.fromEntries(query.groupBy.map((dimension) => [dimension, values[dimension]])), ...emptyTotals() };
-            groups.set(key, row);
-          }
-          addUsage(row, usage);
-          addUsage(total, usage);
-        }
+  if (agent === undefined) {
+    return;
+  }
+  for await (const page of repliesOf(repo, agent, categorySystem, from, to)) {
+    const genuine = await agentAuthored(page, agent, async () => repo);
+    for (const reply of page) {
+      if (genuine.has(reply.id)) {
+        visit({ ...dimensionsOf(reply), id: reply.id, status: reply.status, sentAt: reply.sent ? Date.parse(reply.sent) : Number.NaN, usage: recordedUsageOf(reply) });
       }
     }
   }
-  const rows = [...groups.values()].sort(compareRows).map(inDollars);
-  return { rows, total: inDollars(total) };
 }
 
 /** The project's AI agent, without creating it: a project that never chatted has none, and no usage. */
@@ -93,20 +128,19 @@ async function findAgent(repo: FhirRepository): Promise<Reference<Device> | unde
   return agent ? { reference: `Device/${agent.id}` } : undefined;
 }
 
-/** The agent's replies sent in the period, page by page, in order of `sent` (then id). */
-async function* repliesOf(repo: FhirRepository, agent: Reference<Device>, query: UsageQuery): AsyncGenerator<WithId<Communication>[]> {
-  const end = nextDay(query.end);
-  let from = `${query.start}T00:00:00.000Z`;
+/** The agent's replies sent from `start` to `end` (not included), page by page, in order of `sent` (then id). */
+async function* repliesOf(repo: FhirRepository, agent: Reference<Device>, categorySystem: string, start: string, end: string): AsyncGenerator<WithId<Communication>[]> {
+  let from = start;
   // Replies already counted whose `sent` is `from`: the next page starts at `from` and skips them.
   let seenAtFrom = 0;
   for (;;) {
     const page = await repo.searchResources<Communication>({
       resourceType: 'Communication',
       filters: [
-        { code: 'category', operator: 'eq', value: `${query.categorySystem}|${CATEGORY.response.code}` },
+        { code: 'category', operator: 'eq', value: `${categorySystem}|${CATEGORY.response.code}` },
         { code: 'sender', operator: 'eq', value: agent.reference as string },
         { code: 'sent', operator: 'ge', value: from },
-        { code: 'sent', operator: 'lt', value: `${end}T00:00:00.000Z` },
+        { code: 'sent', operator: 'lt', value: end },
       ],
       sortRules: [{ code: 'sent' }, { code: '_id' }],
       count: PAGE_SIZE,
@@ -135,8 +169,8 @@ function dimensionsOf(reply: Communication): Record<UsageDimension, string> {
   };
 }
 
-/** The usage a reply records: tokens and cost (nano-dollars); undefined when it records none. */
-function usageOf(reply: Communication): { prompt: number; completion: number; cost: number } | undefined {
+/** The usage a reply records; undefined when it records none. */
+export function recordedUsageOf(reply: Communication): RecordedUsageOf | undefined {
   const usage = reply.extension?.find((extension) => extension.url === EXTENSION.usage)?.extension;
   if (usage === undefined) {
     return undefined;
@@ -147,10 +181,11 @@ function usageOf(reply: Communication): { prompt: number; completion: number; co
     prompt: part('prompt-tokens')?.valueInteger ?? 0,
     completion: part('completion-tokens')?.valueInteger ?? 0,
     cost: cost === undefined ? 0 : nanoDollarsOf(cost),
+    estimated: part('estimated')?.valueBoolean === true,
   };
 }
 
-function addUsage(totals: UsageTotals, usage: ReturnType<typeof usageOf>): void {
+function addUsage(totals: UsageTotals, usage: RecordedUsageOf | undefined): void {
   totals.replies += 1;
   if (usage === undefined) {
     totals.replies_without_usage += 1;
@@ -160,10 +195,14 @@ function addUsage(totals: UsageTotals, usage: ReturnType<typeof usageOf>): void 
   totals.completion_tokens += usage.completion;
   totals.total_tokens += usage.prompt + usage.completion;
   totals.cost_usd += usage.cost;
+  if (usage.estimated) {
+    totals.replies_estimated += 1;
+    totals.estimated_tokens += usage.prompt + usage.completion;
+  }
 }
 
 function emptyTotals(): UsageTotals {
-  return { replies: 0, replies_without_usage: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost_usd: 0 };
+  return { replies: 0, replies_without_usage: 0, replies_estimated: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, estimated_tokens: 0, cost_usd: 0 };
 }
 
 /** Nano-dollars summed exactly as whole numbers, shown in dollars at the end. */

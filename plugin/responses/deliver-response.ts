@@ -6,14 +6,16 @@
  *   before it is a plain HTTP error, after retries and fallbacks), the output items' events as the reply comes, the
  *   reply recorded, then the items' `.done` events and `response.completed` (or `response.incomplete`, cut by
  *   `max_output_tokens` or a filter). A provider failure after the first event is `response.failed` (the reply
- *   `not-done`); a server shutting down sends an `error` event (the reply `stopped`); a client that leaves cancels
- *   the provider call and leaves a `stopped` reply with the text it was sent. Never a silent close.
+ *   `not-done`); a server shutting down sends an `error` event (the reply `stopped`); a client that leaves leaves a
+ *   `stopped` reply with the text it was sent, charged what the call cost (the call runs on, unseen, for at most
+ *   `usageWaitMs`, then is cancelled: chat/client-departure.ts). Never a silent close.
  */
 import type { Response } from 'express';
 import { toAppError, type AppError } from '../errors.ts';
-import type { ChatCompletion, ChatFinishReason, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
+import type { ChatCompletion, ChatFinishReason, ChatStreamEvent, ChatToolCall } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { recordFailure, recordReply, type ChatTurn } from '../chat/chat-turn.ts';
+import { ClientDeparture, closeUpstream, ProviderOutput, runOn } from '../chat/client-departure.ts';
 import { clientStillConnected } from '../chat/client-presence.ts';
 import { deliverJson } from '../chat/deliver-json.ts';
 import { isShutdownAbort, shuttingDownError } from '../chat/in-flight-turns.ts';
@@ -39,12 +41,7 @@ async function deliverResponseStream(turn: ChatTurn, response: Response): Promis
   const { controller } = turn;
   const events = new ResponseEventWriter(response, controller.signal);
   const output = new StreamedOutput(events, turn.replyId, turn.modelRequest.options?.logprobs !== undefined);
-  const abortOnClose = (): void => {
-    if (!response.writableFinished) {
-      controller.abort();
-    }
-  };
-  response.on('close', abortOnClose);
+  const departure = new ClientDeparture(response, controller, turn.usageWaitMs ?? 0);
   const startStream = async (): Promise<void> => {
     if (!events.started) {
       events.start({ 'X-Conversation-ID': turn.rootId });
@@ -52,9 +49,18 @@ async function deliverResponseStream(turn: ChatTurn, response: Response): Promis
     }
   };
   let finishReason: ChatFinishReason = 'stop';
-  let usage: ChatUsage | undefined;
+  // Everything the provider generates, seen by the client or not: what a reply that does not complete is charged.
+  const generated = new ProviderOutput();
+  const upstream = turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })[Symbol.asyncIterator]();
+  const cut = { turn, response, events, output, upstream, generated, departure };
   try {
-    for await (const event of turn.target.model.stream({ ...turn.modelRequest, signal: controller.signal })) {
+    for (let next = await upstream.next(); !next.done; next = await upstream.next()) {
+      const event = next.value;
+      generated.observe(event);
+      if (departure.left) {
+        // Nobody to send it to: the rest of the call only tells what it cost.
+        break;
+      }
       await startStream();
       if (event.type === 'text') {
         // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
@@ -66,21 +72,21 @@ async function deliverResponseStream(turn: ChatTurn, response: Response): Promis
         await output.addToolCall(event);
       } else {
         finishReason = event.finishReason;
-        usage = event.usage;
       }
     }
     await startStream();
   } catch (error) {
-    await endCut(turn, response, events, output, error);
+    await endCut(cut, error);
     return;
   } finally {
-    response.off('close', abortOnClose);
+    departure.stopWatching();
   }
   // `completed` only if the client is still there for the end (see deliver-stream.ts).
-  if (!(await clientStillConnected(response))) {
-    await recordReply(turn, { status: 'stopped', text: output.text, reason: CLIENT_LEFT });
+  if (departure.left || !(await clientStillConnected(response))) {
+    await leftEarly(cut);
     return;
   }
+  const usage = generated.usage;
   const toolCalls: ChatToolCall[] = output.toolCalls;
   try {
     await recordReply(turn, { status: 'completed', text: output.text, toolCalls, usage, finishReason });
@@ -118,27 +124,53 @@ export async function streamRecordedResponse(response: Response, recorded: Recor
   await sendInBand(events, { type: terminalEventOf(fields.end), response: responseObject(fields) });
 }
 
+/** A stream under way: the turn, its client, what went out to it, and the provider call. */
+interface StreamUnderWay {
+  readonly turn: ChatTurn;
+  readonly response: Response;
+  readonly events: ResponseEventWriter;
+  readonly output: StreamedOutput;
+  readonly upstream: AsyncIterator<ChatStreamEvent>;
+  /** Everything the provider generated, seen by the client or not. */
+  readonly generated: ProviderOutput;
+  readonly departure: ClientDeparture;
+}
+
 /** A stream that ended before the reply did: recorded as it ended, and told in-band when the client is still there. */
-async function endCut(turn: ChatTurn, response: Response, events: ResponseEventWriter, output: StreamedOutput, error: unknown): Promise<void> {
+async function endCut(cut: StreamUnderWay, error: unknown): Promise<void> {
+  const { turn, response, events, output, upstream, generated, departure } = cut;
   const { controller } = turn;
   if (isShutdownAbort(controller.signal) && !response.destroyed) {
-    await recordReply(turn, { status: 'stopped', text: output.text, reason: 'The server shut down before the reply finished.' });
+    await closeUpstream(upstream);
+    await recordReply(turn, { status: 'stopped', text: output.text, reason: 'The server shut down before the reply finished.', usage: generated.usage, generatedCharacters: generated.characters });
     if (!events.started) {
       throw shuttingDownError();
     }
     await sendInBand(events, errorEvent(shuttingDownError()));
     return;
   }
-  if (isAbortError(error) || controller.signal.aborted || response.destroyed) {
-    await recordReply(turn, { status: 'stopped', text: output.text, reason: CLIENT_LEFT });
+  if (departure.left || isAbortError(error) || controller.signal.aborted || response.destroyed) {
+    await leftEarly(cut);
     return;
   }
-  const appError = await recordFailure(turn, output.text, error);
+  await closeUpstream(upstream);
+  const appError = await recordFailure(turn, output.text, error, generated.characters);
   if (!events.started) {
     throw appError;
   }
   const end = responseEndOf('not-done', undefined, appError.message);
   await sendInBand(events, { type: 'response.failed', response: responseObject({ ...fieldsOf(turn), end, output: output.items('incomplete'), usage: null }) });
+}
+
+/**
+ * A client that left before the end: the provider call runs on, unseen, until it ends or its deadline cancels it,
+ * and the reply is `stopped` with the text the client was sent, charged the provider's usage if it came, else an
+ * estimate of what was generated.
+ */
+async function leftEarly(cut: StreamUnderWay): Promise<void> {
+  await runOn(cut.upstream, cut.generated, cut.departure);
+  cut.departure.dispose();
+  await recordReply(cut.turn, { status: 'stopped', text: cut.output.text, reason: CLIENT_LEFT, usage: cut.generated.usage, generatedCharacters: cut.generated.characters });
 }
 
 /** Why a reply whose client left is `stopped`. */
