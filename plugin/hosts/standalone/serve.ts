@@ -54,6 +54,8 @@ const standalone = await createStandaloneHost({
   metrics: config.metrics ? { bearerToken: config.metricsToken ?? readGeneratedMetricsToken(config.dataDir) } : undefined,
   maxJsonBytes: config.maxJsonBytes,
   maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
+  passwordChecks: { maxConcurrent: config.maxConcurrentPasswordChecks },
+  signInLimits: config.signInLimits,
   plugin: {
     maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { parseLogLevel, type LogLevel } from './logger.ts';
 import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
 import { parsePriceList, type PricePerMillion } from '../../governance/model-prices.ts';
+import { DEFAULT_PASSWORD_CHECK_LIMITS } from './auth/password-checks.ts';
+import { DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from './auth/sign-in-limits.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -36,6 +38,10 @@ export interface StandaloneConfig {
   readonly maxJsonBytes: number | undefined;
   /** Sign-ins, token requests and device token exchanges worked on at once before the caller is known (unset: 64). */
   readonly maxUnauthenticatedRequests: number | undefined;
+  /** Password checks (scrypt, on libuv's thread pool) running at once; more wait a moment or get 429. */
+  readonly maxConcurrentPasswordChecks: number;
+  /** Failed sign-ins per source and per account in a window before a lockout (auth/sign-in-limits.ts). */
+  readonly signInLimits: SignInLimits;
   /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
   readonly shutdownGraceMs: number;
   /** Build Medplum's whole GraphQL schema before listening (default off: when a request first needs it, if ever). */
@@ -72,6 +78,11 @@ const environmentSchema = z.object({
   FHIRGATE_DATE_SHIFT_KEY: z.string().trim().min(32, 'at least 32 characters').optional(),
   FHIRGATE_MAX_JSON_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
   FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_MAX_CONCURRENT_PASSWORD_CHECKS: z.coerce.number().int().min(1).max(64).default(DEFAULT_PASSWORD_CHECK_LIMITS.maxConcurrent),
+  FHIRGATE_SIGN_IN_FAILURES_PER_SOURCE: z.coerce.number().int().min(1).default(DEFAULT_SIGN_IN_LIMITS.perSource),
+  FHIRGATE_SIGN_IN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).default(DEFAULT_SIGN_IN_LIMITS.perAccount),
+  FHIRGATE_SIGN_IN_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(DEFAULT_SIGN_IN_LIMITS.windowSeconds),
+  FHIRGATE_SIGN_IN_LOCKOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(DEFAULT_SIGN_IN_LIMITS.lockoutSeconds),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('off'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
@@ -109,6 +120,13 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     dateShiftKey: values.FHIRGATE_DATE_SHIFT_KEY,
     maxJsonBytes: values.FHIRGATE_MAX_JSON_BYTES,
     maxUnauthenticatedRequests: values.FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS,
+    maxConcurrentPasswordChecks: values.FHIRGATE_MAX_CONCURRENT_PASSWORD_CHECKS,
+    signInLimits: {
+      perSource: values.FHIRGATE_SIGN_IN_FAILURES_PER_SOURCE,
+      perAccount: values.FHIRGATE_SIGN_IN_FAILURES_PER_ACCOUNT,
+      windowSeconds: values.FHIRGATE_SIGN_IN_FAILURE_WINDOW_SECONDS,
+      lockoutSeconds: values.FHIRGATE_SIGN_IN_LOCKOUT_SECONDS,
+    },
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
     graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
     storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,
