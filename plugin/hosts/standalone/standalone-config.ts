@@ -20,6 +20,11 @@ export interface StandaloneConfig {
   readonly dataDir: string;
   /** The reply journal's folder (the plugin's `replyJournalDir`): a disk of this instance's own; default `<dataDir>/journal`. */
   readonly journalDir: string;
+  /**
+   * This host is one of several instances sharing the data folder (data-folder-lock.ts); off: it holds the folder
+   * alone. On needs `REDIS_URL` (the instances' shared limits and turns) and `FHIRGATE_BASE_URL` (their one issuer).
+   */
+  readonly sharedDataDir: boolean;
   readonly redisUrl?: string;
   /** Prefix of fhirgate's keys in Redis (the plugin's `redisKeyPrefix`; unset: its default). */
   readonly redisKeyPrefix: string | undefined;
@@ -69,6 +74,7 @@ const environmentSchema = z.object({
   FHIRGATE_DATA_DIR: z.string().min(1).default('./data'),
   FHIRGATE_SEED_DEMO: z.enum(['true', 'false']).default('true'),
   FHIRGATE_JOURNAL_DIR: z.string().min(1).optional(),
+  FHIRGATE_SHARED_DATA_DIR: z.enum(['on', 'off']).default('off'),
   REDIS_URL: z.string().min(1).optional(),
   FHIRGATE_REDIS_KEY_PREFIX: z.string().min(1).max(100).optional(),
   LOG_LEVEL: z.string().optional(),
@@ -103,6 +109,12 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
   const values = parsed.data;
+  if (values.FHIRGATE_SHARED_DATA_DIR === 'on' && (!values.REDIS_URL || !values.FHIRGATE_BASE_URL)) {
+    throw new Error(
+      'Invalid configuration: FHIRGATE_SHARED_DATA_DIR=on needs REDIS_URL (the instances share their limits, budgets and turns there) ' +
+        'and FHIRGATE_BASE_URL (the one public address, the issuer of every token, whichever instance signs it)'
+    );
+  }
   const baseUrl = values.FHIRGATE_BASE_URL ?? `http://localhost:${values.PORT}/`;
   return {
     port: values.PORT,
@@ -110,6 +122,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     baseUrl: baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
     dataDir: resolve(values.FHIRGATE_DATA_DIR),
     journalDir: resolve(values.FHIRGATE_JOURNAL_DIR ?? join(values.FHIRGATE_DATA_DIR, 'journal')),
+    sharedDataDir: values.FHIRGATE_SHARED_DATA_DIR === 'on',
     redisUrl: values.REDIS_URL,
     redisKeyPrefix: values.FHIRGATE_REDIS_KEY_PREFIX,
     logLevel: parseLogLevel(values.LOG_LEVEL),
