@@ -12,6 +12,11 @@ export interface AttackOutcome {
   readonly letThrough: boolean;
   /** Why it counts as let through, or a detail worth printing. */
   readonly note?: string;
+  /**
+   * True when a 503 is the refusal the attack calls for (a store that lost its file refuses everything): not counted
+   * among the 5xx answers seen, which are the server failing.
+   */
+  readonly unavailableExpected?: boolean;
 }
 
 export interface AttackResult extends AttackOutcome {
@@ -47,7 +52,7 @@ export class AttackLog {
       const entry = (byKind[result.kind] ??= { tried: 0, letThrough: 0, fiveHundreds: 0 });
       entry.tried++;
       entry.letThrough += result.letThrough ? 1 : 0;
-      entry.fiveHundreds += result.status >= 500 ? 1 : 0;
+      entry.fiveHundreds += isServerFailure(result) ? 1 : 0;
     }
     const total = (key: 'tried' | 'letThrough' | 'fiveHundreds'): number => Object.values(byKind).reduce((sum, entry) => sum + entry[key], 0);
     return { byKind, tried: total('tried'), letThrough: total('letThrough'), fiveHundreds: total('fiveHundreds') };
@@ -59,11 +64,16 @@ export class AttackLog {
     for (const [kind, entry] of Object.entries(byKind)) lines.push(`| ${kind} | ${entry.tried} | ${entry.letThrough} | ${entry.fiveHundreds} |`);
     lines.push(`| **all** | ${tried} | ${letThrough} | ${fiveHundreds} |`);
     for (const [name, value] of Object.entries(this.figures)) lines.push(`\n${name}: ${value}`);
-    for (const result of this.results.filter((item) => item.letThrough || item.status >= 500)) {
+    for (const result of this.results.filter((item) => item.letThrough || isServerFailure(item))) {
       lines.push(`\nFAILED ${result.kind} / ${result.name}: status ${result.status}${result.note ? `, ${result.note}` : ''}`);
     }
     return `${lines.join('\n')}\n`;
   }
+}
+
+/** A 5xx answer that is not the refusal the attack called for. */
+export function isServerFailure(result: AttackOutcome): boolean {
+  return result.status >= 500 && !(result.unavailableExpected && result.status === 503);
 }
 
 /** A refusal with one of the expected statuses, nothing else. */

@@ -40,6 +40,8 @@ describeWithRedis('budgets on two instances sharing Redis', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-budgets-'));
     const env = {
       FHIRGATE_DATA_DIR: dataDir,
+      // Two instances of one deployment on one data folder.
+      FHIRGATE_SHARED_DATA_DIR: 'on',
       FHIRGATE_BASE_URL: PUBLIC_URL,
       AI_PROVIDER: 'openai-compatible',
       AI_API_BASE: `${emulator.url}/v1`,

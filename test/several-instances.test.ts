@@ -1,6 +1,6 @@
 /**
- * Several instances behind a load balancer: two standalone host processes (`npm start`'s entry point) on the same
- * SQLite file and the same Redis. Everything a request needs lives in the store or Redis, so either instance can
+ * Several instances behind a load balancer: two standalone host processes (`npm start`'s entry point) sharing one
+ * data folder (`FHIRGATE_SHARED_DATA_DIR=on`: the same SQLite file, the journal's root) and the same Redis. Everything a request needs lives in the store or Redis, so either instance can
  * serve any request: a conversation continues across them, tokens issued by one work on the other, a device's
  * rate limit holds across both, and racing first requests leave one AI agent Device, not two.
  */
@@ -25,7 +25,7 @@ interface Instance {
 /** Starts `plugin/hosts/standalone/main.ts` on a free port and waits for its start-up log line. */
 async function startInstance(dataDir: string): Promise<Instance> {
   const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
-    env: { ...process.env, PORT: '0', FHIRGATE_BASE_URL: PUBLIC_URL, FHIRGATE_DATA_DIR: dataDir, LOG_LEVEL: 'info', AI_PROVIDER: '' },
+    env: { ...process.env, PORT: '0', FHIRGATE_BASE_URL: PUBLIC_URL, FHIRGATE_DATA_DIR: dataDir, FHIRGATE_SHARED_DATA_DIR: 'on', LOG_LEVEL: 'info', AI_PROVIDER: '' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((resolve, reject) => {
@@ -117,6 +117,17 @@ describeWithRedis('two instances on one store and one Redis', () => {
     expect(statuses.filter((status) => status === 200)).toHaveLength(10);
     expect(statuses.filter((status) => status === 429)).toHaveLength(4);
   });
+
+  test('a host started on their folder without FHIRGATE_SHARED_DATA_DIR=on is refused it, in one line saying how to join', async () => {
+    const refused = await run(process.execPath, ['plugin/hosts/standalone/main.ts'], {
+      env: { ...process.env, PORT: '0', FHIRGATE_BASE_URL: PUBLIC_URL, FHIRGATE_DATA_DIR: dataDir, AI_PROVIDER: '' },
+      timeout: 60_000,
+    }).catch((error: { code?: number; stderr?: string }) => error);
+    expect((refused as { code?: number }).code).toBe(1);
+    const lines = ((refused as { stderr?: string }).stderr ?? '').split('\n').filter((line) => line.startsWith('fhirgate cannot start:'));
+    expect(lines).toEqual([expect.stringContaining(`the data folder ${dataDir} is in use by fhirgate instances that share it`)]);
+    expect(lines[0]).toContain('Start this one with FHIRGATE_SHARED_DATA_DIR=on to be one of them');
+  }, 120_000);
 });
 
 /** An access token of the demo integration (it may read Devices), by client credentials. */

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { RateLimiterRes } from 'rate-limiter-flexible';
-import { describeWithRedisServer } from '../../test/support/redis.ts';
+import { connectTestRedis, describeWithRedis, describeWithRedisServer } from '../../test/support/redis.ts';
 import { startOwnRedis, type OwnRedis } from '../../test/support/own-redis.ts';
 import { waitFor } from '../../test/support/wait-for.ts';
 import type { HostLogger } from '../host.ts';
@@ -56,6 +56,34 @@ describe('createLimiterStore without Redis', () => {
     const store = createLimiterStore(undefined);
     expect(store.guard).toBeUndefined();
     expect(await consumeTimes(newLimit(store, `t:${randomUUID()}`), 'key', 4)).toEqual([true, true, true, false]);
+  });
+
+  test("get reads a key's count without counting: none, then past the points while refused", async () => {
+    const limit = createLimiterStore(undefined).limit({ keyPrefix: `t:${randomUUID()}`, points: 2, durationSeconds: 30, blockSeconds: 60 });
+    expect(await limit.get('key')).toBeNull();
+    await consumeTimes(limit, 'key', 3);
+    const count = await limit.get('key');
+    expect(count?.consumedPoints).toBeGreaterThan(2);
+    expect(count?.msBeforeNext).toBeGreaterThan(30_000);
+    expect((await limit.get('key'))?.consumedPoints).toBe(count?.consumedPoints);
+  });
+});
+
+describeWithRedis('createLimiterStore on Redis', () => {
+  test('get reads the count another instance made, without counting', async () => {
+    const [first, second] = [connectTestRedis(), connectTestRedis()];
+    try {
+      await Promise.all([first.ping(), second.ping()]);
+      const prefix = `t:${randomUUID()}`;
+      const counted = createLimiterStore(first).limit({ keyPrefix: prefix, points: 2, durationSeconds: 30, blockSeconds: 60 });
+      const read = createLimiterStore(second).limit({ keyPrefix: prefix, points: 2, durationSeconds: 30, blockSeconds: 60 });
+      expect(await read.get('key')).toBeNull();
+      await consumeTimes(counted, 'key', 3);
+      expect((await read.get('key'))?.consumedPoints).toBeGreaterThan(2);
+      expect((await read.get('key'))?.msBeforeNext).toBeGreaterThan(30_000);
+    } finally {
+      await Promise.all([first.quit(), second.quit()]);
+    }
   });
 });
 

@@ -21,6 +21,8 @@ export interface LimitOptions {
 /** Counts one point per call; rejects with rate-limiter-flexible's `RateLimiterRes` over the limit. */
 export interface Limit {
   consume(key: string): Promise<RateLimiterRes>;
+  /** The key's count without counting (null when it has none): past `points` while it is refused. */
+  get(key: string): Promise<RateLimiterRes | null>;
 }
 
 /** Makes limits, all on one Redis (or all in memory). */
@@ -85,6 +87,17 @@ export function createLimiterStore(
           }
           return memory.consume(key);
         },
+        get: async (key) => {
+          const epoch = guard.shouldAsk();
+          if (epoch !== undefined) {
+            try {
+              return (await shared.get(key)) as RateLimiterRes | null;
+            } catch (error) {
+              guard.failed(epoch, error);
+            }
+          }
+          return memory.get(key);
+        },
       };
     },
   };
@@ -97,5 +110,5 @@ function memoryLimit(limit: LimitOptions): Limit {
     duration: limit.durationSeconds,
     blockDuration: limit.blockSeconds ?? 0,
   });
-  return { consume: (key) => memory.consume(key) };
+  return { consume: (key) => memory.consume(key), get: (key) => memory.get(key) };
 }

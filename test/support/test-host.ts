@@ -54,8 +54,8 @@ export interface TestHostOptions {
   readonly metrics?: boolean;
   /** Where the host logs; silent unless given. */
   readonly logger?: HostLogger;
-  /** The host's own bounds on bodies and unauthenticated requests (its defaults otherwise). */
-  readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests'>;
+  /** The host's own bounds on bodies, unauthenticated requests, password checks and failed sign-ins (its defaults otherwise). */
+  readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests' | 'passwordChecks' | 'signInLimits'>;
   /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
   readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }

@@ -17,6 +17,9 @@ import { authenticateRequest } from './auth/authenticate-request.ts';
 import { createCallerCache, type CallerCacheOptions } from './auth/caller-cache.ts';
 import { createOAuthRoutes } from './auth/oauth-routes.ts';
 import { createPasswordLoginRoutes } from './auth/password-login.ts';
+import { DEFAULT_PASSWORD_CHECK_LIMITS, PasswordChecks, type PasswordCheckLimits } from './auth/password-checks.ts';
+import { DEFAULT_SIGN_IN_LIMITS, createSignInLimiter, type SignInLimits } from './auth/sign-in-limits.ts';
+import { createLimiterStore } from '../../devices/limiter-store.ts';
 import { createProjectAdminRoutes } from './admin/project-admin-routes.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
@@ -58,6 +61,10 @@ export interface StandaloneHostOptions {
   readonly maxJsonDepth?: number;
   /** Sign-ins and token requests the host works on at once before their caller is known (default 64). */
   readonly maxUnauthenticatedRequests?: number;
+  /** Password checks (scrypt) running and waiting at once (auth/password-checks.ts; default: 1 running, 8 waiting up to 1 s). */
+  readonly passwordChecks?: Partial<PasswordCheckLimits>;
+  /** Failed sign-ins per source and per account before a lockout (auth/sign-in-limits.ts; default 20 and 10 in 5 minutes, 15 minutes). */
+  readonly signInLimits?: Partial<SignInLimits>;
 }
 
 /** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
@@ -105,6 +112,10 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   const plugin = createFhirgatePlugin(host, options.plugin);
   const body = { maxBytes: options.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES, maxDepth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH };
   const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests ?? DEFAULT_MAX_UNAUTHENTICATED_REQUESTS);
+  const passwords = new PasswordChecks({ ...DEFAULT_PASSWORD_CHECK_LIMITS, ...options.passwordChecks });
+  // Counted in the host's Redis when it has one (shared by its instances), under the plugin's key prefix.
+  const signInCounts = createLimiterStore(options.redis, { logger });
+  const signInLimits = createSignInLimiter({ ...DEFAULT_SIGN_IN_LIMITS, ...options.signInLimits }, signInCounts, { keyPrefix: options.plugin?.redisKeyPrefix, logger });
 
   const app = express();
   app.disable('x-powered-by');
@@ -114,7 +125,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     app.get('/metrics', metricsRoute);
   }
   app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
-  app.use(createPasswordLoginRoutes(store, { unauthenticated, maxJsonDepth: body.maxDepth, logger }));
+  app.use(createPasswordLoginRoutes(store, { unauthenticated, passwords, limits: signInLimits, maxJsonDepth: body.maxDepth, logger }));
   app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
   app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger }));
   app.use(plugin);
@@ -151,6 +162,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
     close: async ({ graceMs } = {}) => {
       const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
       await plugin.close({ graceMs });
+      signInCounts.close();
       // Every chat reply is on record now: idle keep-alive connections go at once, busy ones after a moment.
       servers.forEach((server) => server.closeIdleConnections());
       const lingering = setTimeout(() => servers.forEach((server) => server.closeAllConnections()), CONNECTION_LINGER_MS);

@@ -1,6 +1,8 @@
 /**
  * `GET /healthcheck`, shaped like Medplum's: `ok`, `version`, `platform`, `runtime`, and whether the store and
- * Redis answer. A load balancer takes an instance out when it answers 503 (store or Redis down).
+ * Redis answer. A load balancer takes an instance out when it answers 503 (store or Redis down). The store is down
+ * too when its file is no longer where it was opened (the data folder deleted): it answers reads from a file the
+ * next start will not find, and refuses every write.
  */
 import { Operator } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -24,8 +26,20 @@ export function createHealthcheck(store: FhirRepository, redis: Redis | undefine
   };
 }
 
+/** A store that can tell whether its file is still there (the SQLite store); others are only asked to search. */
+interface FileBackedStore {
+  checkStorage(): void;
+}
+
+function isFileBacked(store: FhirRepository): store is FhirRepository & FileBackedStore {
+  return typeof (store as Partial<FileBackedStore>).checkStorage === 'function';
+}
+
 async function checkStore(store: FhirRepository): Promise<boolean> {
   try {
+    if (isFileBacked(store)) {
+      store.checkStorage();
+    }
     await store.search({ resourceType: 'Project', count: 1, filters: [{ code: '_id', operator: Operator.EQUALS, value: 'healthcheck' }] });
     return true;
   } catch {

@@ -13,6 +13,8 @@
  *                               the next one, instead of V8's own factor (about 2× here): ~70 MB off the peak.
  */
 
+import { StartUpError } from './start-up-error.ts';
+
 if (process.argv[2] === 'provision') {
   const { runProvisionCommand } = await import('../../provision/provision-command.ts');
   process.exitCode = await runProvisionCommand(process.argv.slice(3));
@@ -20,8 +22,9 @@ if (process.argv[2] === 'provision') {
   try {
     await import('./serve.ts');
   } catch (error) {
-    // A wrong setting (the host's variables, the plugin's options, device_auth) is one line naming it, not a stack.
-    if (error instanceof Error && error.message.startsWith('Invalid ')) {
+    // A wrong setting (the host's variables, the plugin's options, device_auth), a data folder another host holds or
+    // a port in use is one line saying what to do, not a stack.
+    if (error instanceof StartUpError || (error instanceof Error && error.message.startsWith('Invalid '))) {
       process.stderr.write(`fhirgate cannot start: ${error.message}\n`);
       process.exit(1);
     }

@@ -32,24 +32,35 @@ export function toOperationOutcome(error: AppError): OperationOutcome {
       return contentTooLarge(error.message);
     case 'rate_limited':
       return { ...tooManyRequests, issue: [{ severity: 'error', code: 'throttled', details: { text: error.message } }] };
+    case 'unavailable':
+      // Medplum has no outcome for a 503: a transient issue, sent with the table's status (outcomeForThrown).
+      return { resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'transient', details: { text: error.message } }] };
     default:
       return error.status < 500 ? badRequest(error.message) : SERVER_ERROR;
   }
 }
 
 /** Sends an outcome with its status (and `Retry-After` when `retryAfterSeconds` is given). */
-export function sendOutcome(response: Response, outcome: OperationOutcome, retryAfterSeconds?: number): void {
+export function sendOutcome(response: Response, outcome: OperationOutcome, retryAfterSeconds?: number, status = getStatus(outcome)): void {
   if (retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(Math.ceil(retryAfterSeconds)));
   }
-  response.status(getStatus(outcome)).type(FHIR_JSON).send(JSON.stringify(outcome));
+  response.status(status).type(FHIR_JSON).send(JSON.stringify(outcome));
 }
 
-/** What a thrown value is answered with, as an outcome, and the AppError it was read as (for logging). */
-export function outcomeForThrown(thrown: unknown): { readonly outcome: OperationOutcome; readonly error: AppError } {
+/**
+ * What a thrown value is answered with, as an outcome and a status, and the AppError it was read as (for logging).
+ * A Medplum outcome keeps its own status; an AppError's server-side failure takes the table's (503 for
+ * `unavailable`), its client errors the status of the outcome they map to.
+ */
+export function outcomeForThrown(thrown: unknown): { readonly outcome: OperationOutcome; readonly status: number; readonly error: AppError } {
   const medplumOutcome = outcomeOf(thrown);
   const error = toAppError(fromBodyParserError(thrown) ?? fromExpressError(thrown) ?? thrown);
-  return { outcome: medplumOutcome ?? toOperationOutcome(error), error };
+  if (medplumOutcome) {
+    return { outcome: medplumOutcome, status: getStatus(medplumOutcome), error };
+  }
+  const outcome = toOperationOutcome(error);
+  return { outcome, status: error.status >= 500 ? error.status : getStatus(outcome), error };
 }
 
 /**
@@ -59,8 +70,8 @@ export function outcomeForThrown(thrown: unknown): { readonly outcome: Operation
  */
 export function createOutcomeErrorHandler(logger: HostLogger | undefined): ErrorRequestHandler {
   return (thrown: unknown, _request, response, _next) => {
-    const { outcome, error } = outcomeForThrown(thrown);
-    if (getStatus(outcome) >= 500) {
+    const { outcome, status, error } = outcomeForThrown(thrown);
+    if (status >= 500) {
       // The name only: a message can quote what the client sent.
       logger?.error('Request failed', { code: error.code, cause: nameOf(error.cause ?? thrown) });
     }
@@ -68,7 +79,7 @@ export function createOutcomeErrorHandler(logger: HostLogger | undefined): Error
       response.destroy();
       return;
     }
-    sendOutcome(response, outcome, error.retryAfterSeconds);
+    sendOutcome(response, outcome, error.retryAfterSeconds, status);
   };
 }
 

@@ -1,14 +1,19 @@
 /**
  * The standalone host with fhirgate mounted (`fhirgate`, `npm start`; main.ts runs it), on a SQLite file under the
  * data folder, with the demo project loaded. Binds to loopback by default.
+ *
+ * Start-up refuses, in one line (a StartUpError), a port it cannot listen on, before it touches the data folder,
+ * and a data folder another host holds (data-folder-lock.ts). A start that fails after it took the folder puts
+ * `host.json` back as it was; one that fails to listen (the port taken after the check) also closes what it
+ * opened, its reply journal folder with it. The lock goes with the process.
  */
-import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { writeHostInfo } from './host-info.ts';
+import { lockDataFolder } from './data-folder-lock.ts';
+import { checkPortIsFree, describeListenFailure, type ListenAddress } from './listen-failure.ts';
 import { readStandaloneConfig } from './standalone-config.ts';
 import { createJsonLogger } from './logger.ts';
 import { openStandaloneStore } from './open-store.ts';
-import { createStandaloneHost } from './create-standalone-host.ts';
+import { createStandaloneHost, type StandaloneHost } from './create-standalone-host.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
 import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
 import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
@@ -27,8 +32,20 @@ const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 
 const config = readStandaloneConfig();
 const logger = createJsonLogger(config.logLevel);
+const address: ListenAddress = { port: config.port, hostname: config.hostname, startCommand: FROM_SOURCES ? 'npm start' : 'fhirgate' };
+await checkPortIsFree(address);
 // Owner-only: the store holds signing keys, client secrets and PHI (the files inside are 0600 in any case).
 mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+const dataFolder = lockDataFolder(config.dataDir, { shared: config.sharedDataDir });
+// Recorded at once, so that a host refused the folder meanwhile can name this one.
+dataFolder.recordHost({ issuer: config.baseUrl });
+let started = false;
+// A start that fails from here on leaves `host.json` as it found it (the lock goes with the process).
+process.once('exit', () => {
+  if (!started) {
+    dataFolder.releaseAfterFailedStart();
+  }
+});
 const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs, cacheSizeMiB: config.storeCacheMiB });
 const configuredLlm = readProviderConfigFromEnvironment(process.env);
 const demoProvider = configuredLlm ? undefined : await startDemoProvider();
@@ -54,6 +71,8 @@ const standalone = await createStandaloneHost({
   metrics: config.metrics ? { bearerToken: config.metricsToken ?? readGeneratedMetricsToken(config.dataDir) } : undefined,
   maxJsonBytes: config.maxJsonBytes,
   maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
+  passwordChecks: { maxConcurrent: config.maxConcurrentPasswordChecks },
+  signInLimits: config.signInLimits,
   plugin: {
     maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,
@@ -76,9 +95,10 @@ const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: fal
 // Start-up's garbage (the parsed definition bundles, the schema build) would otherwise stay committed for good.
 const heap = compactHeap();
 logger.debug('start-up heap compacted', { committedBeforeBytes: heap.committedBeforeBytes, committedAfterBytes: heap.committedAfterBytes });
-const { url } = await standalone.listen(config.port, config.hostname);
+const url = await listenOrUndo(standalone);
 // The token command signs for this host: it reads the issuer here, whatever PORT or base URL it was started with.
-writeHostInfo(config.dataDir, { issuer: config.baseUrl, url, pid: process.pid });
+dataFolder.recordHost({ issuer: config.baseUrl, url });
+started = true;
 
 logger.info('fhirgate standalone host started', { url, dataDir: config.dataDir, demoProject: demo?.projectId });
 if (demo) {
@@ -119,12 +139,29 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       .then(() => demoProvider?.emulator.close())
       .then(() => redis?.quit())
       .then(() => store.close())
+      .then(() => dataFolder.release())
       .then(() => process.exit(0))
       .catch((error: unknown) => {
         logger.error('Shutdown failed', { error: String(error) });
         process.exit(1);
       });
   });
+}
+
+/**
+ * Listens; when that fails (the port was taken after the check), what this start opened is closed (the plugin's
+ * empty journal folder goes with it) and the reason is one line.
+ */
+async function listenOrUndo(host: StandaloneHost): Promise<string> {
+  try {
+    return (await host.listen(config.port, config.hostname)).url;
+  } catch (error) {
+    await host.close({ graceMs: 0 });
+    await demoProvider?.emulator.close();
+    await redis?.quit();
+    store.close();
+    throw describeListenFailure(error, address) ?? error;
+  }
 }
 
 /** The id of the store's one project; undefined when it has none or several. */

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { parseLogLevel, type LogLevel } from './logger.ts';
 import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
 import { parsePriceList, type PricePerMillion } from '../../governance/model-prices.ts';
+import { DEFAULT_PASSWORD_CHECK_LIMITS } from './auth/password-checks.ts';
+import { DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from './auth/sign-in-limits.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -18,6 +20,11 @@ export interface StandaloneConfig {
   readonly dataDir: string;
   /** The reply journal's folder (the plugin's `replyJournalDir`): a disk of this instance's own; default `<dataDir>/journal`. */
   readonly journalDir: string;
+  /**
+   * This host is one of several instances sharing the data folder (data-folder-lock.ts); off: it holds the folder
+   * alone. On needs `REDIS_URL` (the instances' shared limits and turns) and `FHIRGATE_BASE_URL` (their one issuer).
+   */
+  readonly sharedDataDir: boolean;
   readonly redisUrl?: string;
   /** Prefix of fhirgate's keys in Redis (the plugin's `redisKeyPrefix`; unset: its default). */
   readonly redisKeyPrefix: string | undefined;
@@ -36,6 +43,10 @@ export interface StandaloneConfig {
   readonly maxJsonBytes: number | undefined;
   /** Sign-ins, token requests and device token exchanges worked on at once before the caller is known (unset: 64). */
   readonly maxUnauthenticatedRequests: number | undefined;
+  /** Password checks (scrypt, on libuv's thread pool) running at once; more wait a moment or get 429. */
+  readonly maxConcurrentPasswordChecks: number;
+  /** Failed sign-ins per source and per account in a window before a lockout (auth/sign-in-limits.ts). */
+  readonly signInLimits: SignInLimits;
   /** On SIGTERM, how long chat turns in flight may run on before they are stopped (milliseconds). */
   readonly shutdownGraceMs: number;
   /** Build Medplum's whole GraphQL schema before listening (default off: when a request first needs it, if ever). */
@@ -63,6 +74,7 @@ const environmentSchema = z.object({
   FHIRGATE_DATA_DIR: z.string().min(1).default('./data'),
   FHIRGATE_SEED_DEMO: z.enum(['true', 'false']).default('true'),
   FHIRGATE_JOURNAL_DIR: z.string().min(1).optional(),
+  FHIRGATE_SHARED_DATA_DIR: z.enum(['on', 'off']).default('off'),
   REDIS_URL: z.string().min(1).optional(),
   FHIRGATE_REDIS_KEY_PREFIX: z.string().min(1).max(100).optional(),
   LOG_LEVEL: z.string().optional(),
@@ -72,6 +84,11 @@ const environmentSchema = z.object({
   FHIRGATE_DATE_SHIFT_KEY: z.string().trim().min(32, 'at least 32 characters').optional(),
   FHIRGATE_MAX_JSON_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).optional(),
   FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_MAX_CONCURRENT_PASSWORD_CHECKS: z.coerce.number().int().min(1).max(64).default(DEFAULT_PASSWORD_CHECK_LIMITS.maxConcurrent),
+  FHIRGATE_SIGN_IN_FAILURES_PER_SOURCE: z.coerce.number().int().min(1).default(DEFAULT_SIGN_IN_LIMITS.perSource),
+  FHIRGATE_SIGN_IN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).default(DEFAULT_SIGN_IN_LIMITS.perAccount),
+  FHIRGATE_SIGN_IN_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(DEFAULT_SIGN_IN_LIMITS.windowSeconds),
+  FHIRGATE_SIGN_IN_LOCKOUT_SECONDS: z.coerce.number().int().min(1).max(86_400).default(DEFAULT_SIGN_IN_LIMITS.lockoutSeconds),
   FHIRGATE_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   FHIRGATE_GRAPHQL_WARMUP: z.enum(['on', 'off']).default('off'),
   FHIRGATE_STORE_BUSY_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
@@ -92,6 +109,12 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
   const values = parsed.data;
+  if (values.FHIRGATE_SHARED_DATA_DIR === 'on' && (!values.REDIS_URL || !values.FHIRGATE_BASE_URL)) {
+    throw new Error(
+      'Invalid configuration: FHIRGATE_SHARED_DATA_DIR=on needs REDIS_URL (the instances share their limits, budgets and turns there) ' +
+        'and FHIRGATE_BASE_URL (the one public address, the issuer of every token, whichever instance signs it)'
+    );
+  }
   const baseUrl = values.FHIRGATE_BASE_URL ?? `http://localhost:${values.PORT}/`;
   return {
     port: values.PORT,
@@ -99,6 +122,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     baseUrl: baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`,
     dataDir: resolve(values.FHIRGATE_DATA_DIR),
     journalDir: resolve(values.FHIRGATE_JOURNAL_DIR ?? join(values.FHIRGATE_DATA_DIR, 'journal')),
+    sharedDataDir: values.FHIRGATE_SHARED_DATA_DIR === 'on',
     redisUrl: values.REDIS_URL,
     redisKeyPrefix: values.FHIRGATE_REDIS_KEY_PREFIX,
     logLevel: parseLogLevel(values.LOG_LEVEL),
@@ -109,6 +133,13 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     dateShiftKey: values.FHIRGATE_DATE_SHIFT_KEY,
     maxJsonBytes: values.FHIRGATE_MAX_JSON_BYTES,
     maxUnauthenticatedRequests: values.FHIRGATE_MAX_UNAUTHENTICATED_REQUESTS,
+    maxConcurrentPasswordChecks: values.FHIRGATE_MAX_CONCURRENT_PASSWORD_CHECKS,
+    signInLimits: {
+      perSource: values.FHIRGATE_SIGN_IN_FAILURES_PER_SOURCE,
+      perAccount: values.FHIRGATE_SIGN_IN_FAILURES_PER_ACCOUNT,
+      windowSeconds: values.FHIRGATE_SIGN_IN_FAILURE_WINDOW_SECONDS,
+      lockoutSeconds: values.FHIRGATE_SIGN_IN_LOCKOUT_SECONDS,
+    },
     shutdownGraceMs: values.FHIRGATE_SHUTDOWN_GRACE_MS,
     graphqlWarmUp: values.FHIRGATE_GRAPHQL_WARMUP === 'on',
     storeBusyTimeoutMs: values.FHIRGATE_STORE_BUSY_TIMEOUT_MS,

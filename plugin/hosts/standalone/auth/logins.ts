@@ -7,6 +7,7 @@ import { createReference, type ProfileResource, type WithId } from '@medplum/cor
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { ClientApplication, Login, Project, ProjectMembership, Reference, User } from '@medplum/fhirtypes';
 import type { CallerContext } from '../../../host.ts';
+import { isOutcomeStatus } from '../../../medplum-errors.ts';
 import { ProjectRepository } from '../project-repository.ts';
 import type { AccessTokenClaims, AccessTokenService } from './access-tokens.ts';
 import { buildAccessPolicy } from './access-policy.ts';
@@ -142,7 +143,12 @@ async function readOrUndefined<T extends Login | ProjectMembership | Project>(
     return typeof typeOrReference === 'string'
       ? await store.readResource<T>(typeOrReference, id ?? '')
       : await store.readReference<T>(typeOrReference as Reference<T>);
-  } catch {
-    return undefined;
+  } catch (error) {
+    // Missing, deleted or not a reference: nobody is authenticated. A store that fails is not a caller who does not
+    // exist: its error goes on (503 for a store whose file is gone), never a 401 that makes a client drop its token.
+    if (isOutcomeStatus(error, 400, 404, 410)) {
+      return undefined;
+    }
+    throw error;
   }
 }

@@ -7,7 +7,10 @@
  *    `{login, memberships}` and `POST /auth/profile` `{login, profile: <membership id>}` picks one;
  * 2. `POST /oauth2/token` `grant_type=authorization_code` (`code`, `code_verifier`): within a few minutes, once,
  *    with the verifier of the challenge, the login is granted and its access token issued.
- * A wrong password and an unknown email get the same answer, after the same work; neither is logged.
+ * A wrong password and an unknown email get the same answer, after the same work; neither is logged. Before the
+ * password is hashed, a sign-in from a source or for an account locked out by failed attempts is refused (429,
+ * sign-in-limits.ts), and the hashing itself takes a place among a few (429 when none is free soon,
+ * password-checks.ts): a flood of sign-ins can neither guess on nor starve the host.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Operator, badRequest, createReference, type WithId } from '@medplum/core';
@@ -21,7 +24,8 @@ import { holdUnauthenticatedPlace, type UnauthenticatedRequests } from '../../..
 import { createOutcomeErrorHandler } from '../outcome-errors.ts';
 import type { AccessTokenService } from './access-tokens.ts';
 import { signLoginToken, type IssuedLogin } from './logins.ts';
-import { verifyPassword } from './passwords.ts';
+import type { PasswordChecks } from './password-checks.ts';
+import type { SignInLimiter } from './sign-in-limits.ts';
 
 // How long a code may wait for its exchange (Medplum allows a login's code for a short while after the sign-in).
 const CODE_LIFETIME_MS = 10 * 60 * 1000;
@@ -48,6 +52,10 @@ const LOGIN_BODY_LIMIT = 16 * 1024;
 export interface PasswordLoginRoutesOptions {
   /** Places of the unauthenticated requests in flight: a sign-in is read, and its password hashed, before anyone is known. */
   readonly unauthenticated: UnauthenticatedRequests;
+  /** The host's bound on password checks running at once. */
+  readonly passwords: PasswordChecks;
+  /** Lockouts after failed sign-ins, per source and per account. */
+  readonly limits: SignInLimiter;
   readonly maxJsonDepth: number;
   readonly logger?: HostLogger;
 }
@@ -67,8 +75,17 @@ export function createPasswordLoginRoutes(store: FhirRepository, options: Passwo
       return;
     }
     const { email, password, projectId } = body.data;
+    const attempt = { sourceAddress: request.ip, email };
+    const lockedOut = await options.limits.check(attempt);
+    if (lockedOut) {
+      throw lockedOut;
+    }
     const user = await findUser(store, email.toLowerCase());
-    if (!(await verifyPassword(password, user?.passwordHash)) || !user) {
+    if (!(await options.passwords.verify(password, user?.passwordHash)) || !user) {
+      const lockout = await options.limits.failed(attempt);
+      if (lockout) {
+        throw lockout;
+      }
       sendOutcome(response, 400, INVALID_CREDENTIALS);
       return;
     }
@@ -110,7 +127,8 @@ export function createPasswordLoginRoutes(store: FhirRepository, options: Passwo
     }
     response.json(await withMembership(store, login, membership));
   });
-  // A body that is not JSON, too large or too deep: Medplum's error shape, never the body itself.
+  // A body that is not JSON, too large or too deep, a lockout, no place for the password check: Medplum's error
+  // shape (429s with Retry-After), never the body itself.
   router.use(['/auth/login', '/auth/profile'], createOutcomeErrorHandler(options.logger));
   return router;
 }

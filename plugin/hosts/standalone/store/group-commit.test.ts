@@ -307,3 +307,47 @@ describe('GroupCommit with the sync off the event loop', () => {
     expect(committedIds(openReader())).toEqual(['a', 'b']);
   });
 });
+
+describe('GroupCommit with a verify (the store file still where it was opened)', () => {
+  test('a group committed into a file that is gone is not acknowledged, and nothing after it is', async () => {
+    let gone: Error | undefined;
+    const group = groupCommit({
+      verify: () => {
+        if (gone) throw gone;
+      },
+    });
+    await expect(group.write(insert('kept'))).resolves.toBe('kept');
+
+    gone = new Error('the file was deleted');
+    const failed = await Promise.allSettled(['a', 'b'].map((id) => group.write(insert(id))));
+    expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+    // For good: the file may come back under its name (another process made a new one); this store stays refused.
+    gone = undefined;
+    await expect(group.write(insert('c'))).rejects.toThrow('the file was deleted');
+    await expect(group.whenSynced()).rejects.toThrow('the file was deleted');
+  });
+
+  test('with a sync, the check runs once the group is durable, before any write of it resolves', async () => {
+    const sync = new ControlledSync();
+    let gone: Error | undefined;
+    const group = groupCommit({
+      sync,
+      verify: () => {
+        if (gone) throw gone;
+      },
+    });
+    const write = group.write(insert('a'));
+    await nextTurn();
+    // Deleted while the group's fdatasync runs: the write it carried is refused.
+    gone = new Error('deleted during the sync');
+    sync.finish();
+    await expect(write).rejects.toThrow('deleted during the sync');
+  });
+
+  test('fail() refuses every later operation for good, as a failed sync does', async () => {
+    const group = groupCommit();
+    group.fail(new Error('lost'));
+    await expect(group.write(insert('a'))).rejects.toThrow('lost');
+    expect(group.readable).toBe(false);
+  });
+});

@@ -21,6 +21,10 @@
  * sync), and reads wait too (`whenSynced`), so no request is ever answered from a commit that is not yet on disk.
  * A failed sync fails its writes and every later operation: what the disk holds is no longer known (the store must
  * be reopened).
+ *
+ * With a `verify` (store-file-identity.ts), each group, once durable, is acknowledged only if its file is still the
+ * store's: a group committed into a file that was deleted or replaced meanwhile fails, and so does every later
+ * operation, as after a failed sync. A write is never acknowledged into a file the next start will not find.
  */
 import type { AsyncMutex } from './async-mutex.ts';
 import type { Checkpointer } from './wal-checkpointer.ts';
@@ -52,6 +56,8 @@ export interface GroupCommitOptions {
    * do not wait for it.
    */
   readonly checkpoint?: Checkpointer;
+  /** Throws when what was committed can no longer be kept (the store's file is gone); called before writes are acknowledged. */
+  readonly verify?: () => void;
 }
 
 interface QueuedWrite {
@@ -81,6 +87,7 @@ export class GroupCommit {
   readonly #checkpoint: Checkpointer | undefined;
   /** True while a checkpoint runs: groups wait (reads do not: a checkpoint changes nothing they see). */
   #checkpointing = false;
+  readonly #verify: (() => void) | undefined;
 
   /**
    * `connection` is held by a `withTransaction` in progress: a group never commits inside another caller's open
@@ -92,6 +99,7 @@ export class GroupCommit {
     this.#maxWrites = Math.max(1, options.maxWrites ?? DEFAULT_MAX_WRITES);
     this.#sync = options.sync;
     this.#checkpoint = options.checkpoint;
+    this.#verify = options.verify;
   }
 
   /**
@@ -120,7 +128,15 @@ export class GroupCommit {
   afterCommit(): Promise<void> {
     // Counted towards the next checkpoint, which runs after a later group (this caller still holds the connection).
     this.#checkpoint?.noteCommit();
-    return this.#startSync();
+    return this.#startSync().then(() => this.#verifyKept());
+  }
+
+  /**
+   * Fails every later operation with `error`, for good, as a failed sync does (the store's file is gone). Writes
+   * already acknowledged stay so.
+   */
+  fail(error: unknown): void {
+    this.#failure ??= error;
   }
 
   /** Writes queued and not yet committed. */
@@ -284,8 +300,9 @@ export class GroupCommit {
   #settleWhenDurable(writes: readonly QueuedWrite[], now: boolean): void {
     this.#checkpoint?.noteCommit();
     if (!this.#sync) {
-      succeedAll(writes);
-      this.#checkpointIfDue();
+      if (this.#acknowledge(writes)) {
+        this.#checkpointIfDue();
+      }
       return;
     }
     if (now) {
@@ -296,16 +313,39 @@ export class GroupCommit {
         failAll(writes, error);
         return;
       }
-      succeedAll(writes);
+      this.#acknowledge(writes);
       return;
     }
     this.#startSync().then(
       () => {
-        succeedAll(writes);
-        this.#checkpointIfDue();
+        if (this.#acknowledge(writes)) {
+          this.#checkpointIfDue();
+        }
       },
       (error: unknown) => failAll(writes, error)
     );
+  }
+
+  /** Resolves durable writes, unless their file is no longer the store's: then they fail, and so does everything after. */
+  #acknowledge(writes: readonly QueuedWrite[]): boolean {
+    try {
+      this.#verifyKept();
+    } catch (error) {
+      failAll(writes, error);
+      return false;
+    }
+    succeedAll(writes);
+    return true;
+  }
+
+  /** Throws (and fails the store for good) when `verify` says what was committed cannot be kept. */
+  #verifyKept(): void {
+    try {
+      this.#verify?.();
+    } catch (error) {
+      this.#failure ??= error;
+      throw error;
+    }
   }
 
   /** Runs a due checkpoint with no group committing meanwhile; the groups that queued up flush after it. */

@@ -40,6 +40,7 @@ import {
   type UpdateResourceOptions,
 } from '@medplum/fhir-router';
 import type { Bundle, BundleEntry, OperationOutcome, Reference, Resource } from '@medplum/fhirtypes';
+import { AppError } from '../../../errors.ts';
 import { outcomeOf } from '../../../medplum-errors.ts';
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { applyResourcePatch, type PatchOperations } from './apply-patch.ts';
@@ -50,6 +51,7 @@ import { ResourceStore, type CurrentRow, type VersionRow, type VersionWrite } fr
 import { openStoreDatabase, type StoreDatabaseOptions } from './schema.ts';
 import { executeSearch } from './search-executor.ts';
 import { SearchIndexSpec, type IndexedParameter } from './search-index.ts';
+import { StoreFileIdentity } from './store-file-identity.ts';
 import type { PolicyAlternative } from './search-plan.ts';
 import { WalCheckpointer } from './wal-checkpointer.ts';
 import { WalSync } from './wal-sync.ts';
@@ -82,19 +84,27 @@ export class SqliteRepository extends FhirRepository {
   readonly #groupCommit: GroupCommit;
   readonly #walSync: WalSync | undefined;
   readonly #checkpointer: WalCheckpointer | undefined;
+  readonly #files: StoreFileIdentity | undefined;
 
   private constructor(
     database: DatabaseSync,
     options: SqliteRepositoryOptions,
     walSync: WalSync | undefined,
-    checkpointer: WalCheckpointer | undefined
+    checkpointer: WalCheckpointer | undefined,
+    files: StoreFileIdentity | undefined
   ) {
     super();
     this.#database = database;
     this.#checkpointer = checkpointer;
+    this.#files = files;
     this.#store = new ResourceStore(database);
     this.#walSync = walSync;
-    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, { sync: walSync, checkpoint: checkpointer, ...options.groupCommit });
+    this.#groupCommit = new GroupCommit(this.#store, this.#mutex, {
+      sync: walSync,
+      checkpoint: checkpointer,
+      verify: files ? () => files.check() : undefined,
+      ...options.groupCommit,
+    });
     this.#index = new SearchIndexSpec();
     this.#fullUrl = options.fullUrl;
     this.#store.ensureIndex(this.#index.fingerprint, (content) => this.#index.rowsFor(JSON.parse(content) as Resource));
@@ -107,7 +117,8 @@ export class SqliteRepository extends FhirRepository {
    * `synchronous=FULL` (the default) is kept by the store itself: SQLite commits at NORMAL, and the log is synced on
    * the thread pool before a write is acknowledged or any request reads what it wrote (wal-sync.ts, group-commit.ts).
    * A store file's checkpoints run on a worker thread's own connection (wal-checkpointer.ts); if that worker fails,
-   * SQLite's automatic checkpoint takes over.
+   * SQLite's automatic checkpoint takes over. A store file whose path stops naming it (the data folder deleted, the
+   * file replaced) fails every operation from then on with `unavailable` (store-file-identity.ts).
    */
   static open(path: string, options: SqliteRepositoryOptions = {}): SqliteRepository {
     loadFhirDefinitions();
@@ -118,11 +129,12 @@ export class SqliteRepository extends FhirRepository {
     let checkpointer: WalCheckpointer | undefined;
     try {
       walSync = syncsItself ? WalSync.open(path) : undefined;
+      const files = isFile ? StoreFileIdentity.of(path) : undefined;
       if (isFile) {
         database.exec('PRAGMA wal_autocheckpoint = 0');
         checkpointer = new WalCheckpointer(path, { onFailure: () => resumeAutomaticCheckpoints(database) });
       }
-      return new SqliteRepository(database, options, walSync, checkpointer);
+      return new SqliteRepository(database, options, walSync, checkpointer, files);
     } catch (error) {
       checkpointer?.close();
       walSync?.close();
@@ -142,6 +154,19 @@ export class SqliteRepository extends FhirRepository {
       this.#checkpointer?.close();
       this.#database.close();
       this.#walSync?.close();
+    }
+  }
+
+  /**
+   * Throws `unavailable` when the store's file is no longer where it was opened (deleted or replaced), and from then
+   * on every operation fails so: for the health check, which may come before any write notices.
+   */
+  checkStorage(): void {
+    try {
+      this.#files?.check();
+    } catch (error) {
+      this.#groupCommit.fail(error);
+      throw error;
     }
   }
 
@@ -518,9 +543,12 @@ export class SqliteRepository extends FhirRepository {
   }
 }
 
-/** FHIR outcomes as they are; anything else (SQLite's errors) a 500 whose text does not leak SQLite's. */
+/**
+ * FHIR outcomes and the store's own refusals (`unavailable` when its file is gone) as they are; anything else
+ * (SQLite's errors) a 500 whose text does not leak SQLite's.
+ */
 function toStoreError(error: unknown): Error {
-  if (outcomeOf(error)) {
+  if (outcomeOf(error) || AppError.isInstance(error)) {
     return error as Error;
   }
   return new OperationOutcomeError(serverError(new Error('The FHIR store could not complete the operation')), {
