@@ -337,7 +337,7 @@ async function deletedDataFolder(log: AttackLog, target: HostUnderAttack): Promi
   const refusedAsUnavailable = (status: number, what: string) => ({
     status,
     letThrough: status !== 503,
-    unavailableExpected: true,
+    expectedServerStatus: 503,
     note: status < 400 ? `acknowledged ${what} it cannot keep` : status !== 503 ? 'expected 503' : undefined,
   });
   rmSync(target.dataDir, { recursive: true, force: true });

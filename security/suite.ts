@@ -13,10 +13,10 @@ export interface AttackOutcome {
   /** Why it counts as let through, or a detail worth printing. */
   readonly note?: string;
   /**
-   * True when a 503 is the refusal the attack calls for (a store that lost its file refuses everything): not counted
-   * among the 5xx answers seen, which are the server failing.
+   * A 5xx that is the answer the attack calls for (a store that lost its file refuses with 503; a provider's own
+   * 500 passed on): not counted among the 5xx answers seen, which are the server failing.
    */
-  readonly unavailableExpected?: boolean;
+  readonly expectedServerStatus?: number;
 }
 
 export interface AttackResult extends AttackOutcome {
@@ -71,9 +71,9 @@ export class AttackLog {
   }
 }
 
-/** A 5xx answer that is not the refusal the attack called for. */
+/** A 5xx answer that is not the one the attack called for. */
 export function isServerFailure(result: AttackOutcome): boolean {
-  return result.status >= 500 && !(result.unavailableExpected && result.status === 503);
+  return result.status >= 500 && result.status !== result.expectedServerStatus;
 }
 
 /** A refusal with one of the expected statuses, nothing else. */

@@ -94,7 +94,7 @@ async function retryAttacks(context: SecurityContext): Promise<void> {
       const status = failure instanceof OpenAI.APIError ? failure.status : undefined;
       const providerCalls = context.providerCalls() - calls;
       const turns = Math.ceil(((await context.storedCommunications()) - stored) / RECORDS_PER_TURN);
-      return outcomeOf(providerCalls > CALLS_PER_TURN || turns > 1, `answered ${status ?? 'no status'}, x-should-retry ${failure instanceof OpenAI.APIError ? failure.headers?.get('x-should-retry') : 'none'}; ${providerCalls} provider calls (fhirgate's retries allow ${CALLS_PER_TURN}), ${turns} conversations`);
+      return outcomeOf(providerCalls > CALLS_PER_TURN || turns > 1, status ?? 0, `answered ${status ?? 'no status'}, x-should-retry ${failure instanceof OpenAI.APIError ? failure.headers?.get('x-should-retry') : 'none'}; ${providerCalls} provider calls (fhirgate's retries allow ${CALLS_PER_TURN}), ${turns} conversations`);
     });
   }
 
@@ -118,12 +118,12 @@ async function retryAttacks(context: SecurityContext): Promise<void> {
       const second = await send();
       const calledAgain = context.providerCalls() - calls;
       const same = second.status === first.status && second.body === first.body;
-      return outcomeOf(calledAgain > 0 || !same, `answered ${first.status}, then ${second.status}${second.replayed ? ' (replayed)' : ''}${same ? ', the same error' : ', another answer'}; the provider called ${calledAgain} more times`);
+      return outcomeOf(calledAgain > 0 || !same, second.status, `answered ${first.status}, then ${second.status}${second.replayed ? ' (replayed)' : ''}${same ? ', the same error' : ', another answer'}; the provider called ${calledAgain} more times`);
     });
   }
 }
 
-/** The provider's own 500 is the expected answer: status 0, the answer in the note. */
-function outcomeOf(letThrough: boolean, note: string): AttackOutcome {
-  return { status: 0, letThrough, note };
+/** The provider's own 500, passed on, is the answer these attacks call for; `status` 0 where an SDK saw it. */
+function outcomeOf(letThrough: boolean, status: number, note: string): AttackOutcome {
+  return { status, letThrough, note, expectedServerStatus: 500 };
 }

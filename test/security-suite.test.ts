@@ -16,7 +16,7 @@ interface SecurityResults {
   fiveHundreds: number;
   byKind: Record<string, { tried: number }>;
   figures: Record<string, string>;
-  results: { kind: string; name: string; status: number; letThrough: boolean; note?: string; unavailableExpected?: boolean }[];
+  results: { kind: string; name: string; status: number; letThrough: boolean; note?: string; expectedServerStatus?: number }[];
 }
 
 test('the security suite lets nothing through and answers no attack with a 5xx', async () => {
@@ -26,8 +26,8 @@ test('the security suite lets nothing through and answers no attack with a 5xx',
     await run(process.execPath, ['security/run.ts', '--fuzz-runs', '1000', '--json', file], { maxBuffer: 16 * 1024 * 1024 }).catch((error: unknown) => error);
     const results = JSON.parse(await readFile(file, 'utf8')) as SecurityResults;
 
-    // A 503 counts as a refusal only where the attack calls for it (a store whose file is gone).
-    expect(results.results.filter((result) => result.letThrough || (result.status >= 500 && !(result.unavailableExpected && result.status === 503)))).toEqual([]);
+    // A 5xx is a failure unless it is the answer the attack calls for (a store whose file is gone, a provider's 500).
+    expect(results.results.filter((result) => result.letThrough || (result.status >= 500 && result.status !== result.expectedServerStatus))).toEqual([]);
     expect(results.results.filter((result) => result.note?.startsWith('expected'))).toEqual([]);
     expect({ letThrough: results.letThrough, fiveHundreds: results.fiveHundreds }).toEqual({ letThrough: 0, fiveHundreds: 0 });
     expect(Object.keys(results.byKind).sort()).toEqual([
