@@ -122,7 +122,11 @@ describe('the packed and installed package', () => {
     const undeclared = new Set<string>();
     for (const file of files) {
       const source = await readFile(join(packageDir, 'dist', file), 'utf8');
-      for (const [, specifier] of source.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*['"]([^'"]+)['"]/g)) {
+      // Static imports and re-exports (at the start of a line, as tsc writes them) and dynamic imports; a string that
+      // merely holds the word (a Lua script's `'from'` field) is not an import.
+      const imports = /^\s*import\s*['"]([^'"]+)['"]|^\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]/gm;
+      for (const match of source.matchAll(imports)) {
+        const specifier = match[1] ?? match[2] ?? match[3] ?? '';
         if (specifier.startsWith('.') || specifier.startsWith('node:') || builtinModules.includes(specifier)) {
           continue;
         }

@@ -62,7 +62,7 @@ import { checkBudgets, checkModelAccess, type Governance } from '../governance/g
 import { estimatePromptTokens } from '../governance/usage-estimate.ts';
 import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
 import { resolveSubject, unionSubject } from './turn-subject.ts';
-import { conversationSubjects } from './conversation-subjects.ts';
+import { conversationSubjects, readOfRepeated } from './conversation-subjects.ts';
 import { mayContinue, requireMayContinue } from './conversation-ownership.ts';
 import { recordPrompt } from './record-prompt.ts';
 import { repeatedExchangeOf, type ThreadScope } from './thread-digest.ts';
@@ -203,7 +203,7 @@ async function runTurn<R extends ChatRequest>(
   }
   const found = !named && repeated ? await findRepeatedConversation(reader, repeated, chat.patientId) : undefined;
   // A repeated exchange of a conversation the caller may not continue starts a conversation of its own.
-  const root = named ?? (found && mayContinue(found, callerParty(caller.profile), caller.project) ? found : undefined);
+  const root = named ?? (found && mayContinue(found.root, callerParty(caller.profile), caller.project) ? found.root : undefined);
   // Recognised from what the request repeats: the request brings the history itself.
   const clientKeepsHistory = !chat.conversationId && root !== undefined;
   const requestedSubject = await resolveSubject(caller.repo, reader.systemRepo, chat.patientId, root);
@@ -235,7 +235,7 @@ async function runTurn<R extends ChatRequest>(
   }
   // The turn is about every patient of what it takes in: one at most (400 naming the field that brings a second).
   const subject = unionSubject(requestedSubject, [
-    ...(root ? (await conversationSubjects(reader, root, conversation)).map((patient) => ({ patient, param: 'conversation_id', what: 'the conversation' })) : []),
+    ...(root ? (await conversationSubjects(reader, root, conversation ?? (found && readOfRepeated(found.reply)))).map((patient) => ({ patient, param: 'conversation_id', what: 'the conversation' })) : []),
     ...(chat.referenced ?? []).flatMap((record) => record.subjects.map((patient) => ({ patient, param: record.param, what: 'the referenced item' }))),
   ]);
   // The stored records the turn takes in that are about its patient: on the reply's `about`, and disclosed.

@@ -16,22 +16,47 @@ import { communicationIdOf } from './recorded-messages.ts';
 const SUBJECT_CANDIDATES = 5;
 
 /**
- * The patients (`Patient/<id>`) the conversation `root` is about: its root's subject, the subjects of the records
- * step 3 read of it (`state`), and, for a root about no patient whose records were not all read, the subject of its
- * earliest reply about one (one search). Only fhirgate's records count.
+ * What was read of a conversation before its patients are asked for: step 3's page (conversation.ts), or the reply of
+ * the exchange a client that keeps the history repeats.
  */
-export async function conversationSubjects(reader: ConversationReader, root: WithId<Communication>, state?: ConversationState): Promise<string[]> {
-  const subjects = new Set<string>(state?.subjects ?? []);
+export interface ConversationRead {
+  /** The patients the genuine records read are about (`Patient/<id>`). */
+  readonly subjects: ReadonlySet<string>;
+  /** True when the conversation's latest reply fhirgate wrote (or the one the request repeats) was among them. */
+  readonly latestReplyRead: boolean;
+  /** True when every record of the conversation was read. */
+  readonly readAll: boolean;
+}
+
+/**
+ * The patients (`Patient/<id>`) the conversation `root` is about: its root's subject and the subjects of the records
+ * read of it. Every turn of a conversation about a patient is about that patient (turn-subject.ts), so its replies
+ * name her from the first turn that took her in: a read that holds the latest reply knows the conversation's
+ * patients, and the conversation costs no further search. Only a root about no patient whose read held no reply
+ * (a page of records a user wrote, or nothing read) costs one search for its earliest reply about a patient. Only
+ * fhirgate's records count.
+ */
+export async function conversationSubjects(reader: ConversationReader, root: WithId<Communication>, read?: ConversationRead): Promise<string[]> {
+  const subjects = new Set<string>(read?.subjects ?? []);
   const rootSubject = root.subject?.reference;
   if (rootSubject) {
     subjects.add(rootSubject);
-  } else if (!state?.readAll) {
+  } else if (!read?.readAll && !read?.latestReplyRead) {
     const earliest = await earliestReplySubject(reader, root.id);
     if (earliest) {
       subjects.add(earliest);
     }
   }
   return [...subjects];
+}
+
+/**
+ * What the reply of a repeated exchange says of its conversation (a client that keeps the history continues from
+ * it, and sends only what came before it): its patient, as the latest reply the request takes in.
+ */
+export function readOfRepeated(reply: WithId<Communication>): ConversationRead {
+  const subject = reply.subject?.reference;
+  return { subjects: new Set(subject ? [subject] : []), latestReplyRead: true, readAll: false };
 }
 
 /**

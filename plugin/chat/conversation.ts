@@ -99,6 +99,8 @@ export interface ConversationState {
   readonly subjects: ReadonlySet<string>;
   /** True when every record of the conversation was read (it ended within the pages read). */
   readonly readAll: boolean;
+  /** True when the newest reply the AI agent wrote (whatever its status) was among the records read. */
+  readonly latestReplyRead: boolean;
 }
 
 /** The fewest Communications one page of history reads, so the newest reply is found even with a tiny limit. */
@@ -155,6 +157,7 @@ export async function loadConversation(reader: ConversationReader, conversationI
         latestOwnReplyId: latestOwnReply?.id,
         subjects: window.subjects,
         readAll,
+        latestReplyRead: replies.size > 0,
       };
     }
   }

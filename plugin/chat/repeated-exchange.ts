@@ -14,13 +14,19 @@ import { THREAD_DIGEST_SYSTEM, type RepeatedExchange } from './thread-digest.ts'
 /** Replies read for one digest: the same exchange can end more than one conversation (a question asked twice). */
 const CANDIDATES = 5;
 
+/** The conversation a request continues by repeating its exchange, and the reply of the exchange it repeats. */
+export interface RepeatedConversation {
+  readonly root: WithId<Communication>;
+  readonly reply: WithId<Communication>;
+}
+
 /**
- * The root of the caller's conversation whose latest exchange the request repeats: the newest completed reply the
- * AI agent wrote with the request's digest, in a conversation the caller may read about the same patient (or none,
- * as the request). Undefined when there is none: the request starts a conversation, as before. One search, and a
- * read of the root when a reply is found.
+ * The caller's conversation whose latest exchange the request repeats: the newest completed reply the AI agent wrote
+ * with the request's digest, in a conversation the caller may read about the same patient (or none, as the
+ * request), with its root. Undefined when there is none: the request starts a conversation, as before. One search,
+ * and a read of the root when a reply is found.
  */
-export async function findRepeatedConversation(reader: ConversationReader, exchange: RepeatedExchange, patientId: string | undefined): Promise<WithId<Communication> | undefined> {
+export async function findRepeatedConversation(reader: ConversationReader, exchange: RepeatedExchange, patientId: string | undefined): Promise<RepeatedConversation | undefined> {
   const replies = (
     await reader.repo.searchResources<Communication>({
       resourceType: 'Communication',
@@ -43,7 +49,7 @@ export async function findRepeatedConversation(reader: ConversationReader, excha
     });
     if (root) {
       // A request about another patient (or about one where the conversation is about none) starts its own.
-      return root.subject?.reference === (patientId === undefined ? undefined : `Patient/${patientId}`) ? root : undefined;
+      return root.subject?.reference === (patientId === undefined ? undefined : `Patient/${patientId}`) ? { root, reply } : undefined;
     }
   }
   return undefined;
