@@ -18,9 +18,9 @@ export interface LimitOptions {
   readonly blockSeconds?: number;
 }
 
-/** Counts one point per call; rejects with rate-limiter-flexible's `RateLimiterRes` over the limit. */
+/** Counts `points` (one by default) per call, all at once; rejects with rate-limiter-flexible's `RateLimiterRes` over the limit. */
 export interface Limit {
-  consume(key: string): Promise<RateLimiterRes>;
+  consume(key: string, points?: number): Promise<RateLimiterRes>;
 }
 
 /** Makes limits, all on one Redis (or all in memory). */
@@ -70,11 +70,11 @@ export function createLimiterStore(
         }),
       );
       return {
-        consume: async (key) => {
+        consume: async (key, points = 1) => {
           const epoch = guard.shouldAsk();
           if (epoch !== undefined) {
             try {
-              return await shared.consume(key);
+              return await shared.consume(key, points);
             } catch (outcome) {
               // Redis answered: over the limit.
               if (outcome instanceof RateLimiterRes) {
@@ -83,7 +83,7 @@ export function createLimiterStore(
               guard.failed(epoch, outcome);
             }
           }
-          return memory.consume(key);
+          return memory.consume(key, points);
         },
       };
     },
@@ -97,5 +97,5 @@ function memoryLimit(limit: LimitOptions): Limit {
     duration: limit.durationSeconds,
     blockDuration: limit.blockSeconds ?? 0,
   });
-  return { consume: (key) => memory.consume(key) };
+  return { consume: (key, points = 1) => memory.consume(key, points) };
 }
