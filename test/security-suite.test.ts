@@ -29,7 +29,7 @@ test('the security suite lets nothing through and answers no attack with a 5xx',
     expect(results.results.filter((result) => result.letThrough || result.status >= 500)).toEqual([]);
     expect(results.results.filter((result) => result.note?.startsWith('expected'))).toEqual([]);
     expect({ letThrough: results.letThrough, fiveHundreds: results.fiveHundreds }).toEqual({ letThrough: 0, fiveHundreds: 0 });
-    expect(Object.keys(results.byKind).sort()).toEqual(['device keys', 'device writes', 'exposure', 'forged records', 'fuzzing', 'isolation', 'request bodies', 'resource consumption', 'secrets in logs', 'tokens', 'unauthenticated work']);
+    expect(Object.keys(results.byKind).sort()).toEqual(['device keys', 'device mutation budget', 'device writes', 'exposure', 'forged records', 'fuzzing', 'graphql schema builds', 'isolation', 'request bodies', 'resource consumption', 'secrets in logs', 'tokens', 'unauthenticated work']);
     expect(results.byKind.tokens.tried).toBeGreaterThanOrEqual(20);
     // The bounds themselves are not refused.
     const bounds = results.results.filter((item) => item.name.startsWith('exactly'));

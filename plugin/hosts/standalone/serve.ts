@@ -54,6 +54,8 @@ const standalone = await createStandaloneHost({
   metrics: config.metrics ? { bearerToken: config.metricsToken ?? readGeneratedMetricsToken(config.dataDir) } : undefined,
   maxJsonBytes: config.maxJsonBytes,
   maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
+  // Built before listening (below), the whole schema is this thread's already: no worker to build a second one.
+  graphqlWorker: config.graphqlWarmUp ? false : undefined,
   plugin: {
     maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,
@@ -68,7 +70,7 @@ const standalone = await createStandaloneHost({
   },
 });
 // Devices' documents run on the partial engine's small schema; Medplum builds its whole GraphQL schema (seconds, and
-// ~500 MB of memory) only when a request first needs it, or here with FHIRGATE_GRAPHQL_WARMUP=on.
+// ~500 MB of memory) in the GraphQL worker when a request first needs it, or here with FHIRGATE_GRAPHQL_WARMUP=on.
 if (config.graphqlWarmUp) {
   await warmUpGraphqlSchema(new FhirRouter(), store);
 }
