@@ -163,4 +163,23 @@ describe('the first /graphql of a freshly started host', () => {
     });
     expect(await invalid.json()).toEqual({ errors: [{ message: 'Cannot query field "nickname" on type "Patient". Did you mean "name"?', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });
   }, 120_000);
+
+  test("Medplum's own /fhir/R4/$graphql runs in the GraphQL worker too, answering as Medplum's route does", async () => {
+    const practitioner = await host.accessTokenFor(project.ids['practitioner-membership']);
+    const post = (body: unknown) =>
+      fetch(`${host.url}fhir/R4/$graphql`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${practitioner}`, 'X-Project-ID': project.projectId },
+        body: JSON.stringify(body),
+      });
+    const patients = await post({ query: '{ PatientList { id } }' });
+    expect(patients.status).toBe(200);
+    const listed = ((await patients.json()) as { data: { PatientList: { id: string }[] } }).data.PatientList.map((patient) => patient.id).sort();
+    expect(listed).toEqual([project.ids['patient-in-care-team-1'], project.ids['patient-in-care-team-2']].sort());
+    const invalid = await post({ query: '{ PatientList { nickname } }' });
+    expect(invalid.status).toBe(400);
+    expect(((await invalid.json()) as { resourceType: string }).resourceType).toBe('OperationOutcome');
+    expect((await post({})).status).toBe(400);
+    expect(medplumGraphql).toEqual([]);
+  }, 120_000);
 });
