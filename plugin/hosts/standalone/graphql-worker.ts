@@ -29,6 +29,8 @@ if (!process.send) {
 }
 // The host is gone (it exited, or was killed): so is the reason to be.
 process.on('disconnect', () => process.exit(0));
+// Ctrl-C in a terminal reaches the whole process group: the host drains first and then stops this process itself.
+process.on('SIGINT', () => undefined);
 loadFhirDefinitions();
 // The definition bundles parsed for the index are garbage now; so is, after the first request, what building
 // Medplum's schema left behind. Given back at once: this thread has its own heap, and blocks only itself meanwhile.
