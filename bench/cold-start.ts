@@ -36,7 +36,8 @@ const section = buildStartUpSection(runs, {
     "practitioner), the demo device's key exchanged, and the process's first `/graphql` (the spec's `ObservationCreate`) while chat " +
     'turns run one after another: its time, and the slowest chat turn that overlapped it. VmRSS 1 s after it, then after ' +
     `${plan.moreMutations} more mutations (one after another, within the demo device's rate limit of 10 per second). Last, the same Observation through Medplum's own \`/fhir/R4/$graphql\` ` +
-    "(the demo integration's token), the first request that needs Medplum's whole GraphQL schema.",
+    "(the demo integration's token), the first request that needs Medplum's whole GraphQL schema, which the host builds in its " +
+    'GraphQL worker process: VmRSS of the host and of that process 1 s after it.',
   moreMutations: plan.moreMutations,
   smoke: values.smoke ?? false,
 });

@@ -5,7 +5,7 @@
  */
 import type { ProfileResource, WithId } from '@medplum/core';
 import type { FhirRepository, FhirRouter } from '@medplum/fhir-router';
-import type { AccessPolicy, Device, Login, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
+import type { AccessPolicy, Device, Login, OperationOutcome, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
 import type { Request } from 'express';
 
 /** The authenticated caller of one request: what Medplum's `getAuthenticatedContext()` gives its own routes. */
@@ -59,6 +59,35 @@ export interface HostFhirEngine {
    * too, is the only one.
    */
   createPartialRouter?(resourceTypes: readonly string[]): FhirRouter;
+  /**
+   * Optional: Medplum's `$graphql` on the host's whole schema, run off the event loop that serves the host's
+   * requests (the standalone host: a worker process with its own copy of Medplum's engine over the same
+   * definitions), each read and write made on the calling thread with the caller's repository. Medplum builds its
+   * whole schema at the first request that needs it, in one synchronous call of seconds; `/graphql` sends such
+   * requests here, so that the build holds no other request. Without it (a Medplum server), they run on
+   * `createRouter`'s router, in-process, on the server's own schema, which the server's own `$graphql` builds and
+   * shares.
+   */
+  readonly offThreadGraphql?: OffThreadGraphql;
+}
+
+/** A GraphQL request in Medplum's dialect, for {@link OffThreadGraphql}. */
+export interface OffThreadGraphqlRequest {
+  readonly query: string;
+  readonly operationName?: string;
+  readonly variables?: Readonly<Record<string, unknown>>;
+  /** Medplum's router option of the same name: whether an introspection query is answered (else 403). */
+  readonly introspectionEnabled: boolean;
+}
+
+/** Medplum's `$graphql` answered away from the host's event loop; see {@link HostFhirEngine.offThreadGraphql}. */
+export interface OffThreadGraphql {
+  /**
+   * What Medplum's `FhirRouter.handleRequest` answers to `POST $graphql` with this request: an outcome and, when the
+   * document ran, its execution result (errors as `Error`s with graphql's `locations`, `path`, `extensions` and
+   * `originalError`, the last carrying a Medplum refusal's `outcome`). Every repository call is made with `repo`.
+   */
+  handleRequest(request: OffThreadGraphqlRequest, repo: FhirRepository): Promise<readonly [OperationOutcome, unknown?]>;
 }
 
 /** What the plugin receives from the server that mounts it. */

@@ -93,15 +93,24 @@ export async function deviceAttacks(context: SecurityContext): Promise<void> {
 
 /**
  * Keys too weak to resist guessing, in the configuration: a server must refuse to start with them, in one line
- * naming the device and the rule (and never the key).
+ * naming the device and the rule (and never the key). Too short for 128 bits, or long enough but of too few
+ * different characters (41 zeros count as 136 bits by length alone).
  */
 export async function weakKeyAttacks(context: SecurityContext): Promise<void> {
-  const weakKeys: [string, string][] = [
-    ['a dictionary word with digits', 'password123'],
-    ['a 31-digit hex key (124 bits)', 'a3f9'.repeat(7) + 'b2c'],
-    ['a 21-character base64url key (126 bits)', 'Zq8-Lm3_Xv7'.repeat(2).slice(0, 21)],
+  const lengthRule = 'at least 128 bits';
+  const varietyRule = 'at least 8 different characters';
+  const weakKeys: [string, string, string][] = [
+    ['a dictionary word with digits', 'password123', lengthRule],
+    ['a 31-digit hex key (124 bits)', 'a3f9'.repeat(7) + 'b2c', lengthRule],
+    ['a 21-character base64url key (126 bits)', 'Zq8-Lm3_Xv7'.repeat(2).slice(0, 21), lengthRule],
+    ['a key of 41 zeros', '0'.repeat(41), varietyRule],
+    ['a key of 64 zeros (the length of `openssl rand -hex 32`)', '0'.repeat(64), varietyRule],
+    ['a key of one letter repeated 43 times', 'a'.repeat(43), varietyRule],
+    ['a key of two characters alternating', 'Ab'.repeat(22), varietyRule],
+    ['a 40-digit key of 4 different digits', '1234'.repeat(10), varietyRule],
+    ['a 32-digit hex key of 7 different digits', 'abc1234'.repeat(5).slice(0, 32), varietyRule],
   ];
-  for (const [name, key] of weakKeys) {
+  for (const [name, key, rule] of weakKeys) {
     await context.log.run(KIND, `${name} as a configured device key`, async () => {
       try {
         createFhirgatePlugin(context.host.standalone.host, {
@@ -109,7 +118,7 @@ export async function weakKeyAttacks(context: SecurityContext): Promise<void> {
         });
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        const clear = message.includes('device weak-monitor') && message.includes('at least 128 bits') && !message.includes(key) && !message.includes('\n');
+        const clear = message.includes('device weak-monitor') && message.includes(rule) && !message.includes(key) && !message.includes('\n');
         return { status: 0, letThrough: !clear, note: clear ? undefined : `refused, but not in one line naming the device and the rule: ${message.slice(0, 200)}` };
       }
       return { status: 0, letThrough: true, note: 'the plugin started with it' };

@@ -4,7 +4,9 @@
  * consumption, bodies that do not parse or are too large or too deep, work before authentication, what is exposed
  * (search pages, file modes, `/metrics`), device key guessing and timing, floods of wrong keys and unknown device
  * ids, weak configured keys, device writes into charts, sign-in floods and guessing, a data folder shared, taken
- * or deleted (on a host process of its own), and fuzzing; then the host's logs are scanned for secrets.
+ * or deleted (on a host process of its own), GraphQL costs on fresh hosts of their own (Medplum's whole schema built
+ * for a device, or holding others; a device's mutations beyond its rate limit), and fuzzing; then the host's logs
+ * are scanned for secrets.
  * Prints the attacks tried by kind, how many were let through and how many 5xx answers were seen: both must be 0
  * (exit 1 otherwise).
  *
@@ -29,6 +31,7 @@ import { chartInjectionAttack, forgeryAttacks } from './forgery-attacks.ts';
 import { exposureAttacks } from './exposure-attacks.ts';
 import { fuzzAttacks } from './fuzz-attacks.ts';
 import { hostAttacks } from './host-attacks.ts';
+import { graphqlAttacks } from './graphql-attacks.ts';
 import { inputAttacks, SECRET_IN_BODY } from './input-attacks.ts';
 import { isolationAttacks } from './isolation-attacks.ts';
 import { subjectAttacks } from './subject-attacks.ts';
@@ -124,6 +127,7 @@ await deviceWriteAttacks(context);
 await deviceFloodAttacks(context, DEVICE_FAILURE_WINDOW_SECONDS);
 await weakKeyAttacks(context);
 await hostAttacks(context);
+await graphqlAttacks(context);
 await fuzzAttacks(context, Number(args['fuzz-runs']));
 for (const secret of context.secrets) {
   const leaked = logLines.filter((line) => line.includes(secret)).length;

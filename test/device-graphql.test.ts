@@ -238,6 +238,69 @@ describe('the device rate limit on /graphql', () => {
   });
 });
 
+describe("the device rate limit counts a document's mutations", () => {
+  test('each aliased ObservationCreate takes one unit, all before any runs: a document over what is left writes nothing', async () => {
+    const host = await startTestHost({
+      pluginFor: (seeded) => ({
+        device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: 5 },
+      }),
+    });
+    try {
+      const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
+      await repo.createResource<Device>({ resourceType: 'Device', status: 'active', identifier: [{ system: SYSTEM, value: 'monitor-1' }] });
+      const exchange = await fetch(`${host.url}account/api/token/device/`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ device_id: 'monitor-1', api_key: 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }),
+      });
+      const { access } = (await exchange.json()) as { access: string };
+      const post = (query: string) =>
+        fetch(`${host.url}graphql`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${access}` },
+          body: JSON.stringify({ query, variables: { input: observationInput('monitor-1') } }),
+        });
+      const creates = (count: number) =>
+        `mutation ($input: ObservationInput!) { ${Array.from({ length: count }, (_, index) => `w${index}: ObservationCreate(resource: $input) { id }`).join(' ')} }`;
+      const stored = async () => (await host.store.search({ resourceType: 'Observation', total: 'accurate', count: 0 })).total ?? 0;
+      const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1100));
+
+      // A whole second's budget in one document: all five written, and nothing more this second.
+      await nextSecond();
+      const five = await post(creates(5));
+      expect(five.status).toBe(200);
+      expect(Object.keys(((await five.json()) as { data: Record<string, unknown> }).data)).toHaveLength(5);
+      expect(await stored()).toBe(5);
+      const after = await post('{ __typename }');
+      expect(after.status).toBe(429);
+
+      // More mutations than a second allows: refused outright, nothing written.
+      await nextSecond();
+      const six = await post(creates(6));
+      expect(six.status).toBe(200);
+      expect(await six.json()).toEqual({ errors: [{ message: expect.stringContaining('holds 6 mutations'), extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });
+      expect(await stored()).toBe(5);
+
+      // Within a second's budget, but more than is left of it (the refused document's request took 1, these 2): the
+      // rate limit's 429, nothing written.
+      await post('{ __typename }');
+      await post('{ __typename }');
+      const three = await post(creates(3));
+      expect(three.status).toBe(429);
+      expect(Number(three.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(((await three.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe('RATE_LIMITED');
+      expect(await stored()).toBe(5);
+
+      // The next second, the same document goes through.
+      await nextSecond();
+      expect((await post(creates(3))).status).toBe(200);
+      expect(await stored()).toBe(8);
+    } finally {
+      await host.close();
+    }
+  });
+});
+
 function tamper(token: string): string {
   const [header, payload, signature] = token.split('.');
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;

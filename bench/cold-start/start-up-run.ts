@@ -8,9 +8,11 @@
  *      overlapped it;
  *   4. VmRSS after it, and after more device mutations;
  *   5. the first request that needs Medplum's whole GraphQL schema (the same mutation on Medplum's own
- *      `/fhir/R4/$graphql`): its time and VmRSS after it.
+ *      `/fhir/R4/$graphql`): its time and VmRSS after it, the host's and its GraphQL worker process's (where the
+ *      host builds that schema, apart from its own memory).
  */
 import { execFile, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +43,8 @@ export interface StartUpRun {
   readonly afterMoreMutationsResidentMegabytes: number;
   readonly firstMedplumGraphqlMs: number;
   readonly afterMedplumGraphqlResidentMegabytes: number;
+  /** The host's child processes (its GraphQL worker), 0 when it has none. */
+  readonly afterMedplumGraphqlWorkerResidentMegabytes: number;
 }
 
 /** The sizes of a run. */
@@ -98,6 +102,7 @@ export async function measureColdStart(plan: StartUpPlan): Promise<StartUpRun> {
       afterMoreMutationsResidentMegabytes,
       firstMedplumGraphqlMs,
       afterMedplumGraphqlResidentMegabytes: residentMegabytes(child),
+      afterMedplumGraphqlWorkerResidentMegabytes: childrenResidentMegabytes(child),
     };
   } finally {
     await stopProcess(child, 20_000);
@@ -107,6 +112,18 @@ export async function measureColdStart(plan: StartUpPlan): Promise<StartUpRun> {
 
 function residentMegabytes(child: ChildProcess): number {
   return child.pid === undefined ? Number.NaN : readResidentBytes(child.pid) / MEGABYTE;
+}
+
+/** The VmRSS of the processes `child` started (Linux's /proc: each thread's `children`), summed. */
+function childrenResidentMegabytes(child: ChildProcess): number {
+  if (child.pid === undefined) return Number.NaN;
+  try {
+    const threads = readdirSync(`/proc/${child.pid}/task`);
+    const pids = threads.flatMap((thread) => readFileSync(`/proc/${child.pid}/task/${thread}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+    return pids.reduce((sum, pid) => sum + readResidentBytes(Number(pid)) / MEGABYTE, 0);
+  } catch {
+    return Number.NaN;
+  }
 }
 
 async function printToken(env: NodeJS.ProcessEnv, ...args: string[]): Promise<string> {

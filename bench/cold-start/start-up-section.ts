@@ -32,6 +32,7 @@ export function buildStartUpSection(runs: readonly StartUpRun[], options: { read
         row(`RSS after ${options.moreMutations} more device mutations, MB`, (run) => run.afterMoreMutationsResidentMegabytes, 0),
         row("first request needing Medplum's whole schema (/fhir/R4/$graphql), ms", (run) => run.firstMedplumGraphqlMs, 0),
         row('RSS after it, MB', (run) => run.afterMedplumGraphqlResidentMegabytes, 0),
+        row('RSS of its GraphQL worker process then, MB', (run) => run.afterMedplumGraphqlWorkerResidentMegabytes, 0),
       ],
     },
     targets: [

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,22 @@ const SIGNING_SECRET = 'signing-secret-0123456789abcdefghij'; // 35 bytes
 const OLD_SIGNING_SECRET = 'old-signing-secret-0123456789abcdefgh';
 const MONITOR_KEY = 'monitor-key-Zx81q-7Hc2Lw9vTq4Rb';
 const PUMP_KEY = 'pump-key-Qw72p-K8sN3mXc5Vd1Jf';
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const VISIBLE_ASCII = Array.from({ length: 94 }, (_, index) => String.fromCharCode(0x21 + index)).join('');
+
+/**
+ * `length` characters drawn at random from `alphabet`, as a key generator would; drawn again when all of them fall
+ * within `smaller` (a smaller alphabet, whose keys the length rule measures by its own, longer, minimum).
+ */
+function randomKey(alphabet: string, length: number, smaller?: RegExp): string {
+  for (;;) {
+    const key = Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('');
+    if (!smaller?.test(key)) return key;
+  }
+}
+const BASE64_ONLY = /^[0-9A-Za-z_+/=-]+$/;
+const ONE_CASE_ONLY = /^(?:[0-9a-z]+|[0-9A-Z]+)$/;
+const HEX_ONLY = /^[0-9a-f]+$/;
 
 /** The smallest `device_auth` an operator can write, with every secret taken from the environment. */
 const minimal: DeviceAuthInput = {
@@ -302,10 +318,13 @@ describe('device key strength', () => {
     ["the standalone host's demo key (24 random bytes, base64url)", randomBytes(24).toString('base64url')],
     ['`openssl rand -base64 32`', randomBytes(32).toString('base64')],
     ['32 hex digits (`openssl rand -hex 16`)', randomBytes(16).toString('hex')],
-    ['39 decimal digits', '1'.repeat(39)],
-    ['25 lower-case letters and digits', 'k3'.repeat(12) + 'x'],
-    ['22 base64url characters', 'Ab3-_'.repeat(4) + 'Zz'],
-    ['20 visible ASCII characters with punctuation', '!Ab3#'.repeat(4)],
+    ['64 hex digits (`openssl rand -hex 32`)', randomBytes(32).toString('hex')],
+    ['39 random decimal digits', randomKey('0123456789', 39)],
+    ['25 random lower-case letters and digits', randomKey('abcdefghijklmnopqrstuvwxyz0123456789', 25, HEX_ONLY)],
+    ['22 random base64url characters', randomKey(BASE64URL, 22, ONE_CASE_ONLY)],
+    ['20 random visible ASCII characters with punctuation', randomKey(VISIBLE_ASCII, 20, BASE64_ONLY)],
+    ['39 decimal digits, each of 5 different ones', '0123456789'.slice(0, 5).repeat(8)],
+    ['32 hex digits, 8 different ones', 'a3f9b2c1'.repeat(4)],
   ])('accepts %s', (_name, key) => {
     expect(resolveConfig({ valid_keys: { 'monitor-1': 'env:CANDIDATE_KEY' } }, { ...environment, CANDIDATE_KEY: key }).validKeys.get('monitor-1')).toEqual([key]);
   });
@@ -333,6 +352,39 @@ describe('device key strength', () => {
     ['a control character', `${randomBytes(32).toString('base64url')}\u0007`],
   ])('refuses a key with %s, naming the device and the rule', (_name, key) => {
     expect(refusalOf(key)).toContain('device_auth.valid_keys.monitor-1: the key of device monitor-1 is not allowed: a device key may hold visible ASCII characters only');
+  });
+
+  test.each([
+    ['41 zeros', '0'.repeat(41)],
+    ['64 zeros', '0'.repeat(64)],
+    ['39 decimal digits of 4 different ones', '1234'.repeat(10)],
+    ['one letter repeated 43 times', 'a'.repeat(43)],
+    ['two characters alternating (44 of them)', 'ab'.repeat(22)],
+    ['32 hex digits of 7 different ones', 'abc1234'.repeat(5).slice(0, 32)],
+    ['a base64url key of 7 different characters', 'Ab3-_Zz'.repeat(5)],
+    ['20 visible ASCII characters of 5 different ones', '!Ab3#'.repeat(4)],
+  ])('refuses %s (too few different characters) on one line naming the device and the rule, never the key', (_name, key) => {
+    const message = refusalOf(key);
+    expect(message).toContain('device_auth.valid_keys.monitor-1: the key of device monitor-1 is too weak: its characters repeat too much');
+    expect(message).toContain('at least 8 different characters (5 for a key of decimal digits alone)');
+    expect(message).not.toContain('\n');
+    expect(message).not.toContain(key);
+  });
+
+  test('random keys of the shortest length of each alphabet hold enough different characters', () => {
+    const shortest: [string, number, RegExp | undefined][] = [
+      ['0123456789', 39, undefined],
+      ['0123456789abcdef', 32, /^[0-9]+$/],
+      ['abcdefghijklmnopqrstuvwxyz0123456789', 25, HEX_ONLY],
+      [BASE64URL, 22, ONE_CASE_ONLY],
+      [VISIBLE_ASCII, 20, BASE64_ONLY],
+    ];
+    for (const [alphabet, length, smaller] of shortest) {
+      for (let round = 0; round < 500; round++) {
+        const key = randomKey(alphabet, length, smaller);
+        expect(resolveConfig({ valid_keys: { 'monitor-1': 'env:CANDIDATE_KEY' } }, { ...environment, CANDIDATE_KEY: key }).validKeys.get('monitor-1')).toEqual([key]);
+      }
+    }
   });
 
   test('a weak key in a rotation list is named by its position; the strong one beside it is not', () => {

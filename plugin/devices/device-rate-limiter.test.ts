@@ -49,6 +49,21 @@ describe('createDeviceRateLimiter in memory', () => {
     expect(refusal.message).toContain('10 per second');
   });
 
+  test('a call of several units takes them all at once: they fit what is left, or the call is refused', async () => {
+    const limiter = createDeviceRateLimiter(10, inMemory());
+    const deviceId = newDeviceId();
+    await limiter.consume(deviceId);
+    await expect(limiter.consume(deviceId, 9)).resolves.toBeUndefined();
+    expect((await refusalOf(limiter, deviceId)).code).toBe('rate_limited');
+
+    const other = newDeviceId();
+    await consumeTimes(limiter, other, 5);
+    let refusal: unknown;
+    await limiter.consume(other, 6).catch((error: unknown) => (refusal = error));
+    expect(AppError.isInstance(refusal) && refusal.code === 'rate_limited' && refusal.status === 429).toBe(true);
+    expect(limiter.perSecond).toBe(10);
+  });
+
   test('one device using up its limit does not limit another device', async () => {
     const limiter = createDeviceRateLimiter(5, inMemory());
     const busyDevice = newDeviceId();
@@ -117,6 +132,15 @@ describeWithRedis('createDeviceRateLimiter on Redis', () => {
     const refusals = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(10);
     expect(refusals.every((reason) => AppError.isInstance(reason) && reason.code === 'rate_limited')).toBe(true);
+  });
+
+  test('several units at once count on the shared Redis too, across instances', async () => {
+    const firstInstance = createDeviceRateLimiter(10, onRedis(firstClient));
+    const secondInstance = createDeviceRateLimiter(10, onRedis(secondClient));
+    const deviceId = newDeviceId();
+    await firstInstance.consume(deviceId, 6);
+    await expect(secondInstance.consume(deviceId, 5)).rejects.toMatchObject({ code: 'rate_limited' });
+    expect((await refusalOf(firstInstance, deviceId)).code).toBe('rate_limited');
   });
 
   test('another device keeps its own limit on the shared Redis', async () => {

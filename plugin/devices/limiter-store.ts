@@ -18,9 +18,9 @@ export interface LimitOptions {
   readonly blockSeconds?: number;
 }
 
-/** Counts one point per call; rejects with rate-limiter-flexible's `RateLimiterRes` over the limit. */
+/** Counts `points` (one by default) per call, all at once; rejects with rate-limiter-flexible's `RateLimiterRes` over the limit. */
 export interface Limit {
-  consume(key: string): Promise<RateLimiterRes>;
+  consume(key: string, points?: number): Promise<RateLimiterRes>;
   /** The key's count without counting (null when it has none): past `points` while it is refused. */
   get(key: string): Promise<RateLimiterRes | null>;
 }
@@ -72,11 +72,11 @@ export function createLimiterStore(
         }),
       );
       return {
-        consume: async (key) => {
+        consume: async (key, points = 1) => {
           const epoch = guard.shouldAsk();
           if (epoch !== undefined) {
             try {
-              return await shared.consume(key);
+              return await shared.consume(key, points);
             } catch (outcome) {
               // Redis answered: over the limit.
               if (outcome instanceof RateLimiterRes) {
@@ -85,7 +85,7 @@ export function createLimiterStore(
               guard.failed(epoch, outcome);
             }
           }
-          return memory.consume(key);
+          return memory.consume(key, points);
         },
         get: async (key) => {
           const epoch = guard.shouldAsk();
@@ -110,5 +110,5 @@ function memoryLimit(limit: LimitOptions): Limit {
     duration: limit.durationSeconds,
     blockDuration: limit.blockSeconds ?? 0,
   });
-  return { consume: (key) => memory.consume(key), get: (key) => memory.get(key) };
+  return { consume: (key, points = 1) => memory.consume(key, points), get: (key) => memory.get(key) };
 }

@@ -15,12 +15,17 @@
  * Medplum's schema could be read (or if it cannot be), introspection (Medplum's own rules and cache), documents
  * that fail to parse or validate (never kept: Medplum answers each time, in its own words), and valid documents
  * whose pruned schema could not be built (kept as such, so it is not tried again).
+ *
+ * Where the host runs Medplum's `$graphql` off its event loop (`HostFhirEngine.offThreadGraphql`), everything
+ * step 2 and 3 would answer goes there instead, every time: Medplum's whole schema is then built and held there,
+ * never in this thread, so no request here waits for its build (seconds, in one synchronous call) or its memory.
  */
 import { allOk, isOk, normalizeOperationOutcome } from '@medplum/core';
 import { RepositoryMode, makeSimpleRequest, type FhirRepository, type FhirRouter } from '@medplum/fhir-router';
 import type { OperationOutcome, Reference, Resource } from '@medplum/fhirtypes';
 import DataLoader from 'dataloader';
 import { execute, parse, type DocumentNode, type GraphQLSchema } from 'graphql';
+import type { OffThreadGraphql } from '../host.ts';
 import { captureMedplumSchema } from './capture-medplum-schema.ts';
 import type { ForeignSchema } from './foreign-schema.ts';
 import { isPartialSchemaDocument, pruneFromPartialSchema, type PartialSchemaDocument } from './partial-schema.ts';
@@ -50,6 +55,13 @@ export interface FastGraphqlPathOptions {
   readonly onUnavailable?: (reason: string) => void;
   /** Told once per document, with the reason, when a valid document stays with Medplum's handler. */
   readonly onUnsupportedDocument?: (reason: string) => void;
+  /**
+   * The host's `$graphql` off its event loop (`HostFhirEngine.offThreadGraphql`): when given, it answers every
+   * document the partial engine does not, and Medplum's whole schema is never built or read in this thread.
+   */
+  readonly offThread?: OffThreadGraphql;
+  /** Whether introspection is answered (Medplum's router option), for the off-thread engine; false by default. */
+  readonly introspectionEnabled?: boolean;
 }
 
 /** A valid document: parsed, with its pruned schema, or without one when it stays with Medplum's handler. */
@@ -80,8 +92,9 @@ export class FastGraphqlPath {
 
   /** Medplum's response to the request, from its handler or from the document's pruned schema. */
   async execute(repo: FhirRepository, request: FastGraphqlRequest): Promise<GraphqlEngineResponse> {
+    const offThread = this.#options.offThread;
     if (INTROSPECTION.test(request.query)) {
-      return this.#medplumHandler(repo, request);
+      return offThread ? this.#offThread(offThread, repo, request) : this.#medplumHandler(repo, request);
     }
     const known = this.#documents.get(request.query);
     if (known) {
@@ -91,6 +104,9 @@ export class FastGraphqlPath {
     if (partial) {
       this.#documents.remember(request.query, partial);
       return executeValidated(repo, request, partial.document, partial.schema);
+    }
+    if (offThread) {
+      return this.#offThread(offThread, repo, request);
     }
     this.#foreignSchema ??= this.#capture();
     const foreign = await this.#foreignSchema;
@@ -110,6 +126,11 @@ export class FastGraphqlPath {
   #medplumHandler(repo: FhirRepository, request: FastGraphqlRequest): Promise<GraphqlEngineResponse> {
     const { query, operationName, variables } = request;
     return this.#router.handleRequest(makeSimpleRequest('POST', '$graphql', { query, operationName, variables }), repo);
+  }
+
+  #offThread(offThread: OffThreadGraphql, repo: FhirRepository, request: FastGraphqlRequest): Promise<GraphqlEngineResponse> {
+    const { query, operationName, variables } = request;
+    return offThread.handleRequest({ query, operationName, variables, introspectionEnabled: this.#options.introspectionEnabled === true }, repo);
   }
 
   #prune(foreign: ForeignSchema, query: string): KnownDocument {

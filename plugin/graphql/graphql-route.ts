@@ -4,11 +4,14 @@
  *      (a device is also rate limited → 429, and must still be an active Device)
  *   2. read the body, within its size and depth (one request; batching is off)          → 400 / 413
  *   3. translate the document to Medplum's dialect, within fhirgate's limits (planned once per document text)
- *   4. for a device: only Observation writes that name the device itself, linked to its Device, about its
- *      assigned patient (Device.patient), itself or no one → else FORBIDDEN
+ *   4. for a device: a document naming only its Observations and its Device (`device-document-scope.ts`, before
+ *      any schema is built or read), and only Observation writes that name the device itself, linked to its
+ *      Device, about its assigned patient (Device.patient), itself or no one → else FORBIDDEN
  *      (what the document allows is planned once per document; each request's values are checked)
- *   5. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors;
- *      a document Medplum's handler already validated runs on a schema pruned to it, unvalidated (the fast path)
+ *   5. for a device: each mutation of the document takes one unit of its rate limit, all before any runs → 429
+ *   6. execute with the caller's repository (its AccessPolicy decides), answer 200 with data and/or errors;
+ *      a document Medplum's handler already validated runs on a schema pruned to it, unvalidated (the fast path);
+ *      one that needs Medplum's whole schema runs off the event loop where the host offers it
  * Errors are GraphQL errors with `extensions.code`; transport failures keep their HTTP status.
  */
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -20,6 +23,8 @@ import { AppError, toAppError } from '../errors.ts';
 import type { FhirgateHost } from '../host.ts';
 import { readBearerToken } from '../http/bearer-token.ts';
 import { fromBodyParserError, readJsonBody, type BodyLimits } from '../http/json-body.ts';
+import { checkDeviceDocumentScope } from './device-document-scope.ts';
+import { extraMutationUnits } from './device-mutation-budget.ts';
 import { guardDeviceWrites } from './device-write-guard.ts';
 import type { DocumentLimits } from './document-limits.ts';
 import { executeGraphql } from './execute-graphql.ts';
@@ -54,6 +59,9 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
     onUnavailable: (reason) => options.host.logger?.warn('GraphQL fast path unavailable', { reason }),
     // Once per distinct document, and only at debug: the document is still answered, by Medplum's handler.
     onUnsupportedDocument: (reason) => options.host.logger?.debug('GraphQL document left to Medplum\'s handler', { reason }),
+    // Where the host has one: documents that need Medplum's whole schema run there, never holding this thread.
+    offThread: options.host.fhir.offThreadGraphql,
+    introspectionEnabled: options.limits.allowIntrospection === true,
   });
   const translator = new DocumentTranslator(options.limits);
   // The caller is known before the body is read: without a valid token, a 401 and nothing read.
@@ -64,34 +72,47 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
   };
   router.post('/graphql', resolveCallerFirst, readJsonBody(options.body), async (request, response) => {
     const body = parseGraphqlRequestBody(request.body);
-    const { repo, prepare } = callers.get(request) ?? (await authenticate(options, request));
-    let translated: MedplumGraphqlRequest;
+    const caller = callers.get(request) ?? (await authenticate(options, request));
+    let prepared: PreparedRequest;
     try {
-      translated = prepare(translator.translate(body));
+      prepared = caller.prepare(translator.translate(body));
     } catch (error) {
       // An error in the document itself (syntax, limits, a write the device may not make): 200 with errors, as
       // GraphQL over HTTP asks for a well-formed request; nothing was executed.
       response.json(renderGraphqlError(error));
       return;
     }
-    response.json(await executeGraphql(engine, repo, translated, fastPath));
+    // Over the device's budget is the rate limit's 429 (with Retry-After), as at authentication; nothing runs.
+    if (prepared.extraUnits > 0) {
+      await caller.spend(prepared.extraUnits);
+    }
+    response.json(await executeGraphql(engine, caller.repo, prepared.request, fastPath));
   });
   router.all('/graphql', methodNotAllowed(['POST']));
   router.use('/graphql', renderError(options.host));
   return router;
 }
 
+/** A translated request as the caller's kind leaves it, and what it costs beyond the request itself. */
+interface PreparedRequest {
+  readonly request: MedplumGraphqlRequest;
+  /** Units of the caller's rate limit the document takes beyond the one its request took (a device's mutations). */
+  readonly extraUnits: number;
+}
+
 interface AuthenticatedGraphqlCaller {
   readonly repo: FhirRepository;
-  /** What the caller's kind adds to a translated request: the device write guard, or nothing. */
-  readonly prepare: (request: MedplumGraphqlRequest) => MedplumGraphqlRequest;
+  /** What the caller's kind adds to a translated request: the device's scope, write guard and mutation count, or nothing. */
+  readonly prepare: (request: MedplumGraphqlRequest) => PreparedRequest;
+  /** Takes `units` more from the caller's rate limit; throws `rate_limited` when they do not fit. */
+  readonly spend: (units: number) => Promise<void>;
 }
 
 async function authenticate(options: GraphqlRouteOptions, request: Request): Promise<AuthenticatedGraphqlCaller> {
   const token = readBearerToken(request.headers);
   if (!token || !looksLikeDeviceToken(token)) {
     const caller = await authenticateCaller(options.host, request);
-    return { repo: caller.repo, prepare: (translated) => translated };
+    return { repo: caller.repo, prepare: (translated) => ({ request: translated, extraUnits: 0 }), spend: async () => undefined };
   }
   const devices = options.devices;
   const claims = devices ? await devices.tokens.verify(token) : undefined;
@@ -113,9 +134,15 @@ async function authenticate(options: GraphqlRouteOptions, request: Request): Pro
     identifierSystem,
     assignedPatient: assignedPatientId ? `Patient/${assignedPatientId}` : undefined,
   };
+  const isResourceType = (name: string): boolean => options.host.fhir.isResourceType(name);
   return {
     repo: await devices.deviceRepo(claims.deviceResourceId, assignedPatientId),
-    prepare: (translated) => guardDeviceWrites(translated, caller),
+    prepare: (translated) => {
+      checkDeviceDocumentScope(translated.document, isResourceType);
+      const guarded = guardDeviceWrites(translated, caller);
+      return { request: guarded, extraUnits: extraMutationUnits(guarded, devices.rateLimiter.perSecond) };
+    },
+    spend: (units) => devices.rateLimiter.consume(claims.deviceId, units),
   };
 }
 

@@ -25,6 +25,7 @@ import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
 import { createPartialRouter } from './partial-fhir-engine.ts';
+import { WorkerGraphqlEngine } from './off-thread-graphql.ts';
 import { createJsonLogger } from './logger.ts';
 import { ProjectRepository } from './project-repository.ts';
 import { createHealthcheck } from './healthcheck.ts';
@@ -65,6 +66,13 @@ export interface StandaloneHostOptions {
   readonly passwordChecks?: Partial<PasswordCheckLimits>;
   /** Failed sign-ins per source and per account before a lockout (auth/sign-in-limits.ts; default 20 and 10 in 5 minutes, 15 minutes). */
   readonly signInLimits?: Partial<SignInLimits>;
+  /**
+   * Where GraphQL documents that need Medplum's whole schema run (on `/graphql` and `/fhir/R4/$graphql`): in a
+   * worker process by default (`off-thread-graphql.ts`), stopped after `idleMs` without one, so the schema's build
+   * holds no other request and its memory is given back; `false` runs them in this thread, on the schema this
+   * process builds (the host does so when it built it before listening, `FHIRGATE_GRAPHQL_WARMUP=on`).
+   */
+  readonly graphqlWorker?: false | { readonly idleMs?: number };
 }
 
 /** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
@@ -99,11 +107,12 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   const keys = await loadSigningKeys(store);
   const tokens = createAccessTokenService({ keys, issuer: options.baseUrl, lifetimeSeconds: options.accessTokenLifetimeSeconds });
   const callers = createCallerCache(options.callerCache);
+  const graphqlWorker = options.graphqlWorker === false ? undefined : new WorkerGraphqlEngine({ idleMs: options.graphqlWorker?.idleMs, logger });
   const host: FhirgateHost = {
     authenticate: (request) => authenticateRequest(request.headers, store, tokens, callers),
     getSystemRepo: async (projectId) => new ProjectRepository(store, { projectId, author: { reference: 'system' } }),
     getDeviceRepo: async (projectId, accessPolicy, device) => new ProjectRepository(store, { projectId, author: device, accessPolicy }),
-    fhir: { createRouter: (routerOptions) => new FhirRouter(routerOptions), isResourceType, createPartialRouter },
+    fhir: { createRouter: (routerOptions) => new FhirRouter(routerOptions), isResourceType, createPartialRouter, offThreadGraphql: graphqlWorker },
     redis: options.redis,
     logger,
   };
@@ -127,7 +136,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
   app.use(createPasswordLoginRoutes(store, { unauthenticated, passwords, limits: signInLimits, maxJsonDepth: body.maxDepth, logger }));
   app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
-  app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger }));
+  app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger, offThreadGraphql: graphqlWorker }));
   app.use(plugin);
   // Last: a path nobody serves, and any error no route answered, leave as Medplum's OperationOutcome, never as
   // Express's default page (HTML, and the error, with a body parser's copy of the body, printed to stderr).
@@ -168,6 +177,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
       const lingering = setTimeout(() => servers.forEach((server) => server.closeAllConnections()), CONNECTION_LINGER_MS);
       await Promise.all(closed);
       clearTimeout(lingering);
+      await graphqlWorker?.close();
     },
   };
 }

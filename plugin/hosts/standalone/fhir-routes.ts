@@ -1,13 +1,15 @@
 /**
  * `/fhir/R4/*` served by Medplum's own `FhirRouter` (REST, batch, `$graphql`) over the caller's repository, so
  * every FHIR call a client makes is checked against its AccessPolicy exactly as the plugin's own writes are.
+ * `POST $graphql` goes to the host's GraphQL worker when it has one (`off-thread-graphql.ts`): Medplum's handler
+ * there, the same, on a schema built and held away from this thread.
  */
 import { getStatus, isOk } from '@medplum/core';
 import { FhirRouter, type FhirRepository, type FhirRequest, type HttpMethod } from '@medplum/fhir-router';
 import type { OperationOutcome, Resource } from '@medplum/fhirtypes';
 import express, { type Request, type Response, type Router } from 'express';
 import { AppError } from '../../errors.ts';
-import type { CallerContext, HostLogger } from '../../host.ts';
+import type { CallerContext, HostLogger, OffThreadGraphql } from '../../host.ts';
 import { authenticateFirst } from '../../http/authenticate-first.ts';
 import { readJsonBody, type BodyLimits } from '../../http/json-body.ts';
 import { createOutcomeErrorHandler } from './outcome-errors.ts';
@@ -23,6 +25,8 @@ export interface FhirRoutesOptions {
   /** The body's bounds: Medplum's `maxJsonSize` (1 MB by default) and a nesting depth. */
   readonly body: Omit<BodyLimits, 'type'>;
   readonly logger?: HostLogger;
+  /** Where `POST $graphql` runs instead of this thread, when given. */
+  readonly offThreadGraphql?: OffThreadGraphql;
 }
 
 /**
@@ -44,7 +48,12 @@ export function createFhirRoutes(options: FhirRoutesOptions): Router {
   router.use(authenticateFirst(requireCaller));
   router.use(readJsonBody({ ...options.body, type: JSON_TYPES }));
   router.use(async (request, response) => {
-    await handleFhirRequest(fhirRouter, (await requireCaller(request)).repo, request, response);
+    const repo = (await requireCaller(request)).repo;
+    if (options.offThreadGraphql && request.method === 'POST' && request.path === '/$graphql') {
+      await handleOffThreadGraphql(options.offThreadGraphql, repo, request, response);
+      return;
+    }
+    await handleFhirRequest(fhirRouter, repo, request, response);
   });
   router.use(createOutcomeErrorHandler(options.logger));
   return router;
@@ -76,6 +85,26 @@ async function handleFhirRequest(fhirRouter: FhirRouter, repo: FhirRepository, r
     }
   }
   sendResource(response, status, resource);
+}
+
+/** As Medplum's `$graphql` route answers: its outcome when the document did not run, else the result as JSON. */
+async function handleOffThreadGraphql(engine: OffThreadGraphql, repo: FhirRepository, request: Request, response: Response): Promise<void> {
+  const body = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<string, unknown>;
+  const [outcome, result] = await engine.handleRequest(
+    {
+      query: typeof body.query === 'string' ? body.query : '',
+      ...(typeof body.operationName === 'string' ? { operationName: body.operationName } : {}),
+      ...(typeof body.variables === 'object' && body.variables !== null ? { variables: body.variables as Record<string, unknown> } : {}),
+      introspectionEnabled: false,
+    },
+    repo,
+  );
+  if (result === undefined) {
+    sendOutcome(response, outcome);
+    return;
+  }
+  // As `handleFhirRequest` sends the result of the in-process handler.
+  sendResource(response, getStatus(outcome), result as Resource);
 }
 
 function sendOutcome(response: Response, outcome: OperationOutcome): void {

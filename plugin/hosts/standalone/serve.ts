@@ -73,6 +73,8 @@ const standalone = await createStandaloneHost({
   maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
   passwordChecks: { maxConcurrent: config.maxConcurrentPasswordChecks },
   signInLimits: config.signInLimits,
+  // Built before listening (below), the whole schema is this thread's already: no worker to build a second one.
+  graphqlWorker: config.graphqlWarmUp ? false : undefined,
   plugin: {
     maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,
@@ -87,7 +89,7 @@ const standalone = await createStandaloneHost({
   },
 });
 // Devices' documents run on the partial engine's small schema; Medplum builds its whole GraphQL schema (seconds, and
-// ~500 MB of memory) only when a request first needs it, or here with FHIRGATE_GRAPHQL_WARMUP=on.
+// ~500 MB of memory) in the GraphQL worker when a request first needs it, or here with FHIRGATE_GRAPHQL_WARMUP=on.
 if (config.graphqlWarmUp) {
   await warmUpGraphqlSchema(new FhirRouter(), store);
 }
