@@ -206,20 +206,8 @@ describe('POST /graphql with device tokens', () => {
 
 describe('the device rate limit on /graphql', () => {
   test('counts the token exchange and the GraphQL requests of a device together', async () => {
-    const host = await startTestHost({
-      pluginFor: (seeded) => ({
-        device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: 2 },
-      }),
-    });
+    const { host, access } = await rateLimitedDevice(2);
     try {
-      const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
-      await repo.createResource<Device>({ resourceType: 'Device', status: 'active', identifier: [{ system: SYSTEM, value: 'monitor-1' }] });
-      const exchange = await fetch(`${host.url}account/api/token/device/`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ device_id: 'monitor-1', api_key: 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }),
-      });
-      const { access } = (await exchange.json()) as { access: string };
       const post = () =>
         fetch(`${host.url}graphql`, {
           method: 'POST',
@@ -240,20 +228,8 @@ describe('the device rate limit on /graphql', () => {
 
 describe("the device rate limit counts a document's mutations", () => {
   test('each aliased ObservationCreate takes one unit, all before any runs: a document over what is left writes nothing', async () => {
-    const host = await startTestHost({
-      pluginFor: (seeded) => ({
-        device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: 5 },
-      }),
-    });
+    const { host, access } = await rateLimitedDevice(5);
     try {
-      const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
-      await repo.createResource<Device>({ resourceType: 'Device', status: 'active', identifier: [{ system: SYSTEM, value: 'monitor-1' }] });
-      const exchange = await fetch(`${host.url}account/api/token/device/`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ device_id: 'monitor-1', api_key: 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }),
-      });
-      const { access } = (await exchange.json()) as { access: string };
       const post = (query: string) =>
         fetch(`${host.url}graphql`, {
           method: 'POST',
@@ -300,6 +276,24 @@ describe("the device rate limit counts a document's mutations", () => {
     }
   });
 });
+
+/** A host whose one device, `monitor-1`, may make `perSecond` requests a second, and that device's token. */
+async function rateLimitedDevice(perSecond: number): Promise<{ host: TestHost; access: string }> {
+  const host = await startTestHost({
+    pluginFor: (seeded) => ({
+      device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: perSecond },
+    }),
+  });
+  const repo = await host.standalone.host.getSystemRepo(host.project?.projectId ?? '');
+  await repo.createResource<Device>({ resourceType: 'Device', status: 'active', identifier: [{ system: SYSTEM, value: 'monitor-1' }] });
+  const exchange = await fetch(`${host.url}account/api/token/device/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ device_id: 'monitor-1', api_key: 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }),
+  });
+  const { access } = (await exchange.json()) as { access: string };
+  return { host, access };
+}
 
 function tamper(token: string): string {
   const [header, payload, signature] = token.split('.');

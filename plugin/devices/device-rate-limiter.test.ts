@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { connectTestRedis, describeWithRedis } from '../../test/support/redis.ts';
+import { describeWithRedis, twoInstancesOnRedis } from '../../test/support/redis.ts';
 import { AppError } from '../errors.ts';
 import { createDeviceRateLimiter } from './device-rate-limiter.ts';
 import type { DeviceRateLimiter } from './device-rate-limiter.ts';
@@ -96,23 +96,12 @@ describe('createDeviceRateLimiter in memory', () => {
 });
 
 describeWithRedis('createDeviceRateLimiter on Redis', () => {
-  let firstClient: Redis;
-  let secondClient: Redis;
-
-  beforeAll(async () => {
-    // Two clients stand for two server instances sharing one Redis; connected, as a running server's are.
-    firstClient = connectTestRedis();
-    secondClient = connectTestRedis();
-    await Promise.all([firstClient.ping(), secondClient.ping()]);
-  });
-
-  afterAll(async () => {
-    await Promise.all([firstClient.quit(), secondClient.quit()]);
-  });
+  // Two clients stand for two server instances sharing one Redis; connected, as a running server's are.
+  const redis = twoInstancesOnRedis();
 
   test('two server instances share the limit of a device: 6 + 5 requests at 10 per second, the 11th is refused', async () => {
-    const firstInstance = createDeviceRateLimiter(10, onRedis(firstClient));
-    const secondInstance = createDeviceRateLimiter(10, onRedis(secondClient));
+    const firstInstance = createDeviceRateLimiter(10, onRedis(redis.first));
+    const secondInstance = createDeviceRateLimiter(10, onRedis(redis.second));
     const deviceId = newDeviceId();
 
     await consumeTimes(firstInstance, deviceId, 6);
@@ -125,7 +114,7 @@ describeWithRedis('createDeviceRateLimiter on Redis', () => {
   });
 
   test('requests arriving at once through both instances: exactly perSecond pass', async () => {
-    const instances = [createDeviceRateLimiter(10, onRedis(firstClient)), createDeviceRateLimiter(10, onRedis(secondClient))];
+    const instances = [createDeviceRateLimiter(10, onRedis(redis.first)), createDeviceRateLimiter(10, onRedis(redis.second))];
     const deviceId = newDeviceId();
 
     const outcomes = await Promise.allSettled(Array.from({ length: 16 }, (_, index) => instances[index % 2].consume(deviceId)));
@@ -135,8 +124,8 @@ describeWithRedis('createDeviceRateLimiter on Redis', () => {
   });
 
   test('several units at once count on the shared Redis too, across instances', async () => {
-    const firstInstance = createDeviceRateLimiter(10, onRedis(firstClient));
-    const secondInstance = createDeviceRateLimiter(10, onRedis(secondClient));
+    const firstInstance = createDeviceRateLimiter(10, onRedis(redis.first));
+    const secondInstance = createDeviceRateLimiter(10, onRedis(redis.second));
     const deviceId = newDeviceId();
     await firstInstance.consume(deviceId, 6);
     await expect(secondInstance.consume(deviceId, 5)).rejects.toMatchObject({ code: 'rate_limited' });
@@ -144,16 +133,16 @@ describeWithRedis('createDeviceRateLimiter on Redis', () => {
   });
 
   test('another device keeps its own limit on the shared Redis', async () => {
-    const limiter = createDeviceRateLimiter(3, onRedis(firstClient));
+    const limiter = createDeviceRateLimiter(3, onRedis(redis.first));
     const busyDevice = newDeviceId();
     const quietDevice = newDeviceId();
     await consumeTimes(limiter, busyDevice, 3);
     await refusalOf(limiter, busyDevice);
-    await expect(consumeTimes(createDeviceRateLimiter(3, onRedis(secondClient)), quietDevice, 3)).resolves.toBeUndefined();
+    await expect(consumeTimes(createDeviceRateLimiter(3, onRedis(redis.second)), quietDevice, 3)).resolves.toBeUndefined();
   });
 
   test('requests pass again once the one-second window is over', async () => {
-    const limiter = createDeviceRateLimiter(3, onRedis(firstClient));
+    const limiter = createDeviceRateLimiter(3, onRedis(redis.first));
     const deviceId = newDeviceId();
     await consumeTimes(limiter, deviceId, 3);
     await refusalOf(limiter, deviceId);

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { connectTestRedis, describeWithRedis } from '../../test/support/redis.ts';
+import { describeWithRedis, twoInstancesOnRedis } from '../../test/support/redis.ts';
 import { createFailedAttemptLimiter, type FailedAttemptLimit, type FailedAttemptLimiter } from './failed-attempt-limiter.ts';
 import { createLimiterStore } from './limiter-store.ts';
 
@@ -49,22 +48,12 @@ describe('createFailedAttemptLimiter', () => {
 });
 
 describeWithRedis('createFailedAttemptLimiter on Redis', () => {
-  let firstClient: Redis;
-  let secondClient: Redis;
-
-  beforeAll(async () => {
-    firstClient = connectTestRedis();
-    secondClient = connectTestRedis();
-    await Promise.all([firstClient.ping(), secondClient.ping()]);
-  });
-
-  afterAll(async () => {
-    await Promise.all([firstClient.quit(), secondClient.quit()]);
-  });
+  // Two clients stand for two server instances sharing one Redis; connected, as a running server's are.
+  const redis = twoInstancesOnRedis();
 
   test('two server instances share the failure counts of a source', async () => {
-    const first = createFailedAttemptLimiter(LIMITS, createLimiterStore(firstClient));
-    const second = createFailedAttemptLimiter(LIMITS, createLimiterStore(secondClient));
+    const first = createFailedAttemptLimiter(LIMITS, createLimiterStore(redis.first));
+    const second = createFailedAttemptLimiter(LIMITS, createLimiterStore(redis.second));
     const sourceAddress = `203.0.113.${randomUUID()}`;
     const attempt = (deviceId: string) => ({ sourceAddress, deviceId: `${deviceId}-${randomUUID()}` });
 

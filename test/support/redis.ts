@@ -2,7 +2,7 @@
  * Tests that need a real Redis read REDIS_URL (`.ci/run` sets it). Without it they are skipped with a visible
  * notice, so `npm test` passes on a fresh machine.
  */
-import { describe } from '@jest/globals';
+import { afterAll, beforeAll, describe } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { hasRedisServer } from './own-redis.ts';
 
@@ -36,4 +36,27 @@ export function describeWithRedisServer(name: string, body: () => void): void {
   }
   console.warn(`Skipping "${name}": it starts its own redis-server, which is not installed here.`);
   describe.skip(name, body);
+}
+
+/** Two connected clients on REDIS_URL, standing for two server instances sharing one Redis. */
+export interface TwoInstances {
+  readonly first: Redis;
+  readonly second: Redis;
+}
+
+/**
+ * Connects two clients before the block's tests and closes them after it; call inside a `describeWithRedis` block.
+ * The clients are read from the returned object once the tests run.
+ */
+export function twoInstancesOnRedis(): TwoInstances {
+  const clients = {} as { first: Redis; second: Redis };
+  beforeAll(async () => {
+    clients.first = connectTestRedis();
+    clients.second = connectTestRedis();
+    await Promise.all([clients.first.ping(), clients.second.ping()]);
+  });
+  afterAll(async () => {
+    await Promise.all([clients.first.quit(), clients.second.quit()]);
+  });
+  return clients;
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { createLimiterStore } from '../../../devices/limiter-store.ts';
-import { connectTestRedis, describeWithRedis } from '../../../../test/support/redis.ts';
+import { describeWithRedis, twoInstancesOnRedis } from '../../../../test/support/redis.ts';
 import { createSignInLimiter, type SignInAttempt, type SignInLimiter } from './sign-in-limits.ts';
 
 const LIMITS = { perSource: 5, perAccount: 3, windowSeconds: 60, lockoutSeconds: 120 };
@@ -60,23 +59,13 @@ describe('createSignInLimiter', () => {
 });
 
 describeWithRedis('createSignInLimiter on Redis', () => {
-  let firstClient: Redis;
-  let secondClient: Redis;
-
-  beforeAll(async () => {
-    firstClient = connectTestRedis();
-    secondClient = connectTestRedis();
-    await Promise.all([firstClient.ping(), secondClient.ping()]);
-  });
-
-  afterAll(async () => {
-    await Promise.all([firstClient.quit(), secondClient.quit()]);
-  });
+  // Two clients stand for two server instances sharing one Redis; connected, as a running server's are.
+  const redis = twoInstancesOnRedis();
 
   test("two instances share a source's failures and its lockout", async () => {
     const keyPrefix = `fhirgate:test:${randomUUID()}:`;
-    const first = createSignInLimiter(LIMITS, createLimiterStore(firstClient), { keyPrefix });
-    const second = createSignInLimiter(LIMITS, createLimiterStore(secondClient), { keyPrefix });
+    const first = createSignInLimiter(LIMITS, createLimiterStore(redis.first), { keyPrefix });
+    const second = createSignInLimiter(LIMITS, createLimiterStore(redis.second), { keyPrefix });
     const source = `203.0.113.${randomUUID()}`;
     const attempt = (index: number): SignInAttempt => ({ sourceAddress: source, email: `nobody-${index}@example.test` });
 
