@@ -3,7 +3,9 @@
  * exchanges its key for a token, posts an Observation through `/graphql` with a GraphQL client (urql), is refused
  * an Observation that names another device, and the project administrator finds the Observation and the
  * exchange's AuditEvent with MedplumClient; assigned to a patient by the administrator (`Device.patient`), it writes
- * about that patient and is refused another one. Skipped, with a notice, when the target has no device configured.
+ * about that patient and is refused another one; a document naming anything beyond its Observations is refused
+ * before the server runs it, and its mutations count against its rate limit, each one. Skipped, with a notice, when
+ * the target has no device configured.
  */
 import { Client, cacheExchange, fetchExchange } from '@urql/core';
 import type { AuditEvent, Device, Observation, Patient } from '@medplum/fhirtypes';
@@ -102,5 +104,35 @@ describe('fhirgate end to end: devices', () => {
     expect(aboutUnassigned).toHaveLength(0);
     const aboutAssigned = await admin.searchResources('Observation', { subject: `Patient/${assigned.id}` }, { cache: 'no-cache' });
     expect(aboutAssigned.map((observation: Observation) => observation.id)).toEqual([posted.data.ObservationCreate.id]);
+  }, 60_000);
+
+  test("a device's document beyond its Observations is refused, and each of a document's mutations counts against its rate limit", async () => {
+    if (!target.device) {
+      return;
+    }
+    const { device, admin } = target;
+    const { access } = (await (await exchange(device.id, device.key)).json()) as { access: string };
+    const post = async (query: string, variables?: Record<string, unknown>): Promise<{ status: number; body: { data?: Record<string, unknown> | null; errors?: { extensions?: { code?: string } }[] } }> => {
+      const response = await fetch(`${target.baseUrl}graphql`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${access}` },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: response.status, body: (await response.json()) as { data?: Record<string, unknown> | null; errors?: { extensions?: { code?: string } }[] } };
+    };
+
+    // Another type's list: refused from the document alone (inside a Medplum server, before its whole schema is needed).
+    const patients = await post('{ PatientList { id } }');
+    expect(patients.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(patients.body.data ?? null).toBeNull();
+
+    // One more create than a second allows, aliased in one document: refused outright, none of them stored.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const marker = 6000 + Math.floor(Math.random() * 1000);
+    const creates = Array.from({ length: device.perSecond + 1 }, (_, index) => `w${index}: ObservationCreate(resource: $input) { id }`).join(' ');
+    const flood = await post(`mutation ($input: ObservationInput!) { ${creates} }`, { input: observationInput(device.id, E2E_DEVICE_SYSTEM, marker) });
+    expect(flood.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const stored = await admin.searchResources('Observation', { device: `Device/${device.resourceId}`, _count: '1000' }, { cache: 'no-cache' });
+    expect(stored.filter((observation: Observation) => observation.valueQuantity?.value === marker)).toEqual([]);
   }, 60_000);
 });

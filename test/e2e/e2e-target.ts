@@ -11,7 +11,7 @@
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -33,8 +33,11 @@ export interface E2eTarget {
   readonly admin: MedplumClient;
   readonly projectId: string;
   readonly provisioned: ProvisionReport;
-  /** The device the suite may exchange a token for, with its key; undefined when the target has none configured. */
-  readonly device?: { readonly id: string; readonly resourceId: string; readonly key: string };
+  /**
+   * The device the suite may exchange a token for, with its key and the requests it may make a second (the file's
+   * `rate_limit_per_second`); undefined when the target has none configured.
+   */
+  readonly device?: { readonly id: string; readonly resourceId: string; readonly key: string; readonly perSecond: number };
   /** True when the suite started the server itself (on the LLM emulator). */
   readonly local: boolean;
   close(): Promise<void>;
@@ -56,7 +59,7 @@ async function connectRemote(baseUrl: string): Promise<E2eTarget> {
   const url = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
   const provisioned = await provision(url, { clientId, clientSecret }, authFile ? { id: deviceId, authFile } : undefined);
   const admin = await signInAdmin(url, clientId, clientSecret);
-  const device = authFile && provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, key: await readKey(authFile, deviceId) } : undefined;
+  const device = authFile && provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, ...(await readDevice(authFile, deviceId)) } : undefined;
   return { baseUrl: url, admin, projectId: provisioned.projectId, provisioned, device, local: false, close: async () => undefined };
 }
 
@@ -92,7 +95,7 @@ async function startLocal(): Promise<E2eTarget> {
       admin,
       projectId: provisioned.projectId,
       provisioned,
-      device: provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, key: await readKey(authFile, deviceId) } : undefined,
+      device: provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, ...(await readDevice(authFile, deviceId)) } : undefined,
       local: true,
       close: async () => {
         await stop(running);
@@ -137,9 +140,11 @@ async function signInAdmin(baseUrl: string, clientId: string, clientSecret: stri
   return admin;
 }
 
-async function readKey(authFile: string, deviceId: string): Promise<string> {
+async function readDevice(authFile: string, deviceId: string): Promise<{ key: string; perSecond: number }> {
   const { readDeviceKey } = await import('../../plugin/provision/device-auth-file.ts');
-  return readDeviceKey(authFile, deviceId);
+  const { rate_limit_per_second: perSecond } = JSON.parse(await readFile(authFile, 'utf8')) as { rate_limit_per_second?: number };
+  // fhirgate's default when the file names none (docs/devices.md).
+  return { key: await readDeviceKey(authFile, deviceId), perSecond: perSecond ?? 10 };
 }
 
 async function stop(host: HostProcess): Promise<void> {
