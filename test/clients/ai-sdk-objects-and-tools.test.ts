@@ -6,7 +6,7 @@
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateObject, generateText, jsonSchema, stepCountIs, streamObject, streamText, tool, type LanguageModel } from 'ai';
+import { generateObject, generateText, jsonSchema, stepCountIs, streamObject, streamText, tool, type LanguageModel, type ModelMessage } from 'ai';
 import { z } from 'zod';
 import { CHAT_MODEL, readPrompts, recordedRequestOf, TWO_ROUND_TOOL_LOOP, useClientMatrix, VITALS_EXAMPLE, VITALS_SCHEMA, weatherIn, type MatrixSession } from './client-matrix.ts';
 
@@ -89,6 +89,18 @@ describe('client matrix: the AI SDK, object generation and multi-step tools', ()
       expect(result.steps.map((step) => step.toolCalls.map((call) => call.input))).toEqual([[{ city: 'Lyon' }], [{ city: 'Paris' }, { city: 'Nice' }], []]);
       expect(matrix.emulator.received[2].messages).toEqual(TWO_ROUND_TOOL_LOOP.sentAtLastStep);
       expect(await matrix.session.conversations()).toEqual(TWO_ROUND_TOOL_LOOP.asOneConversation);
+    });
+
+    test("the loop's messages kept by the application (responseMessages: every step's) and a next question: the model gets them all, one conversation", async () => {
+      const model = provider.model(matrix.session);
+      const messages: ModelMessage[] = [{ role: 'user', content: TWO_ROUND_TOOL_LOOP.prompt }];
+      const loop = await generateText({ model, messages, tools: { get_weather: getWeather }, stopWhen: stepCountIs(3), maxRetries: 0 });
+      messages.push(...loop.responseMessages, { role: 'user', content: 'And tomorrow?' });
+      const next = await generateText({ model, messages, tools: { get_weather: getWeather }, maxRetries: 0 });
+
+      expect(next.text).toBe('Echo: And tomorrow?');
+      expect(matrix.emulator.received[3].messages).toEqual([...TWO_ROUND_TOOL_LOOP.sentAtLastStep, { role: 'assistant', content: TWO_ROUND_TOOL_LOOP.answer }, { role: 'user', content: 'And tomorrow?' }]);
+      expect(await matrix.session.conversations()).toEqual([[...TWO_ROUND_TOOL_LOOP.asOneConversation[0], 'prompt: And tomorrow?', 'reply: Echo: And tomorrow?']]);
     });
   });
 });
