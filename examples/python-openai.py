@@ -4,7 +4,7 @@
   2. continue that conversation, streaming the answer (fhirgate's `conversation_id`, sent with `extra_body`);
   3. a Responses API chain continued with `previous_response_id`.
 
-    pip install openai
+    pip install 'openai>=1.106'
     python3 examples/python-openai.py
 
 Settings (environment): FHIRGATE_URL (default http://127.0.0.1:8103/), TOKEN (a Medplum access token; default: a new
@@ -14,6 +14,7 @@ Lopez of the demo project). examples/python-http.py makes the same requests with
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from openai import OpenAI
@@ -23,18 +24,23 @@ PROJECT_ID = os.environ.get("PROJECT_ID", "a1f0c0de-0000-4000-8000-000000000001"
 PATIENT_ID = os.environ.get("PATIENT_ID", "a1f0c0de-0000-4000-8000-000000000301")
 
 
+_token = {"value": "", "renew_at": 0.0}
+
+
 def current_token() -> str:
-    """A Medplum access token (valid an hour): TOKEN, or a new one from `npm run -s token`."""
+    """A current Medplum access token: TOKEN, or one from `npm run -s token`, renewed before its hour is up."""
     if os.environ.get("TOKEN"):
         return os.environ["TOKEN"]
-    checkout = Path(__file__).resolve().parent.parent
-    printed = subprocess.run(["npm", "run", "-s", "token"], cwd=checkout, check=True, capture_output=True, text=True)
-    return printed.stdout.strip()
+    if time.monotonic() >= _token["renew_at"]:
+        checkout = Path(__file__).resolve().parent.parent
+        printed = subprocess.run(["npm", "run", "-s", "token"], cwd=checkout, check=True, capture_output=True, text=True)
+        _token.update(value=printed.stdout.strip(), renew_at=time.monotonic() + 50 * 60)
+    return str(_token["value"])
 
 
-# The SDK unchanged: the Medplum access token is the API key, the project goes in X-Project-ID. The key is a string:
-# a long-running program gives each request a current one with `client.with_options(api_key=current_token())`.
-client = OpenAI(base_url=f"{FHIRGATE_URL}/v1", api_key=current_token(), default_headers={"X-Project-ID": PROJECT_ID})
+# The SDK unchanged: the Medplum access token is the API key (a function, which the SDK calls before each request, so
+# a long-running program always sends a current token), the project goes in X-Project-ID.
+client = OpenAI(base_url=f"{FHIRGATE_URL}/v1", api_key=current_token, default_headers={"X-Project-ID": PROJECT_ID})
 model = client.models.list().data[0].id
 
 # 1. Chat completions. fhirgate's own request fields (patient_id, conversation_id) go in extra_body; its own answer

@@ -127,6 +127,16 @@ describe("client matrix: Genkit's OpenAI-compatible plugin", () => {
     // Both messages are on the prompt's record, as the plugin sent them.
     const [prompt] = await readPrompts(matrix.session.medplum);
     expect((recordedRequestOf(prompt).messages as unknown[]).length).toBe(2);
+
+    // Streamed, Genkit reads the JSON from the text as it grows.
+    matrix.emulator.enqueue({ reply: JSON.stringify(VITALS_EXAMPLE, null, 1) });
+    const { stream, response: streamed } = startGenkit().generateStream({ model: MODEL, prompt: 'Latest vitals.', output: { schema: Vitals }, config: await config() });
+    const partials: unknown[] = [];
+    for await (const chunk of stream) {
+      partials.push(chunk.output);
+    }
+    expect(partials.at(-1)).toEqual(VITALS_EXAMPLE);
+    expect((await streamed).output).toEqual(VITALS_EXAMPLE);
   });
 
   test("structured output, the model declared constrained: the schema sent as response_format json_schema; streamed, Genkit's plugin fails on the first piece of JSON", async () => {
@@ -148,11 +158,12 @@ describe("client matrix: Genkit's OpenAI-compatible plugin", () => {
     await expect(streamed).rejects.toThrow(SyntaxError);
   });
 
-  test("fhirgate's own fields in config: patient_id makes the turn about the patient", async () => {
+  test("fhirgate's own fields in config, as any key the plugin does not know: patient_id makes the turn about the patient", async () => {
     const patientId = matrix.session.project.ids['patient-in-care-team-1'];
-    const response = await startGenkit().generate({ model: MODEL, prompt: 'What should I check at the next visit?', config: await config({ patient_id: patientId }) });
+    const response = await startGenkit().generate({ model: MODEL, prompt: 'What should I check at the next visit?', config: await config({ patient_id: patientId, max_completion_tokens: 50 }) });
 
     expect(response.text).toBe('Echo: What should I check at the next visit?');
+    expect(matrix.emulator.received[0].body).toMatchObject({ max_completion_tokens: 50 });
     const [prompt] = await readPrompts(matrix.session.medplum);
     expect(prompt.subject).toEqual({ reference: `Patient/${patientId}` });
     expect(recordedRequestOf(prompt)).toMatchObject({ patient_id: patientId });
