@@ -184,11 +184,54 @@ export const NAMED_TOOL_LOOP = {
   ],
 } as const;
 
-/** The structured output every client asks for; the emulator answers the schema's example (below). */
+/** Sunny in each of the three cities of {@link TWO_ROUND_TOOL_LOOP}. */
+const CITIES_BEHAVIOUR = {
+  toolCalls: [[{ name: 'get_weather', arguments: { city: 'Lyon' } }], [{ name: 'get_weather', arguments: { city: 'Paris' } }, { name: 'get_weather', arguments: { city: 'Nice' } }]],
+};
+
+/**
+ * A tool loop of two rounds that a client runs by itself (multi-step): the model calls get_weather for Lyon, then for
+ * Paris and Nice at once, then answers. What the provider receives at the last step, and the records: one
+ * conversation, each round's calls on one reply and their results on the next prompt.
+ */
+export const TWO_ROUND_TOOL_LOOP = {
+  prompt: `Weather in Lyon, Paris and Nice? [emulator-behaviour ${JSON.stringify(CITIES_BEHAVIOUR)}]`,
+  answer: `Echo: Weather in Lyon, Paris and Nice? [emulator-behaviour ${JSON.stringify(CITIES_BEHAVIOUR)}]`,
+  sentAtLastStep: [
+    { role: 'user', content: `Weather in Lyon, Paris and Nice? [emulator-behaviour ${JSON.stringify(CITIES_BEHAVIOUR)}]` },
+    { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'get_weather', arguments: '{"city":"Lyon"}' }] },
+    { role: 'tool', content: 'Sunny in Lyon', toolCallId: 'call_1_0' },
+    {
+      role: 'assistant',
+      content: '',
+      toolCalls: [
+        { id: 'call_2_0', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { id: 'call_2_1', name: 'get_weather', arguments: '{"city":"Nice"}' },
+      ],
+    },
+    { role: 'tool', content: 'Sunny in Paris', toolCallId: 'call_2_0' },
+    { role: 'tool', content: 'Sunny in Nice', toolCallId: 'call_2_1' },
+  ],
+  asOneConversation: [
+    [
+      `prompt: Weather in Lyon, Paris and Nice? [emulator-behaviour ${JSON.stringify(CITIES_BEHAVIOUR)}]`,
+      'reply: calls get_weather({"city":"Lyon"})',
+      'prompt: result call_1_0: Sunny in Lyon',
+      'reply: calls get_weather({"city":"Paris"}) | calls get_weather({"city":"Nice"})',
+      'prompt: result call_2_0: Sunny in Paris | result call_2_1: Sunny in Nice',
+      `reply: Echo: Weather in Lyon, Paris and Nice? [emulator-behaviour ${JSON.stringify(CITIES_BEHAVIOUR)}]`,
+    ],
+  ],
+} as const;
+
+/**
+ * The structured output every client asks for; the emulator answers the schema's example (below). Its lists are
+ * plain arrays, as JSON Schema's types (`@types/json-schema`, which the AI SDK's `jsonSchema` takes) declare them.
+ */
 export const VITALS_SCHEMA = {
   type: 'object',
-  properties: { systolic: { type: 'integer', minimum: 90 }, trend: { type: 'string', enum: ['stable', 'rising'] } },
-  required: ['systolic', 'trend'],
+  properties: { systolic: { type: 'integer', minimum: 90 }, trend: { type: 'string', enum: ['stable', 'rising'] as string[] } },
+  required: ['systolic', 'trend'] as string[],
   additionalProperties: false,
 } as const;
 
