@@ -171,6 +171,9 @@ describe('the OpenAPI description holds for real requests and answers', () => {
     const notAllowed = await send('GET', '/v1/chat/completions', { headers: caller });
     expect(notAllowed.status).toBe(405);
     validator.expectAnswer('GET', '/v1/chat/completions', notAllowed, 'Error405');
+    const postedDescription = await send('POST', '/fhirgate/openapi.json', { headers: caller });
+    expect(postedDescription.status).toBe(405);
+    validator.expectAnswer('POST', '/fhirgate/openapi.json', postedDescription, 'Error405');
 
     // The same Idempotency-Key while its turn still runs: 409; a second turn while the caller's one runs: 429.
     const slow = { messages: [{ role: 'user', content: `hello [emulator-behaviour ${JSON.stringify({ latencyMs: 800 })}]` }] };
