@@ -34,6 +34,7 @@ import { FHIRGATE_VERSION } from './version.ts';
 import { methodNotAllowed } from './http/method-not-allowed.ts';
 import { createGovernance } from './governance/governance.ts';
 import { unclearedModels } from './governance/patient-data-settings.ts';
+import { createOpenApiRoute } from './openapi/openapi-route.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -127,6 +128,8 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     }
     next();
   });
+  // The API's OpenAPI description, unauthenticated, whether or not a provider is configured.
+  router.use(createOpenApiRoute(host.logger));
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);

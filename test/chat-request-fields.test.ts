@@ -150,6 +150,7 @@ describe('the fields of a chat-completions request, end to end', () => {
     ['seed on Anthropic', { model: 'anthropic/claude-haiku-4-5', seed: 7 }, 'seed'],
     ['service_tier on Ollama', { model: 'ollama/llama3.2', service_tier: 'flex' }, 'service_tier'],
     ['n above 1', { model: 'openai/gpt-4o-mini', n: 2 }, 'n'],
+    ...PROVIDERS.map((model): [string, Record<string, unknown>, string] => [`a schema beside json_object on ${model}`, { model, messages: [{ role: 'user', content: 'json?' }], response_format: { type: 'json_object', schema: SCHEMA } }, 'response_format.schema']),
     ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.org/x.png' } }] }] }, 'messages.0.content.0.type'],
     ['a field fhirgate does not know', { temperature_scale: 2 }, 'temperature_scale'],
     ["LiteLLM's fallbacks on an OpenAI-compatible provider", { model: 'litellm/gpt-4o', fallbacks: [{ 'gpt-4o': ['gpt-4o-uncleared'] }] }, 'fallbacks'],
@@ -178,5 +179,23 @@ describe('the fields of a chat-completions request, end to end', () => {
     const prompt = await read(reply.inResponseTo?.[0]?.reference?.split('/')[1] ?? '');
     const recorded = JSON.parse(prompt.extension?.find((extension) => extension.url === EXTENSION.chatRequest)?.valueString ?? '{}');
     expect(recorded).toMatchObject({ min_p: 0.1 });
+  });
+
+  test("instructor's JSON_SCHEMA mode: an OpenAI-compatible provider receives the schema beside json_object as sent, and the answer follows it", async () => {
+    // What instructor sends in Mode.JSON_SCHEMA: the schema in a system message, and beside json_object.
+    const messages = [
+      { role: 'system', content: `As a genius expert, your task is to understand the content and provide the parsed objects in json that match the following json_schema:\n\n${JSON.stringify(SCHEMA, null, 2)}\n\nMake sure to return an instance of the JSON, not the schema itself` },
+      { role: 'user', content: 'Blood pressure 120/80, stable.' },
+    ];
+    const body = { model: 'litellm/gpt-4o', messages, response_format: { type: 'json_object', schema: SCHEMA } } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming;
+    const completion = (await openai.chat.completions.create(body)) as FhirgateCompletion;
+
+    // Not a top-level field: the provider's passThroughFields (min_p only) does not govern it.
+    expect(emulator.received[0].body.response_format).toEqual({ type: 'json_object', schema: SCHEMA });
+    expect(JSON.parse(completion.choices[0].message.content ?? '')).toEqual({ systolic: 90, trend: 'stable' });
+    const reply = await read(completion.communication_id);
+    const prompt = await read(reply.inResponseTo?.[0]?.reference?.split('/')[1] ?? '');
+    const recorded = JSON.parse(prompt.extension?.find((extension) => extension.url === EXTENSION.chatRequest)?.valueString ?? '{}');
+    expect(recorded.response_format).toEqual({ type: 'json_object', schema: SCHEMA });
   });
 });

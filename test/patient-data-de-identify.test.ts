@@ -192,3 +192,36 @@ describe('patient data egress: de-identified for a model not cleared', () => {
     }
   });
 });
+
+describe('patient data egress: a schema beside json_object goes de-identified', () => {
+  let models: TwoModelHost;
+
+  beforeAll(async () => {
+    // The model not cleared is an OpenAI-compatible server, which takes a schema beside json_object.
+    models = await startTwoModelHost({ otherKind: 'openai-compatible' });
+  });
+  afterAll(() => models.close());
+
+  test("instructor's JSON_SCHEMA mode about a patient: the schema's keys and strings reach the model de-identified, the prompt's record keeps them as sent", async () => {
+    const subject = await patientDataProject(models.host);
+    await subject.setSettings({ AI_PATIENT_DATA_POLICY: 'de-identify' });
+    const openai = await subject.openai();
+    const schema = {
+      type: 'object',
+      properties: { [`${MARIA.given.toLowerCase()}_${MARIA.family.toLowerCase()}_phone`]: { type: 'string', description: `Always ${MARIA.phone}` } },
+      required: [`${MARIA.given.toLowerCase()}_${MARIA.family.toLowerCase()}_phone`],
+    };
+    const body = { model: OTHER_MODEL, messages: [{ role: 'user', content: `Her phone, as json? ${QUESTION}` }], response_format: { type: 'json_object', schema }, patient_id: subject.patientId };
+    const completion = (await openai.chat.completions.create(body as never)) as unknown as FhirgateCompletion;
+
+    const sent = models.other.received[0].body.response_format as { type: string; schema: { properties: Record<string, unknown> } };
+    expect(sent.type).toBe('json_object');
+    expect(identifyingIn(JSON.stringify(sent), subject.patientId)).toEqual([]);
+    expect(Object.keys(sent.schema.properties)).toEqual(['[given-1]_[family-1]_phone']);
+    const record = await subject.medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' });
+    const prompt = (await subject.medplum.readReference(record.inResponseTo?.[0] as never)) as Communication;
+    const recorded = JSON.parse(prompt.extension?.find((extension) => extension.url === EXTENSION.chatRequest)?.valueString ?? '{}');
+    expect(recorded.response_format).toEqual({ type: 'json_object', schema });
+  });
+});
+

@@ -17,10 +17,14 @@ function refused(message: string) {
     .optional();
 }
 
-/** OpenAI's response formats. */
+/**
+ * OpenAI's response formats. A `schema` beside `json_object` is no field of OpenAI's: JSON mode constrained by a
+ * schema, as OpenAI-compatible servers take it (llama.cpp's server, vLLM, LiteLLM; `instructor`'s JSON_SCHEMA mode
+ * sends it). It is read here, like `top_k`, and each provider passes it on or refuses it by name (docs/api.md).
+ */
 const responseFormatSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }).strict(),
-  z.object({ type: z.literal('json_object') }).strict(),
+  z.object({ type: z.literal('json_object'), schema: z.record(z.string(), z.unknown()).optional() }).strict(),
   z
     .object({
       type: z.literal('json_schema'),
@@ -142,7 +146,7 @@ export function readGenerationOptions(fields: GenerationFields): ChatGenerationO
 function toResponseFormat(format: GenerationFields['response_format']): ChatResponseFormat | undefined {
   switch (format?.type) {
     case 'json_object':
-      return { type: 'json_object' };
+      return format.schema ? { type: 'json_object', schema: format.schema } : { type: 'json_object' };
     case 'json_schema': {
       const { name, description, schema, strict } = format.json_schema;
       return withoutUndefined({ type: 'json_schema' as const, name, description, schema, strict: strict ?? undefined });

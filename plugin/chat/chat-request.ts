@@ -128,7 +128,8 @@ const toolChoiceSchema = z.union(
   'must be none, auto, required or {type: "function", function: {name}}'
 );
 
-const chatRequestSchema = z
+/** The request body's schema; the OpenAPI description is generated from it too (plugin/openapi/). */
+export const chatRequestSchema = z
   .object({
     messages: z.array(messageSchema).min(1, 'messages must not be empty'),
     stream: z.boolean().optional(),

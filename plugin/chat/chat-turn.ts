@@ -84,7 +84,7 @@ export interface ReplyOutcome {
 
 /** The fields every answer of the turn carries (the model read now: a fallback may be the one answering). */
 export function answerFieldsOf(turn: ChatTurn): AnswerFields {
-  return { completionId: turn.completionId, created: turn.created, modelId: turn.target.id, conversationId: turn.rootId, replyId: turn.replyId };
+  return { completionId: turn.completionId, created: turn.created, modelId: turn.target.id, conversationId: turn.rootId, replyId: turn.replyId, includeUsage: turn.chat.includeUsage };
 }
 
 /**

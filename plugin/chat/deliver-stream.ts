@@ -4,7 +4,7 @@ import { toAppError } from '../errors.ts';
 import type { ChatFinishReason, ChatStreamEvent, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
-import { completionChunk, contentChunkComposer, contentChunkWithLogprobs, finishChunk, toolCallDelta, usageChunk, type AnswerFields } from './wire-format.ts';
+import { completionChunk, contentChunkComposer, contentChunkWithLogprobs, finishChunk, openingDelta, toolCallDelta, usageChunk, type AnswerFields, type ToolCallFragment } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
 import { isShutdownAbort, shuttingDownError } from './in-flight-turns.ts';
 import { clientStillConnected } from './client-presence.ts';
@@ -29,10 +29,11 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
   // Read per chunk: the model that answers is known once the first event arrives (a fallback may answer).
   const chunk = (delta: Record<string, unknown>): Record<string, unknown> => completionChunk(answerFieldsOf(turn), delta);
   const contentChunk = contentChunkComposer();
-  const startStream = async (): Promise<void> => {
+  // The first chunk carries the role; a reply that opens with a call carries the call in it too, as OpenAI's does.
+  const startStream = async (firstCall?: ToolCallFragment): Promise<void> => {
     if (!sse.started) {
       sse.start({ 'X-Conversation-ID': turn.rootId });
-      await sse.send(chunk({ role: 'assistant', content: '' }));
+      await sse.send(chunk(openingDelta(firstCall)));
     }
   };
   let sentFirst = false;
@@ -51,8 +52,9 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
         // Nobody to send it to: the rest of the call only tells what it cost (below).
         break;
       }
-      if (!sse.started) {
-        await startStream();
+      const opening = !sse.started;
+      if (opening) {
+        await startStream(event.type === 'tool_call' ? event : undefined);
       }
       if (event.type === 'text') {
         // Journaled before it goes out: if the process dies, the next start records what the client may have seen.
@@ -68,7 +70,9 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
         call.id ||= event.id ?? '';
         call.name ||= event.name ?? '';
         call.arguments += event.arguments;
-        await sse.send(chunk(toolCallDelta(event)));
+        if (!opening) {
+          await sse.send(chunk(toolCallDelta(event)));
+        }
       } else if (event.type === 'finish') {
         finishReason = event.finishReason;
       }

@@ -11,7 +11,7 @@ import { sendEnd } from './deliver-stream.ts';
 import { SseWriter } from './sse-writer.ts';
 import { REPLAYED_HEADER } from './idempotency.ts';
 import { communicationIdOf, replyFacts, replyText, toolCallsOf } from './recorded-messages.ts';
-import { completionBody, completionChunk, toolCallDelta, type AnswerFields } from './wire-format.ts';
+import { completionBody, completionChunk, openingDelta, toolCallDelta, type AnswerFields } from './wire-format.ts';
 
 const REPLAYED = { [REPLAYED_HEADER]: 'true' } as const;
 
@@ -19,7 +19,7 @@ const REPLAYED = { [REPLAYED_HEADER]: 'true' } as const;
 export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication>, reply: WithId<Communication>, response: Response): Promise<void> {
   const conversationId = communicationIdOf(prompt.partOf?.[0]?.reference) ?? '';
   const { modelId, finishReason = 'stop', usage } = replyFacts(reply);
-  const fields: AnswerFields = { completionId: `chatcmpl-${reply.id}`, created: createdOf(prompt), modelId, conversationId, replyId: reply.id };
+  const fields: AnswerFields = { completionId: `chatcmpl-${reply.id}`, created: createdOf(prompt), modelId, conversationId, replyId: reply.id, includeUsage: chat.includeUsage };
   const text = replyText(reply);
   const toolCalls = toolCallsOf(reply);
   if (!chat.stream) {
@@ -28,12 +28,15 @@ export async function replayTurn(chat: ChatRequest, prompt: WithId<Communication
   }
   const sse = new SseWriter(response);
   sse.start({ 'X-Conversation-ID': conversationId, ...REPLAYED });
-  await sse.send(completionChunk(fields, { role: 'assistant', content: '' }));
+  // As the turn streamed it: a reply that opens with a call has it in its first chunk.
+  const fragments = toolCalls.map((call, index) => ({ index, ...call }));
+  const openingCall = text ? undefined : fragments.shift();
+  await sse.send(completionChunk(fields, openingDelta(openingCall)));
   if (text) {
     await sse.send(completionChunk(fields, { content: text }));
   }
-  for (const [index, call] of toolCalls.entries()) {
-    await sse.send(completionChunk(fields, toolCallDelta({ index, ...call })));
+  for (const fragment of fragments) {
+    await sse.send(completionChunk(fields, toolCallDelta(fragment)));
   }
   await sendEnd(sse, fields, finishReason, chat.includeUsage ? usage : null);
 }

@@ -25,4 +25,11 @@ describe('contentChunkComposer', () => {
     const fallback = { ...fields, modelId: 'backup/llama3' };
     expect(compose(fallback, 'b')).toBe(JSON.stringify(completionChunk(fallback, { content: 'b' })));
   });
+
+  it('composes the chunk of a stream that asked for usage: usage null, as on every other chunk', () => {
+    const compose = contentChunkComposer();
+    const withUsage = { ...fields, includeUsage: true };
+    expect(compose(withUsage, 'a')).toBe(JSON.stringify(completionChunk(withUsage, { content: 'a' })));
+    expect(JSON.parse(compose(withUsage, 'a'))).toMatchObject({ choices: [{ delta: { content: 'a' }, logprobs: null, finish_reason: null }], usage: null });
+  });
 });

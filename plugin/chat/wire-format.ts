@@ -15,6 +15,11 @@ export interface AnswerFields {
   readonly modelId: string;
   readonly conversationId: string;
   readonly replyId: string;
+  /**
+   * The request asked for `stream_options.include_usage`: then, as OpenAI's do, every chunk carries `usage`, null
+   * until the usage chunk.
+   */
+  readonly includeUsage?: boolean;
 }
 
 /** The `chat.completion` body of a JSON answer; with calls, `content` is null when the model wrote no text, as OpenAI's is. */
@@ -42,21 +47,30 @@ export function completionBody(
   };
 }
 
-/** One `chat.completion.chunk` of a stream. */
-export function completionChunk(
-  fields: AnswerFields,
-  delta: Record<string, unknown>,
-  finishReason: ChatFinishReason | null = null,
-  extra: Record<string, unknown> = {}
-): Record<string, unknown> {
+/** What a chunk carries besides its delta; absent: a chunk in the middle of the stream. */
+export interface ChunkParts {
+  readonly finishReason?: ChatFinishReason;
+  /** The tokens of the chunk's text with their log probabilities (the request asked for `logprobs`). */
+  readonly logprobs?: readonly ChatTokenLogprob[];
+  /** fhirgate's own fields beside `conversation_id` (the last chunk's `communication_id`). */
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * One `chat.completion.chunk` of a stream, field for field as OpenAI's: `logprobs` null on a choice whose tokens
+ * carry none, `usage` null on every chunk of a stream that asked for it (its numbers come in the usage chunk).
+ * OpenAI's own `service_tier`, `system_fingerprint` and `obfuscation` are not sent (docs/api.md says why).
+ */
+export function completionChunk(fields: AnswerFields, delta: Record<string, unknown>, parts: ChunkParts = {}): Record<string, unknown> {
   return {
     id: fields.completionId,
     object: 'chat.completion.chunk',
     created: fields.created,
     model: fields.modelId,
     conversation_id: fields.conversationId,
-    ...extra,
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
+    ...parts.extra,
+    choices: [{ index: 0, delta, logprobs: parts.logprobs ? toWireLogprobs(parts.logprobs) : null, finish_reason: parts.finishReason ?? null }],
+    ...(fields.includeUsage ? { usage: null } : {}),
   };
 }
 
@@ -71,6 +85,7 @@ export function contentChunkComposer(): (fields: AnswerFields, text: string) => 
   let after = '';
   return (fields, text) => {
     if (fields.modelId !== modelId) {
+      // The rest of the chunk is the same all through a stream: only a fallback's model changes it.
       modelId = fields.modelId;
       const whole = JSON.stringify(completionChunk(fields, { content: CONTENT_MARK }));
       const at = whole.indexOf(CONTENT_MARK_JSON);
@@ -87,8 +102,7 @@ const CONTENT_MARK_JSON = JSON.stringify(CONTENT_MARK);
 
 /** A content chunk whose tokens carry log probabilities (the request asked for `logprobs`). */
 export function contentChunkWithLogprobs(fields: AnswerFields, text: string, logprobs: readonly ChatTokenLogprob[]): Record<string, unknown> {
-  const chunk = completionChunk(fields, { content: text });
-  return { ...chunk, choices: [{ index: 0, delta: { content: text }, logprobs: toWireLogprobs(logprobs), finish_reason: null }] };
+  return completionChunk(fields, { content: text }, { logprobs });
 }
 
 /** Log probabilities as OpenAI's `choices[].logprobs`. */
@@ -101,8 +115,16 @@ export function toWireLogprobs(logprobs: readonly ChatTokenLogprob[]): { content
   return { content: logprobs.map((token) => ({ ...entry(token), top_logprobs: token.topLogprobs.map(entry) })), refusal: null };
 }
 
+/** A fragment of a tool call, as a stream's events carry it. */
+export interface ToolCallFragment {
+  readonly index: number;
+  readonly id?: string;
+  readonly name?: string;
+  readonly arguments: string;
+}
+
 /** The `delta` of a fragment of a tool call: `id`, `type` and `name` on the call's first fragment, then more arguments. */
-export function toolCallDelta(fragment: { readonly index: number; readonly id?: string; readonly name?: string; readonly arguments: string }): Record<string, unknown> {
+export function toolCallDelta(fragment: ToolCallFragment): Record<string, unknown> {
   const call =
     fragment.id === undefined
       ? { index: fragment.index, function: { arguments: fragment.arguments } }
@@ -110,9 +132,17 @@ export function toolCallDelta(fragment: { readonly index: number; readonly id?: 
   return { tool_calls: [call] };
 }
 
+/**
+ * The `delta` of a stream's first chunk, as OpenAI's: the role with empty content; for a reply that opens with a
+ * call, the role with `content: null` and the call's first fragment, in one chunk.
+ */
+export function openingDelta(firstCall?: ToolCallFragment): Record<string, unknown> {
+  return firstCall ? { role: 'assistant', content: null, ...toolCallDelta(firstCall), refusal: null } : { role: 'assistant', content: '', refusal: null };
+}
+
 /** The last chunk, naming the reply's record. */
 export function finishChunk(fields: AnswerFields, finishReason: ChatFinishReason): Record<string, unknown> {
-  return completionChunk(fields, {}, finishReason, { communication_id: fields.replyId });
+  return completionChunk(fields, {}, { finishReason, extra: { communication_id: fields.replyId } });
 }
 
 /** The usage chunk sent when the request asked for `stream_options.include_usage`. */

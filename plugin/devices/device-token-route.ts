@@ -20,7 +20,8 @@ import type { DeviceServices } from './device-services.ts';
 import { annotateRequest, requestIdOf } from '../telemetry/request-telemetry.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 
-const tokenRequestSchema = z.object({
+/** The request body's schema; the OpenAPI description is generated from it too (plugin/openapi/). */
+export const tokenRequestSchema = z.object({
   device_id: z.string().min(1).max(128),
   api_key: z.string().min(1).max(4096),
 });

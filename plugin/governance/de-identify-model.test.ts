@@ -87,6 +87,18 @@ describe('deIdentifiedModel', () => {
     expect(transcript.text).toBe(answer);
   });
 
+  test("a schema beside json_object (instructor's JSON_SCHEMA mode) goes the same way: its keys and strings de-identified", async () => {
+    const model = scriptedModel('{}');
+    const jsonMode = { type: 'json_object' as const, schema: { type: 'object', properties: { maria_lopez_mrn: { type: 'string', description: 'MRN-004512 of María López' } }, required: ['maria_lopez_mrn'] } };
+    await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete({ ...request(), options: { responseFormat: jsonMode } });
+
+    const sent = model.received[0].options?.responseFormat;
+    for (const identifying of IDENTIFYING_STRINGS) {
+      expect([identifying, JSON.stringify(sent).toLowerCase().includes(identifying.toLowerCase())]).toEqual([identifying, false]);
+    }
+    expect(sent).toEqual({ type: 'json_object', schema: { type: 'object', properties: { '[given-1]_[family-2]_mrn': { type: 'string', description: '[ID-1] of [GIVEN-1] [FAMILY-2]' } }, required: ['[given-1]_[family-2]_mrn'] } });
+  });
+
   test("a call of the client's own tool comes back with the model's pseudonyms, not the patient's identifiers, unless the project allows it", async () => {
     const search = { id: 's', name: 'web_search', arguments: '{"query":"[ID-2] [PHONE-1] [ADDRESS-1] [age 68]"}' };
     const answered = async (rule: ToolCallRule): Promise<string | undefined> =>

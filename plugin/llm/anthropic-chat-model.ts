@@ -13,7 +13,7 @@ import type { ChatCompletion, ChatFinishReason, ChatModel, ChatModelRequest, Cha
 import { readToolUses, toAnthropicConversation, toAnthropicTools } from './anthropic-messages.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields } from './request-support.ts';
+import { refuseField, refuseJsonObjectSchema, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 import { upstreamEvents } from './upstream-events.ts';
@@ -193,6 +193,7 @@ function checkAnthropicRequest(provider: string, request: ChatRequestShape): voi
   refuseOptions(label, request, ['seed', 'presencePenalty', 'frequencyPenalty', 'logitBias', 'logprobs']);
   refuseOpenAiOnly(label, request);
   refuseParticipantNames(label, request);
+  refuseJsonObjectSchema(label, request, "Anthropic's structured output takes the schema as response_format json_schema");
   const { responseFormat, reasoningEffort } = request.options ?? {};
   if (responseFormat?.type === 'json_object') {
     throw refuseField(label, 'response_format', "of type json_object is not supported (Anthropic's structured output takes a schema: use json_schema)");

@@ -64,6 +64,7 @@ describe('Anthropic and the request fields', () => {
     ['logit_bias', { options: { logitBias: { '1': 1 } } }, 'logit_bias'],
     ['logprobs', { options: { logprobs: { top: 0 } } }, 'logprobs'],
     ['json_object', { options: { responseFormat: { type: 'json_object' } } }, 'response_format'],
+    ['a schema beside json_object', { options: { responseFormat: { type: 'json_object', schema: { type: 'object' } } } }, 'response_format.schema'],
     ['a json_schema without a schema', { options: { responseFormat: { type: 'json_schema', name: 'x' } } }, 'response_format.json_schema.schema'],
     ['an effort Anthropic does not have', { options: { reasoningEffort: 'minimal' } }, 'reasoning_effort'],
     ["OpenAI's own fields", { options: { openAiOnly: { service_tier: 'flex' } } as ChatGenerationOptions }, 'service_tier'],

@@ -57,10 +57,12 @@ export type ChatToolChoice = 'auto' | 'none' | 'required' | { readonly name: str
 
 /**
  * The format the reply must take: any JSON object, or JSON following `schema` (OpenAI's `json_schema`, whose
- * `name` and `strict` OpenAI-style providers receive as they are).
+ * `name` and `strict` OpenAI-style providers receive as they are). A `json_object` with a `schema` is JSON mode
+ * constrained by it, an extension of OpenAI-compatible servers (llama.cpp's server, vLLM, LiteLLM): only an
+ * OpenAI-compatible provider takes it; the others refuse it by name (`response_format.schema`).
  */
 export type ChatResponseFormat =
-  | { readonly type: 'json_object' }
+  | { readonly type: 'json_object'; readonly schema?: Readonly<Record<string, unknown>> }
   | {
       readonly type: 'json_schema';
       readonly name: string;

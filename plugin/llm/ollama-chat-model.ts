@@ -28,7 +28,7 @@ import {
 import type { OllamaRequestScope } from './ollama-transport.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { refuseField, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields, toTokenLogprobs } from './request-support.ts';
+import { refuseField, refuseJsonObjectSchema, refuseOpenAiOnly, refuseOptions, refuseParticipantNames, refuseVendorFields, toTokenLogprobs } from './request-support.ts';
 import { connectionPool, fetchThrough } from './http-dispatcher.ts';
 import { startUpstreamCall } from './upstream-call.ts';
 import { upstreamEvents } from './upstream-events.ts';
@@ -130,6 +130,7 @@ function checkOllamaRequest(provider: string, request: ChatRequestShape): void {
   refuseOptions(label, request, ['logitBias']);
   refuseOpenAiOnly(label, request);
   refuseParticipantNames(label, request);
+  refuseJsonObjectSchema(label, request, "Ollama's format takes the schema as response_format json_schema");
   const { parallelToolCalls, reasoningEffort } = request.options ?? {};
   if (parallelToolCalls === false) {
     throw refuseField(label, 'parallel_tool_calls', 'false is not supported');

@@ -65,6 +65,7 @@ describe('Ollama and the request fields', () => {
 
   const refusals: [string, Partial<ChatRequestShape>, string][] = [
     ['logit_bias', { options: { logitBias: { '1': 1 } } }, 'logit_bias'],
+    ['a schema beside json_object', { options: { responseFormat: { type: 'json_object', schema: { type: 'object' } } } }, 'response_format.schema'],
     ['one call at a time', { options: { parallelToolCalls: false } }, 'parallel_tool_calls'],
     ['an effort Ollama does not have', { options: { reasoningEffort: 'minimal' } }, 'reasoning_effort'],
     ['strict tools', { tools: [{ name: 'a', parameters: {} }, { name: 'b', parameters: {}, strict: true }] }, 'tools.1.function.strict'],

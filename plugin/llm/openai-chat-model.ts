@@ -28,7 +28,7 @@ import type {
 } from './chat-model.ts';
 import { createUpstreamError, readRetryAfterSeconds } from './provider-errors.ts';
 import type { UpstreamFailure } from './provider-errors.ts';
-import { refuseOptions, refuseVendorFields } from './request-support.ts';
+import { refuseJsonObjectSchema, refuseOptions, refuseVendorFields } from './request-support.ts';
 import { connectionOptions } from './http-dispatcher.ts';
 import { longestLimitMs, startUpstreamCall } from './upstream-call.ts';
 import { upstreamEvents } from './upstream-events.ts';
@@ -79,13 +79,15 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
   return {
     provider,
 
-    // Every OpenAI field goes on as it is. `top_k` is no OpenAI field: a compatible server (vLLM, LM Studio, ...)
-    // takes it, OpenAI and Azure refuse it. A field fhirgate does not know goes on only where the operator listed
-    // it: a gateway upstream (LiteLLM) reads some as routing instructions (`fallbacks`, `user_config`, `api_base`).
+    // Every OpenAI field goes on as it is. `top_k` and a schema beside `json_object` are no OpenAI fields: a
+    // compatible server (vLLM, LM Studio, llama.cpp's, ...) takes them, OpenAI and Azure refuse them. A field
+    // fhirgate does not know goes on only where the operator listed it: a gateway upstream (LiteLLM) reads some as
+    // routing instructions (`fallbacks`, `user_config`, `api_base`); a schema only constrains the reply's format.
     checkRequest(request) {
       const label = { provider, kind: KIND_LABELS[options.kind] };
       if (options.kind !== 'openai-compatible') {
         refuseOptions(label, request, ['topK']);
+        refuseJsonObjectSchema(label, request, 'send the schema as response_format json_schema (structured outputs)');
       }
       refuseVendorFields(label, request, passThrough);
     },
@@ -261,7 +263,7 @@ function buildParameters(request: ChatModelRequest, wire: WireChoices) {
     presence_penalty: options.presencePenalty,
     frequency_penalty: options.frequencyPenalty,
     logit_bias: options.logitBias ? { ...options.logitBias } : undefined,
-    response_format: options.responseFormat ? toResponseFormat(options.responseFormat) : undefined,
+    response_format: options.responseFormat ? toResponseFormat(options.responseFormat, wire.kind) : undefined,
     logprobs: options.logprobs ? true : undefined,
     top_logprobs: options.logprobs?.top || undefined,
     reasoning_effort: options.reasoningEffort,
@@ -276,9 +278,16 @@ function listedFields(fields: Readonly<Record<string, unknown>> | undefined, lis
   return Object.fromEntries(Object.entries(fields ?? {}).filter(([name]) => listed.has(name)));
 }
 
-function toResponseFormat(format: ChatResponseFormat): ResponseFormatJSONObject | ResponseFormatJSONSchema {
+/** JSON mode with the schema OpenAI-compatible servers take beside it (`checkRequest` refused it for the others). */
+type JsonObjectWithSchema = ResponseFormatJSONObject & { schema?: Record<string, unknown> };
+
+function toResponseFormat(format: ChatResponseFormat, kind: OpenAiProviderKind): JsonObjectWithSchema | ResponseFormatJSONSchema {
   if (format.type === 'json_object') {
-    return { type: 'json_object' };
+    const jsonMode: JsonObjectWithSchema = { type: 'json_object' };
+    if (format.schema && kind === 'openai-compatible') {
+      jsonMode.schema = { ...format.schema };
+    }
+    return jsonMode;
   }
   const { name, description, schema, strict } = format;
   return { type: 'json_schema', json_schema: { name, description, schema: schema ? { ...schema } : undefined, strict } };

@@ -91,6 +91,33 @@ describe('OpenAI-style providers and the request fields', () => {
     expect(emulator.received).toHaveLength(0);
   });
 
+  test("an OpenAI-compatible server receives a schema beside json_object as sent (instructor's JSON_SCHEMA mode), whole and streamed, and answers it", async () => {
+    const model = createModel('openai-compatible');
+    const request = createTestRequest('local', { messages: [{ role: 'user', content: 'Vitals as json?' }], options: { responseFormat: { type: 'json_object', schema: SCHEMA } } });
+    model.checkRequest?.(request);
+    const completion = await model.complete(request);
+    await collectStream(model.stream(request));
+
+    for (const { body } of emulator.received) {
+      expect(body.response_format).toEqual({ type: 'json_object', schema: SCHEMA });
+    }
+    expect(JSON.parse(completion.text)).toEqual({ systolic: 60, note: 'note' });
+  });
+
+  test('OpenAI and Azure refuse a schema beside json_object by name before any call, and never send it', async () => {
+    const options = { responseFormat: { type: 'json_object' as const, schema: SCHEMA } };
+    for (const kind of ['openai', 'azure-openai'] as const) {
+      const model = createOpenAiChatModel({ provider: kind, kind, apiKey: TEST_API_KEY, baseUrl: emulator.url, apiVersion: '2024-10-21', timeoutMs: 5000 });
+      const error = appErrorOf(() => model.checkRequest?.({ messages: [], maxTokens: 1, options }));
+      expect(error).toMatchObject({ status: 400, details: { param: 'response_format.schema' } });
+      expect(error.message).toContain('json_schema');
+    }
+    expect(emulator.received).toHaveLength(0);
+    // A path that skipped the check still sends OpenAI only what OpenAI takes.
+    await createModel('openai').complete(createTestRequest('gpt-test', { messages: [{ role: 'user', content: 'json?' }], options }));
+    expect(emulator.received[0].body.response_format).toEqual({ type: 'json_object' });
+  });
+
   test("an OpenAI-compatible server receives the fields its operator lists, as sent, whole and streamed; none overrides one of fhirgate's", async () => {
     const vendorFields = { min_p: 0.05, repetition_penalty: 1.1, guided_json: { type: 'object', properties: { a: { type: 'string' } } }, max_tokens: 99999 };
     const model = createOpenAiChatModel({ provider: 'local', kind: 'openai-compatible', baseUrl: `${emulator.url}/v1`, timeoutMs: 5000, passThroughFields: Object.keys(vendorFields) });

@@ -67,6 +67,17 @@ export function refuseVendorFields(label: ProviderLabel, request: ChatRequestSha
   }
 }
 
+/**
+ * Refuses a `schema` beside `response_format: {type: "json_object"}`, the OpenAI-compatible servers' extension,
+ * for a provider that has no such thing; `instead` says what the provider takes.
+ */
+export function refuseJsonObjectSchema(label: ProviderLabel, request: ChatRequestShape, instead: string): void {
+  const format = request.options?.responseFormat;
+  if (format?.type === 'json_object' && format.schema !== undefined) {
+    throw refuseField(label, 'response_format.schema', `beside type json_object (an extension of OpenAI-compatible servers) is not supported; ${instead}`);
+  }
+}
+
 /** Refuses OpenAI's participant names (`messages[i].name`), which the provider's messages cannot carry. */
 export function refuseParticipantNames(label: ProviderLabel, request: ChatRequestShape): void {
   const index = request.messages.findIndex((message) => 'name' in message && message.name !== undefined);

@@ -61,7 +61,8 @@ const formatSchema = z.discriminatedUnion('type', [
 
 const conversationId = z.string().regex(ID_PATTERN, 'is not a conversation id');
 
-const responsesSchema = z
+/** The request body's schema; the OpenAPI description is generated from it too (plugin/openapi/). */
+export const responsesSchema = z
   .object({
     model: z.string().min(1).optional(),
     input: z.union([z.string(), z.array(z.unknown()).min(1, 'must not be empty')], 'is required: a string or a list of items'),

@@ -4,9 +4,13 @@
 import { isPlainObject } from './behaviour.ts';
 import type { NormalizedMessage } from './provider-format.ts';
 
-/** The structured output a request asks for; `schema` absent: any JSON object. */
+/**
+ * The structured output a request asks for; `schema` absent: any JSON object. A `json_object` with a schema is JSON
+ * mode constrained by it, as OpenAI-compatible servers take it (llama.cpp's server, vLLM; `instructor`'s JSON_SCHEMA
+ * mode sends it).
+ */
 export type NormalizedResponseFormat =
-  | { type: 'json_object' }
+  | { type: 'json_object'; schema?: Record<string, unknown> }
   | { type: 'json_schema'; name?: string; schema?: Record<string, unknown>; strict?: boolean };
 
 /** The reply's options, the same in every format. */
@@ -37,7 +41,10 @@ export function readOpenAiOutputOptions(body: Record<string, unknown>, messages:
       if (!messages.some((message) => /json/i.test(message.content))) {
         return "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.";
       }
-      options.responseFormat = { type: 'json_object' };
+      if (format.schema !== undefined && !isPlainObject(format.schema)) {
+        return "Invalid type for 'response_format.schema': expected an object.";
+      }
+      options.responseFormat = isPlainObject(format.schema) ? { type: 'json_object', schema: format.schema } : { type: 'json_object' };
     } else if (format.type === 'json_schema') {
       const definition = format.json_schema;
       if (!isPlainObject(definition) || typeof definition.name !== 'string') {

@@ -131,7 +131,7 @@ export function planReply(request: ChatRequest, behaviour: EmulatorBehaviour, se
  */
 export function createStructuredReplyText(request: Pick<ChatRequest, 'messages' | 'output'>): string {
   const format = request.output.responseFormat;
-  const value = format?.type === 'json_schema' && format.schema ? exampleOf(format.schema) : { echo: createDefaultReplyText(request.messages) };
+  const value = format?.schema ? exampleOf(format.schema) : { echo: createDefaultReplyText(request.messages) };
   return JSON.stringify(value, null, 1);
 }
 

@@ -40,17 +40,28 @@ export interface TwoModelHost {
   close(): Promise<void>;
 }
 
-/** Starts both emulators and a host; `fallbacks` as in the `llm` option; the host's log lines go to `logLines`. */
-export async function startTwoModelHost(options: { readonly fallbacks?: Record<string, string[]>; readonly logLines?: string[] } = {}): Promise<TwoModelHost> {
+/**
+ * Starts both emulators and a host; `fallbacks` as in the `llm` option; the host's log lines go to `logLines`;
+ * `otherKind`: what kind of provider the model not cleared is (OpenAI by default).
+ */
+export async function startTwoModelHost(
+  options: { readonly fallbacks?: Record<string, string[]>; readonly logLines?: string[]; readonly otherKind?: 'openai' | 'openai-compatible' } = {}
+): Promise<TwoModelHost> {
   const cleared = await startLlmEmulator();
   const other = await startLlmEmulator();
-  const provider = (emulator: LlmEmulator, model: string) => ({ kind: 'openai' as const, apiKey: 'sk-test', baseUrl: `${emulator.url}/v1`, models: [model], retries: { maxRetries: 0 } });
+  const provider = (emulator: LlmEmulator, model: string, kind: 'openai' | 'openai-compatible' = 'openai') => ({
+    kind,
+    apiKey: 'sk-test',
+    baseUrl: `${emulator.url}/v1`,
+    models: [model],
+    retries: { maxRetries: 0 },
+  });
   const host = await startTestHost({
     metrics: true,
     logger: options.logLines ? createJsonLogger('info', (line) => options.logLines?.push(line)) : undefined,
     plugin: {
       llm: {
-        providers: { cleared: provider(cleared, 'gpt-4o'), other: provider(other, 'gpt-4o-mini') },
+        providers: { cleared: provider(cleared, 'gpt-4o'), other: provider(other, 'gpt-4o-mini', options.otherKind) },
         defaultModel: CLEARED_MODEL,
         patientDataModels: ['cleared/*'],
         fallbacks: options.fallbacks,

@@ -1,0 +1,24 @@
+/**
+ * `GET /v1/openapi.json` and `GET /fhirgate/openapi.json`: the OpenAPI description, unauthenticated (it describes
+ * the API, not any project's data), so API tools and client generators can read it from the server itself. Not at
+ * `/openapi.json`: a Medplum server serves its own FHIR API's description there.
+ */
+import express, { type Router } from 'express';
+import type { HostLogger } from '../host.ts';
+import { methodNotAllowed } from '../http/method-not-allowed.ts';
+import { createOpenAiErrorHandler } from '../http/openai-error-response.ts';
+import { buildOpenApiDocument, OPENAPI_PATHS } from './openapi-document.ts';
+
+/** The route; the document is built once, here. */
+export function createOpenApiRoute(logger: HostLogger | undefined): Router {
+  const body = JSON.stringify(buildOpenApiDocument());
+  const router = express.Router();
+  for (const path of OPENAPI_PATHS) {
+    router.get(path, (_request, response) => {
+      response.type('application/json').send(body);
+    });
+    router.all(path, methodNotAllowed(['GET']));
+  }
+  router.use([...OPENAPI_PATHS], createOpenAiErrorHandler(logger));
+  return router;
+}
