@@ -8,12 +8,14 @@
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { openAICompatible } from '@genkit-ai/compat-oai';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatOpenAI } from '@langchain/openai';
 import type { ChatMessage as LlamaIndexMessage } from '@llamaindex/core/llms';
 import { OpenAI as LlamaIndexOpenAI } from '@llamaindex/openai';
 import { Agent, OpenAIProvider, Runner, setTracingDisabled, tool as agentTool, type AgentInputItem } from '@openai/agents';
 import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
+import { genkit, z as genkitZod } from 'genkit';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { FhirgateCompletion } from '../support/chat-clients.ts';
@@ -340,5 +342,25 @@ describe('continued conversations: each client, its history kept by itself or by
     expect(outcome.named).toEqual(outcome.kept);
     expect((outcome.named[1] as { role: string }[]).map((message) => message.role)).toEqual(['system', ...SECOND_TURN_ROLES]);
     expect(outcome.records[1]).toEqual(outcome.records[0]);
+  });
+
+  test("Genkit's OpenAI-compatible plugin: a structured request's prompt keeps the user's question and Genkit's schema message; both go on as history", async () => {
+    const ai = genkit({ plugins: [openAICompatible({ name: 'fhirgate', apiKey: await matrix.session.apiKey(), baseURL: matrix.session.baseURL, defaultHeaders: matrix.session.headers, maxRetries: 0 })] });
+    // Genkit's schemas are its own zod's.
+    const vitals = genkitZod.object({ systolic: genkitZod.number().int().min(90), trend: genkitZod.enum(['stable', 'rising']) });
+    // Genkit asks for the schema in a user message of its own, after the question: the emulated model answers JSON.
+    matrix.emulator.enqueue({ reply: '{"systolic": 90, "trend": "stable"}' });
+    const first = await ai.generate({ model: `fhirgate/${CHAT_MODEL}`, prompt: 'Latest vitals as JSON.', output: { schema: vitals } });
+    const sentFirst = matrix.emulator.received[0].body.messages as { role: string; content: string }[];
+    const [prompt] = await readPrompts(matrix.session.medplum);
+    // fhirgate's conversation_id goes in Genkit's config, which the plugin puts in the body.
+    await ai.generate({ model: `fhirgate/${CHAT_MODEL}`, prompt: 'And the trend?', config: { conversation_id: prompt.partOf?.[0]?.reference?.replace('Communication/', '') } });
+
+    expect(first.output).toEqual({ systolic: 90, trend: 'stable' });
+    expect(sentFirst.map((message) => message.content.split('\n')[0])).toEqual(['Latest vitals as JSON.', 'Output should be in JSON format and conform to the following schema:']);
+    // On record: the user's question first, then the schema message, both in the payload a reviewer reads.
+    expect(prompt.payload?.map((item) => item.contentString)).toEqual(sentFirst.map((message) => message.content));
+    // The continued turn is sent every message of the first, as it was sent.
+    expect(matrix.emulator.received[1].body.messages).toEqual([...sentFirst, { role: 'assistant', content: '{"systolic": 90, "trend": "stable"}' }, { role: 'user', content: 'And the trend?' }]);
   });
 });

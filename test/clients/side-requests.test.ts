@@ -30,7 +30,7 @@ describe('side requests: title, tags and follow-up calls are recorded with the c
   const matrix = useClientMatrix();
 
   /** The records of the conversation `rootId`, in order, each by its first line; a side request's marked `(side)`. */
-  const recordsOf = async (medplum: MedplumClient, rootId: string): Promise<string[]> =>
+  const recordsOf = async (medplum: MedplumClient, rootId: string | undefined): Promise<string[]> =>
     (await medplum.searchResources('Communication', { 'part-of': `Communication/${rootId}`, _sort: 'sent' }, { cache: 'no-cache' })).map(
       (record) => `${describeTurn(record).split('\n')[0]}${isSide(record) ? ' (side)' : ''}`
     );
