@@ -155,11 +155,14 @@ describe('a history the client keeps', () => {
     expect(texts(await conversation(opening.conversation_id))).toHaveLength(6);
   });
 
-  test("each completed reply carries the exchange's digest as an identifier; it names no text", async () => {
+  test("each completed reply carries the exchange's digests as identifiers (the whole exchange, and its last question and answer); they name no text", async () => {
     const messages: Message[] = [];
     const first = await turn(messages, 'Remember 7.');
     const reply = await medplum.readResource('Communication', first.communication_id, { cache: 'no-cache' });
 
-    expect(reply.identifier).toEqual([{ system: 'urn:fhirgate:thread-digest', value: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) }]);
+    expect(reply.identifier).toEqual([
+      { system: 'urn:fhirgate:thread-digest', value: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) },
+      { system: 'urn:fhirgate:exchange-digest', value: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) },
+    ]);
   });
 });

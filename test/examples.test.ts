@@ -72,8 +72,10 @@ describe('examples', () => {
     ]);
     expect(records[1]).toContain('Device/');
     expect(records[3]).toContain('Echo: And which labs?');
-    // The continued turn was sent with the patient's context and the first exchange as history.
-    expect(emulator.received[1].messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    // The continued turn was sent with the first turn's system message (it brought none of its own), the patient's
+    // context and the first exchange as history.
+    expect(emulator.received[1].messages.map((message) => message.role)).toEqual(['system', 'system', 'user', 'assistant', 'user']);
+    expect(emulator.received[1].messages[0].content).toBe('You are a careful clinical assistant.');
   });
 
   withPython('python-openai.py and python-http.py compile; python-http.py makes the SDK script\'s requests: chat, a continued stream, a Responses chain', async () => {

@@ -71,7 +71,7 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
   const messages = [...history, ...body.messages];
   await store.createResource<Communication>(
     {
-      ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody: body, sent: new Date().toISOString() }),
+      ...buildPrompt(parties, { rootId, messages: [{ role: 'user', content: text }], requestBody: body, sent: new Date().toISOString() }),
       id: promptId,
       meta: serverMeta(parties.caller),
     },

@@ -67,7 +67,7 @@ export function buildSeededConversation(owner: ConversationOwner, turns: number,
       ...(turn > 0 ? { conversation_id: rootId } : {}),
     };
     const promptId = randomUUID();
-    resources.push(withMeta(owner, owner.caller, { ...buildPrompt(parties, { rootId, inputs: [{ kind: 'user', text }], requestBody, sent: sentAt() }), id: promptId }));
+    resources.push(withMeta(owner, owner.caller, { ...buildPrompt(parties, { rootId, messages: [{ role: 'user', content: text }], requestBody, sent: sentAt() }), id: promptId }));
     firstId ??= promptId;
     const history = Math.min(2 * turn, 50);
     const reply = buildReply(parties, {

@@ -4,8 +4,9 @@
  * own `TurnApi`, in plugin/responses/):
  *   -  wait for a place among the turns being prepared     (turn-admission.ts)
  *   1. authenticate the caller and check the project      (authenticate-caller.ts)
- *   -  validate the request, the model, the patient and the conversation (only its starter continues it, unless
- *      the project shares conversations: conversation-ownership.ts): nothing is stored for a bad request
+ *   -  validate the request, the model, the patient and the conversation (the one it names, or whose exchange it
+ *      sends again or quotes: turn-conversation.ts; only its starter continues it, unless the project shares
+ *      conversations: conversation-ownership.ts): nothing is stored for a bad request
  *   3. load the conversation's history, with those checks   (conversation.ts: the earlier turns, so read before
  *      the prompt is written; one search that also names the calls a request with tool results must answer and
  *      the latest reply a Responses request must continue from)
@@ -13,7 +14,8 @@
  *      the records the request names), decided before anything is stored
  *   -  patient data egress: a turn about a patient goes only to a cleared model, or de-identified (governance/)
  *   -  budgets: a turn past one of the project's or the caller's is refused (governance/)
- *   2. record the prompt (and the root of a new conversation)
+ *   2. record the prompt (and the root of a new conversation): every message the turn adds (turn-input.ts); a side
+ *      request about the conversation marked as one (side-requests.ts)
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
@@ -49,7 +51,7 @@ import type { FhirToolsOptions } from './fhir-tools.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { recordFailure, type ChatTurn } from './chat-turn.ts';
 import type { CommunicationParty, ConversationParties } from './communication-builders.ts';
-import { loadConversation, readConversationRoot, type ConversationHistory, type ConversationReader, type ConversationState, type HistoryLimits } from './conversation.ts';
+import { historyRecordOf, loadConversation, type ConversationHistory, type ConversationReader, type ConversationState, type HistoryLimits } from './conversation.ts';
 import { deliverJson } from './deliver-json.ts';
 import { deliverStream } from './deliver-stream.ts';
 import type { InFlightTurns } from './in-flight-turns.ts';
@@ -63,10 +65,12 @@ import { estimatePromptTokens } from '../governance/usage-estimate.ts';
 import { applyPatientDataEgress, type PatientDataOptions } from '../governance/patient-data-egress.ts';
 import { resolveSubject, unionSubject } from './turn-subject.ts';
 import { conversationSubjects, readOfRepeated } from './conversation-subjects.ts';
-import { mayContinue, requireMayContinue } from './conversation-ownership.ts';
 import { recordPrompt } from './record-prompt.ts';
-import { repeatedExchangeOf, type ThreadScope } from './thread-digest.ts';
-import { findRepeatedConversation, withoutRepeated } from './repeated-exchange.ts';
+import type { ThreadScope } from './thread-digest.ts';
+import { withoutRepeated } from './repeated-exchange.ts';
+import { placeTurn } from './turn-conversation.ts';
+import { openingInstructions, requestMessagesOf, turnInputOf } from './turn-input.ts';
+import { asksForConversationLabel } from './side-requests.ts';
 
 /** What the chat route works with, built once when the plugin is created. */
 export interface ChatServices {
@@ -193,19 +197,10 @@ async function runTurn<R extends ChatRequest>(
     authors: services.agents.authors,
     caller: callerParty(caller.profile),
   };
-  // A request that sends the caller's latest exchange of a conversation again continues it (repeated-exchange.ts).
+  // The conversation it names, or whose exchange it sends again or quotes (turn-conversation.ts), before anything is stored.
   const threadScope: ThreadScope = [caller.project.id, caller.profile.reference ?? ''];
-  const repeated = repeatedExchangeOf(threadScope, chat.messages);
-  const named = chat.conversationId ? await readConversationRoot(reader, chat.conversationId) : undefined;
-  // Only its starter continues a conversation, unless the project shares them (403, nothing stored).
-  if (named) {
-    requireMayContinue(named, callerParty(caller.profile), caller.project);
-  }
-  const found = !named && repeated ? await findRepeatedConversation(reader, repeated, chat.patientId) : undefined;
-  // A repeated exchange of a conversation the caller may not continue starts a conversation of its own.
-  const root = named ?? (found && mayContinue(found.root, callerParty(caller.profile), caller.project) ? found.root : undefined);
-  // Recognised from what the request repeats: the request brings the history itself.
-  const clientKeepsHistory = !chat.conversationId && root !== undefined;
+  const place = await placeTurn(reader, chat, threadScope, caller);
+  const { root, repeated, found } = place;
   const requestedSubject = await resolveSubject(caller.repo, reader.systemRepo, chat.patientId, root);
   let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
@@ -226,13 +221,17 @@ async function runTurn<R extends ChatRequest>(
   }
   // Step 3, read with the checks, before anything is stored: one search gives the history, the calls a request
   // with tool results must answer and what the API checks (so a wrong id is a 400 with nothing written).
-  const conversation = root && !clientKeepsHistory ? await loadConversation(reader, root.id, services.history) : undefined;
+  const conversation = root && !place.bringsHistory ? await loadConversation(reader, root.id, services.history, { hasOwnInstructions: openingInstructions(requestMessagesOf(chat)).length > 0 }) : undefined;
   // A named conversation's request that sends its latest exchange again (a client's tool loop) gets it once.
   const repeatsLatest = conversation !== undefined && repeated !== undefined && conversation.latestReplyDigest === repeated.digest;
   if (conversation) {
     checkAnsweredCalls(chat, conversation);
     await api.checkConversation?.(chat, conversation, repeatsLatest, reader);
   }
+  // What the turn adds to its conversation (turn-input.ts); a request about the conversation rather than a turn of it
+  // (its title, its tags) is recorded with it as a side request (side-requests.ts).
+  const input = turnInputOf(chat, place.bringsHistory || repeatsLatest);
+  const sideRequest = place.quotes || (root !== undefined && asksForConversationLabel(input));
   // The turn is about every patient of what it takes in: one at most (400 naming the field that brings a second).
   const subject = unionSubject(requestedSubject, [
     ...(root ? (await conversationSubjects(reader, root, conversation ?? (found && readOfRepeated(found.reply)))).map((patient) => ({ patient, param: 'conversation_id', what: 'the conversation' })) : []),
@@ -248,7 +247,7 @@ async function runTurn<R extends ChatRequest>(
   // Budgets: 429 when one of the project's or the caller's is used up, or held by turns still running; otherwise
   // what holds the turn's likely cost while it runs (reserved just before the prompt is stored) and settles it.
   const maxTokens = chat.maxTokens ?? services.defaultMaxTokens;
-  const budget = await checkBudgets(services.governance, caller, { modelId: target.id, promptTokens: estimatePromptTokens([...chat.messages, ...history.messages], chat.tools), maxTokens });
+  const budget = await checkBudgets(services.governance, caller, { modelId: target.id, promptTokens: estimatePromptTokens([...chat.messages, ...(history.instructions ?? []), ...history.messages], chat.tools), maxTokens });
   const parties: ConversationParties = {
     categorySystem: services.categorySystem,
     caller: callerParty(caller.profile) as CommunicationParty,
@@ -270,7 +269,7 @@ async function runTurn<R extends ChatRequest>(
   services.records.open({
     projectId: caller.project.id,
     parties,
-    reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 }, takenIn },
+    reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 }, takenIn, sideRequest },
     promptSent: sent.toISOString(),
     // What a reply recovered after this process stopped is charged (reply-records.ts).
     charge: { promptTokens: estimatePromptTokens(modelMessages(chat, history, patientContext), chat.tools), price: budget.priceOf(target.id) },
@@ -280,7 +279,7 @@ async function runTurn<R extends ChatRequest>(
     // The budgets' second look, and the turn's holding until its reply settles it (or the finally below gives it back).
     budget.reserve();
     try {
-      await recordPrompt(services, caller, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString() });
+      await recordPrompt(services, caller, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString(), input, sideRequest });
     } catch (error) {
       // Another request with the same Idempotency-Key wrote this conversation's root or prompt first.
       if (idempotencyKey && ((await communicationExists(caller.repo, promptId)) || (!root && (await communicationExists(caller.repo, rootId))))) {
@@ -325,6 +324,7 @@ async function runTurn<R extends ChatRequest>(
       budget,
       usageWaitMs: services.governance.usageWaitMs,
       threadScope,
+      sideRequest,
       completionId: `chatcmpl-${replyId}`,
       created: Math.floor(sent.getTime() / 1000),
       modelRequest: {
@@ -339,7 +339,7 @@ async function runTurn<R extends ChatRequest>(
     };
     let turn: ChatTurn;
     try {
-      services.records.history(replyId, { count: history.messages.length, oldest: history.oldestId }, egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
+      services.records.history(replyId, historyRecordOf(history), egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
       }
@@ -410,14 +410,20 @@ function checkAnsweredCalls(chat: ChatRequest, conversation: ConversationState):
 }
 
 /**
- * The request's system (and developer) messages, the patient context, then the history, then the request's other
- * messages, in order; tool calls nobody answered, and results of calls that are not there, are left out (providers
- * refuse them).
+ * What the model is sent: the instructions the request's API sends apart from its messages, the instructions the
+ * request opens with (or, when it brings none, those its history carries), the patient context, then the history,
+ * then the request's other messages, in their order; tool calls nobody answered, and results of calls that are not
+ * there, are left out (providers refuse them).
  */
 function modelMessages(chat: ChatRequest, history: ConversationHistory, patientContext: PatientContext | undefined): ChatMessage[] {
-  const isInstruction = (message: ChatMessage): boolean => message.role === 'system' || message.role === 'developer';
-  const system = chat.messages.filter(isInstruction);
-  const rest = chat.messages.filter((message) => !isInstruction(message));
+  const own = requestMessagesOf(chat);
+  const opening = openingInstructions(own);
   const context: ChatMessage[] = patientContext ? [{ role: 'system', content: patientContext.text }] : [];
-  return [...system, ...context, ...withAnsweredCallsOnly([...history.messages, ...rest])];
+  return [
+    ...chat.messages.slice(0, chat.messages.length - own.length),
+    ...opening,
+    ...(history.instructions ?? []),
+    ...context,
+    ...withAnsweredCallsOnly([...history.messages, ...own.slice(opening.length)]),
+  ];
 }

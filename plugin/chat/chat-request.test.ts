@@ -5,9 +5,14 @@ const weather = { type: 'function', function: { name: 'get_weather', description
 const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lyon"}' } };
 
 describe('parseChatRequest', () => {
-  test("a plain request's turn input is its last user message", () => {
+  test('a plain request is read in the port shape, with no tools and no calls to answer', () => {
     const chat = parseChatRequest({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'A' }, { role: 'assistant', content: 'B' }, { role: 'user', content: 'C' }] });
-    expect(chat.inputs).toEqual([{ kind: 'user', text: 'C' }]);
+    expect(chat.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'A' },
+      { role: 'assistant', content: 'B' },
+      { role: 'user', content: 'C' },
+    ]);
     expect(chat.tools).toBeUndefined();
     expect(chat.answersEarlierCalls).toEqual([]);
   });
@@ -30,8 +35,6 @@ describe('parseChatRequest', () => {
     ]);
     expect(chat.tools).toEqual([{ name: 'get_weather', description: 'Weather in a city', parameters: weather.function.parameters }]);
     expect(chat.toolChoice).toEqual({ name: 'get_weather' });
-    // What the turn adds to the conversation: the result of the call, after the model's last message.
-    expect(chat.inputs).toEqual([{ kind: 'tool-result', toolCallId: 'call_1', text: '18 °C' }]);
     expect(chat.options).toEqual({ parallelToolCalls: false });
   });
 
@@ -44,10 +47,6 @@ describe('parseChatRequest', () => {
       ],
     });
     expect(chat.answersEarlierCalls).toEqual(['call_9']);
-    expect(chat.inputs).toEqual([
-      { kind: 'tool-result', toolCallId: 'call_9', text: '{"ok":true}' },
-      { kind: 'user', text: 'Thanks. And tomorrow?' },
-    ]);
   });
 
   test.each([

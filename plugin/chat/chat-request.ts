@@ -163,11 +163,11 @@ export interface ChatRequest {
   /** The request's messages, as the provider port takes them. */
   readonly messages: readonly ChatMessage[];
   /**
-   * What the turn adds to the conversation, recorded as its prompt: the tool results after the request's last
-   * assistant message, then its last user message if that comes after it too (just the last user message for a
-   * request with neither).
+   * How many of `messages`, at their start, are instructions the request's API sends apart from its messages (the
+   * Responses API's `instructions`): sent to the model first and recorded with the body, but not the turn's input
+   * (turn-input.ts). Absent: none.
    */
-  readonly inputs: readonly TurnInput[];
+  readonly instructionCount?: number;
   /** Tool results whose calls are not in this request: they answer the calls of the conversation's last reply. */
   readonly answersEarlierCalls: readonly string[];
   readonly stream: boolean;
@@ -200,12 +200,6 @@ export interface ReferencedRecord {
   /** The field that named it, e.g. `input.2.id`. */
   readonly param: string;
 }
-
-/** A message the turn adds to the conversation: the user's text, or the result of a tool call. */
-export type TurnInput =
-  /** `parts`: the user's text parts as sent, each recorded as a payload item of its own. */
-  | { readonly kind: 'user'; readonly text: string; readonly parts?: readonly string[] }
-  | { readonly kind: 'tool-result'; readonly toolCallId: string; readonly text: string };
 
 /** Bounds on one request, so a single caller cannot make fhirgate or the provider do unbounded work. */
 export interface ChatRequestLimits {
@@ -247,7 +241,6 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
   const answersEarlierCalls = checkToolResults(messages, value.conversation_id);
   return {
     messages,
-    inputs: turnInputsOf(messages),
     answersEarlierCalls,
     stream: value.stream ?? false,
     model: value.model,
@@ -377,23 +370,6 @@ export function checkToolResults(
     answersEarlier.push(message.toolCallId);
   }
   return answersEarlier;
-}
-
-/** What the turn adds to the conversation, recorded as its prompt (see `ChatRequest.inputs`). */
-export function turnInputsOf(messages: readonly ChatMessage[]): TurnInput[] {
-  const lastAssistant = messages.findLastIndex((message) => message.role === 'assistant');
-  const inputs: TurnInput[] = [];
-  for (const message of messages.slice(lastAssistant + 1)) {
-    if (message.role === 'tool') {
-      inputs.push({ kind: 'tool-result', toolCallId: message.toolCallId, text: message.content });
-    }
-  }
-  const lastUser = messages.findLastIndex((message) => message.role === 'user');
-  if (lastUser > lastAssistant || inputs.length === 0) {
-    const user = messages[lastUser];
-    inputs.push(user?.role === 'user' && user.parts ? { kind: 'user', text: user.content, parts: user.parts } : { kind: 'user', text: user?.content ?? '' });
-  }
-  return inputs;
 }
 
 function invalid(param: string, message: string): AppError {

@@ -9,7 +9,7 @@ import type { ChatFinishReason, ChatModelRequest, ChatToolCall, ChatUsage } from
 import type { ResolvedModel } from '../llm/model-registry.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { ConversationParties, ReplyStatus } from './communication-builders.ts';
-import type { ConversationHistory } from './conversation.ts';
+import { historyRecordOf, type ConversationHistory } from './conversation.ts';
 import type { FhirToolbox } from './fhir-tool-loop.ts';
 import type { PatientContext } from './patient-context.ts';
 import type { ReplyRecords } from './reply-records.ts';
@@ -18,7 +18,7 @@ import type { RepositoryOperations } from '../telemetry/repository-operations.ts
 import type { TurnBudget } from '../governance/budgets.ts';
 import { estimatedUsage, estimatePromptTokens, type RecordedUsage } from '../governance/usage-estimate.ts';
 import { recordedReply, type TurnDeIdentification } from '../governance/patient-data-record.ts';
-import { replyDigest, type ThreadScope } from './thread-digest.ts';
+import { replyDigest, turnExchangeDigest, type ThreadScope } from './thread-digest.ts';
 
 /** Everything the delivery steps need about one exchange. */
 export interface ChatTurn {
@@ -61,6 +61,8 @@ export interface ChatTurn {
   readonly usageWaitMs?: number;
   /** Whose exchange it is, for the digest a completed reply carries (thread-digest.ts). */
   readonly threadScope?: ThreadScope;
+  /** A side request about the conversation, not a turn of it (side-requests.ts). */
+  readonly sideRequest?: boolean;
 }
 
 /** How a reply ended, for its record. */
@@ -102,7 +104,8 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     rootId: turn.rootId,
     promptId: turn.promptId,
     modelId: turn.target.id,
-    history: { count: turn.history.messages.length, oldest: turn.history.oldestId },
+    history: historyRecordOf(turn.history),
+    sideRequest: turn.sideRequest,
     patientContext: turn.patientContext,
     takenIn: turn.takenIn,
     fhirTools: turn.toolbox?.calls,
@@ -116,6 +119,8 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
     finishReason: outcome.finishReason,
     // A later request that repeats this exchange continues the conversation (a client that keeps the history).
     threadDigest: outcome.status === 'completed' && turn.threadScope ? replyDigest(turn.threadScope, turn.chat.messages, outcome) : undefined,
+    // A side request may quote this turn's exchange (side-requests.ts); a side request's own is no exchange of the conversation.
+    exchangeDigest: outcome.status === 'completed' && turn.threadScope && !turn.sideRequest ? turnExchangeDigest(turn.threadScope, turn.chat.messages, outcome.text) : undefined,
     sent: sent.toISOString(),
   });
   await turn.records.record(turn.projectId, { ...resource, id: turn.replyId });

@@ -2,14 +2,14 @@
  * Builds the Communications of a conversation exactly as the spec's table says: the conversation root, the
  * prompt (`ai-prompt`) and the reply (`ai-response`).
  */
-import type { Communication, CommunicationPayload, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
-import type { ChatFinishReason, ChatToolCall } from '../llm/chat-model.ts';
+import type { Communication, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
+import type { ChatFinishReason, ChatMessage, ChatToolCall } from '../llm/chat-model.ts';
 import type { RecordedUsage } from '../governance/usage-estimate.ts';
-import type { TurnInput } from './chat-request.ts';
-import { CATEGORY, ERROR_CODE_SYSTEM, EXTENSION } from './fhir-vocabulary.ts';
+import { CATEGORY, ERROR_CODE_SYSTEM, EXTENSION, SIDE_REQUEST_CATEGORY } from './fhir-vocabulary.ts';
 import { textPayload, textPieces } from './fhir-text.ts';
 import { moneyOf } from '../governance/model-prices.ts';
-import { THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
+import { promptContentOf } from './prompt-messages.ts';
+import { EXCHANGE_DIGEST_SYSTEM, THREAD_DIGEST_SYSTEM } from './thread-digest.ts';
 
 /** Who talks to whom in one conversation. */
 export interface ConversationParties {
@@ -28,8 +28,13 @@ export type CommunicationParty = NonNullable<Communication['sender']>;
 /** How a reply ended. */
 export type ReplyStatus = 'completed' | 'stopped' | 'not-done';
 
-function category(system: string, kind: (typeof CATEGORY)[keyof typeof CATEGORY]): Communication['category'] {
+function category(system: string, kind: { readonly code: string; readonly display: string }): Communication['category'] {
   return [{ coding: [{ system, code: kind.code, display: kind.display }] }];
+}
+
+/** The record's kind; a side request's prompt or reply has the side request's category as its second. */
+function categories(system: string, kind: (typeof CATEGORY)[keyof typeof CATEGORY], sideRequest: boolean | undefined): Communication['category'] {
+  return [...(category(system, kind) ?? []), ...(sideRequest ? (category(system, SIDE_REQUEST_CATEGORY) ?? []) : [])];
 }
 
 /** The root of a new conversation; its id is the `conversation_id`. */
@@ -46,31 +51,30 @@ export function buildConversationRoot(parties: ConversationParties, sent: string
 }
 
 /**
- * The prompt: what the turn adds to the conversation as payload (the request's last user message; tool results,
- * each marked with the call it answers, before it), the whole request body as an extension.
+ * The prompt: every message the turn adds to the conversation (turn-input.ts), the user's words and tool results as
+ * its payload, each message described in order by a `message` extension (prompt-messages.ts); the whole request
+ * body as an extension. A side request's prompt has the side request's category too (side-requests.ts).
  */
-export function buildPrompt(parties: ConversationParties, input: { rootId: string; inputs: readonly TurnInput[]; requestBody: unknown; sent: string }): Communication {
-  const payload = input.inputs.flatMap((item): CommunicationPayload[] => {
-    if (item.kind === 'user') {
-      // Text parts are recorded one item each, as sent; read back, the items join into the text the model read.
-      return item.parts ? item.parts.flatMap((part) => textPayload(part)) : textPayload(item.text);
-    }
-    const marker: Extension[] = [{ url: EXTENSION.toolResult, valueString: item.toolCallId }];
-    // An empty result still needs its item, to say which call it answers.
-    return item.text ? textPayload(item.text, marker) : [{ extension: marker, contentAttachment: { contentType: 'text/plain' } }];
-  });
+export function buildPrompt(
+  parties: ConversationParties,
+  input: { rootId: string; messages: readonly ChatMessage[]; requestBody: unknown; sent: string; sideRequest?: boolean }
+): Communication {
+  const content = promptContentOf(input.messages);
   return {
     resourceType: 'Communication',
     status: 'completed',
-    category: category(parties.categorySystem, CATEGORY.prompt),
+    category: categories(parties.categorySystem, CATEGORY.prompt, input.sideRequest),
     subject: parties.subject,
     sender: parties.caller,
     recipient: [parties.agent],
     sent: input.sent,
-    payload: payload.length > 0 ? payload : undefined,
+    payload: content.payload.length > 0 ? content.payload : undefined,
     partOf: [{ reference: `Communication/${input.rootId}` }],
-    // A body over a FHIR string's 1 MiB is kept in several extensions, in order (fhir-text.ts).
-    extension: textPieces(JSON.stringify(input.requestBody)).map((valueString) => ({ url: EXTENSION.chatRequest, valueString })),
+    extension: [
+      ...content.extension,
+      // A body over a FHIR string's 1 MiB is kept in several extensions, in order (fhir-text.ts).
+      ...textPieces(JSON.stringify(input.requestBody)).map((valueString) => ({ url: EXTENSION.chatRequest, valueString })),
+    ],
   };
 }
 
@@ -103,7 +107,8 @@ export interface ReplyRecord {
   readonly cost?: number;
   /** Why the model stopped, for a reply that completed. */
   readonly finishReason?: ChatFinishReason;
-  readonly history: { readonly count: number; readonly oldest?: string };
+  /** The history sent: how many messages, the oldest one's record, the prompt whose opening instructions it carried. */
+  readonly history: { readonly count: number; readonly oldest?: string; readonly instructions?: string };
   /** The patient context sent with the prompt, and the records it came from. */
   readonly patientContext?: { readonly text: string; readonly shared: readonly Reference[] };
   /** Stored records about the patient the request took in (Responses `item_reference`s), sent with the prompt. */
@@ -114,6 +119,10 @@ export interface ReplyRecord {
   readonly toolCalls?: readonly ChatToolCall[];
   /** A completed reply: the digest of the exchange as its client saw it (thread-digest.ts). */
   readonly threadDigest?: string;
+  /** A completed turn's reply: the digest of its last user message and its text, as a side request quotes them. */
+  readonly exchangeDigest?: string;
+  /** The reply of a side request about the conversation, not a turn of it (side-requests.ts). */
+  readonly sideRequest?: boolean;
   readonly sent: string;
 }
 
@@ -150,15 +159,16 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     extension: [
       { url: 'count', valueInteger: reply.history.count },
       ...(reply.history.oldest ? [{ url: 'oldest', valueReference: { reference: `Communication/${reply.history.oldest}` } }] : []),
+      ...(reply.history.instructions ? [{ url: 'instructions', valueReference: { reference: `Communication/${reply.history.instructions}` } }] : []),
     ],
   });
   return {
     resourceType: 'Communication',
     id: reply.id,
-    identifier: reply.threadDigest ? [{ system: THREAD_DIGEST_SYSTEM, value: reply.threadDigest }] : undefined,
+    identifier: identifiersOf(reply),
     status: reply.status,
     statusReason: reply.reason || reply.errorCode ? statusReasonOf(reply.reason, reply.errorCode) : undefined,
-    category: category(parties.categorySystem, CATEGORY.response),
+    category: categories(parties.categorySystem, CATEGORY.response, reply.sideRequest),
     subject: parties.subject,
     sender: parties.agent,
     recipient: [parties.caller],
@@ -170,6 +180,14 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     about: sharedRecords(reply),
     extension,
   };
+}
+
+function identifiersOf(reply: ReplyRecord): Communication['identifier'] {
+  const identifiers = [
+    ...(reply.threadDigest ? [{ system: THREAD_DIGEST_SYSTEM, value: reply.threadDigest }] : []),
+    ...(reply.exchangeDigest ? [{ system: EXCHANGE_DIGEST_SYSTEM, value: reply.exchangeDigest }] : []),
+  ];
+  return identifiers.length > 0 ? identifiers : undefined;
 }
 
 function statusReasonOf(reason: string | undefined, errorCode: string | undefined): NonNullable<Communication['statusReason']> {

@@ -12,7 +12,8 @@ import type { Communication, Device, Reference } from '@medplum/fhirtypes';
 import { agentAuthored, type KnownAuthors } from './agent-device.ts';
 import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
-import { CATEGORY } from './fhir-vocabulary.ts';
+import { CATEGORY, SIDE_REQUEST_CATEGORY } from './fhir-vocabulary.ts';
+import { openingInstructions } from './turn-input.ts';
 import { categoryOf, messagesOf, toolCallsOf } from './recorded-messages.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
 import { partyKey } from './conversation-ownership.ts';
@@ -70,9 +71,32 @@ export interface HistoryLimits {
 
 /** The history of a conversation as it is sent to the model, and which stored messages it came from. */
 export interface ConversationHistory {
+  /**
+   * The instructions the caller's newest turn opened with, for a request that brings none of its own: sent first
+   * (turn-input.ts). Absent or empty: none.
+   */
+  readonly instructions?: readonly ChatMessage[];
+  /** The prompt those instructions are from. */
+  readonly instructionsId?: string;
   readonly messages: readonly ChatMessage[];
   /** Id of the oldest Communication included (undefined when none). */
   readonly oldestId?: string;
+}
+
+/** How many messages a history sends: its instructions and its messages. */
+export function historyCount(history: ConversationHistory): number {
+  return (history.instructions?.length ?? 0) + history.messages.length;
+}
+
+/** What a reply's record says of the history sent with it (its `history` extension). */
+export function historyRecordOf(history: ConversationHistory): { count: number; oldest?: string; instructions?: string } {
+  return { count: historyCount(history), oldest: history.oldestId, instructions: history.instructionsId };
+}
+
+/** What the request brings that shapes its history. */
+export interface HistoryRequest {
+  /** The request opens with instructions of its own: no earlier turn's are sent with it. */
+  readonly hasOwnInstructions: boolean;
 }
 
 /** What a continued turn reads of its conversation: the history, the calls its newest reply asked for, its latest reply. */
@@ -103,16 +127,22 @@ export interface ConversationState {
   readonly latestReplyRead: boolean;
 }
 
+/** The search filter that leaves out a conversation's side requests (side-requests.ts): no turns of it. */
+export const NO_SIDE_REQUESTS = { code: 'category', operator: 'not', value: SIDE_REQUEST_CATEGORY.code } as const;
+
 /** The fewest Communications one page of history reads, so the newest reply is found even with a tiny limit. */
 const MIN_HISTORY_PAGE = 10;
 
 /**
  * Step 3: the earlier prompts and replies of a conversation, oldest first, through the caller's repository, read
  * before the turn's prompt is written (so it is not among them) with the checks the request needs. Only turns
- * fhirgate recorded count: replies the AI agent wrote, and the prompts those replies answer. Replies that were cut
- * short (`stopped`) count with the text that was delivered; failed ones (`not-done`) are left out. The newest
- * messages within the limits are kept; a prompt with tool results stands for several messages. The window never
- * opens with a tool result whose call it cut off.
+ * fhirgate recorded count: replies the AI agent wrote, and the prompts those replies answer; side requests about
+ * the conversation (side-requests.ts) are no turns of it, and are not read. Replies that were cut short (`stopped`)
+ * count with the text that was delivered; failed ones (`not-done`) are left out. A prompt stands for every message
+ * its turn added (turn-input.ts). The instructions each turn opened with are its framing: a request that brings none
+ * is sent those of the caller's newest turn read that had some, first, counted first against the limits; the others
+ * are not sent. The newest messages within the limits are kept. The window never opens with a tool result whose
+ * call it cut off.
  *
  * One search reads the newest page of the conversation, as many Communications as the limit has messages: each
  * genuine Communication is at least one message, so in a conversation fhirgate wrote the page is enough and the
@@ -121,7 +151,12 @@ const MIN_HISTORY_PAGE = 10;
  * ends before the limit is reached, or before a reply that did not fail (failed replies, prompts with no reply,
  * records a user wrote), is followed by the next. Other users' turns are quoted (quoted-turns.ts).
  */
-export async function loadConversation(reader: ConversationReader, conversationId: string, limits: HistoryLimits): Promise<ConversationState> {
+export async function loadConversation(
+  reader: ConversationReader,
+  conversationId: string,
+  limits: HistoryLimits,
+  request: HistoryRequest = { hasOwnInstructions: false }
+): Promise<ConversationState> {
   const pageSize = Math.max(limits.maxMessages, MIN_HISTORY_PAGE);
   const stored: WithId<Communication>[] = [];
   const replies = new Set<string>();
@@ -129,7 +164,7 @@ export async function loadConversation(reader: ConversationReader, conversationI
   for (let offset = 0; ; offset += pageSize) {
     const page = await reader.repo.searchResources<Communication>({
       resourceType: 'Communication',
-      filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }],
+      filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }, NO_SIDE_REQUESTS],
       sortRules: [{ code: 'sent', descending: true }],
       count: pageSize,
       offset,
@@ -143,7 +178,7 @@ export async function loadConversation(reader: ConversationReader, conversationI
     )) {
       replies.add(id);
     }
-    const window = historyWindow(stored, replies, limits, caller);
+    const window = historyWindow(stored, replies, limits, caller, !request.hasOwnInstructions);
     const latestReply = stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done');
     const readAll = page.length < pageSize;
     if ((window.complete && latestReply) || readAll) {
@@ -166,13 +201,15 @@ export async function loadConversation(reader: ConversationReader, conversationI
 /**
  * The history within the limits from what was read so far (newest first); `complete` once a limit was reached.
  * Other users' turns (when `caller` is given) are quoted: each run of them one `user` message (quoted-turns.ts).
+ * `carryInstructions`: the request brings no instructions of its own, so the caller's newest turn's are sent.
  * `subjects`: the patients the genuine records read are about.
  */
 function historyWindow(
   stored: readonly WithId<Communication>[],
   replies: ReadonlySet<string>,
   limits: HistoryLimits,
-  caller: string | undefined
+  caller: string | undefined,
+  carryInstructions: boolean
 ): { history: ConversationHistory; complete: boolean; subjects: ReadonlySet<string> } {
   const answered = new Set<string>();
   for (const communication of stored) {
@@ -192,30 +229,33 @@ function historyWindow(
       subjects.add(subject);
     }
   }
+  const quoted = (communication: WithId<Communication>): boolean => caller !== undefined && isOtherUsersTurn(communication, caller);
+  const carried = carryInstructions ? carriedInstructions(stored.filter((communication) => genuine(communication) && !quoted(communication)), limits) : undefined;
   // Newest first: each Communication's messages, last one first; another user's as the entry quoting it.
   const kept: { id: string; message: ChatMessage; quoted?: string }[] = [];
-  let characters = 0;
+  const carriedCount = carried?.messages.length ?? 0;
+  let characters = carried?.characters ?? 0;
   let full = false;
   for (const communication of stored) {
     if (!genuine(communication)) {
       continue;
     }
-    const quote = caller !== undefined && isOtherUsersTurn(communication, caller);
-    for (const message of messagesOf(communication).reverse()) {
-      const quoted = quote ? quotedEntry(communication, message) : undefined;
-      const length = quoted?.length ?? message.content.length;
-      if (kept.length >= limits.maxMessages || characters + length > limits.maxCharacters) {
+    const quote = quoted(communication);
+    for (const message of turnMessagesOf(communication).reverse()) {
+      const quotedText = quote ? quotedEntry(communication, message) : undefined;
+      const length = quotedText?.length ?? message.content.length;
+      if (carriedCount + kept.length >= limits.maxMessages || characters + length > limits.maxCharacters) {
         full = true;
         break;
       }
       characters += length;
-      kept.push({ id: communication.id, message, quoted });
+      kept.push({ id: communication.id, message, quoted: quotedText });
     }
     if (full) {
       break;
     }
   }
-  const complete = full || kept.length >= limits.maxMessages;
+  const complete = full || carriedCount + kept.length >= limits.maxMessages;
   kept.reverse();
   while (kept[0] && kept[0].quoted === undefined && kept[0].message.role === 'tool') {
     kept.shift();
@@ -236,7 +276,33 @@ function historyWindow(
   if (run.length > 0) {
     messages.push(otherUsersMessage(run));
   }
-  return { history: { messages, oldestId: kept[0]?.id }, complete, subjects };
+  const instructions = carried ? { instructions: carried.messages, instructionsId: carried.id } : {};
+  return { history: { ...instructions, messages, oldestId: kept[0]?.id }, complete, subjects };
+}
+
+/** A stored record's messages without the instructions its turn opened with (carried or superseded: see above). */
+function turnMessagesOf(communication: Communication): ChatMessage[] {
+  const messages = messagesOf(communication);
+  return categoryOf(communication) === CATEGORY.prompt.code ? messages.slice(openingInstructions(messages).length) : messages;
+}
+
+/**
+ * The instructions the newest of the caller's `prompts` (newest first) that opened with some opened with, if they
+ * fit within the limits by themselves.
+ */
+function carriedInstructions(prompts: readonly WithId<Communication>[], limits: HistoryLimits): { id: string; messages: ChatMessage[]; characters: number } | undefined {
+  for (const prompt of prompts) {
+    if (categoryOf(prompt) !== CATEGORY.prompt.code) {
+      continue;
+    }
+    const messages = openingInstructions(messagesOf(prompt));
+    if (messages.length === 0) {
+      continue;
+    }
+    const characters = messages.reduce((total, message) => total + message.content.length, 0);
+    return messages.length <= limits.maxMessages && characters <= limits.maxCharacters ? { id: prompt.id, messages, characters } : undefined;
+  }
+  return undefined;
 }
 
 /** The calls of the newest reply the AI agent wrote, when it completed; empty otherwise. */

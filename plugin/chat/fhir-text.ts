@@ -22,6 +22,27 @@ export function payloadText(items: readonly CommunicationPayload[]): string {
   return items.map(pieceText).join('');
 }
 
+/**
+ * `text` as repeated extensions `url`, in order (none for ''): a piece per extension, a `valueString`, or for a piece
+ * that is only whitespace a `text/plain` `valueAttachment` holding it.
+ */
+export function textExtensions(url: string, text: string): Extension[] {
+  return splitText(text).map((piece) => {
+    const content = pieceContent(piece);
+    return content.contentString !== undefined ? { url, valueString: content.contentString } : { url, valueAttachment: content.contentAttachment };
+  });
+}
+
+/** The text of extensions written by {@link textExtensions}. */
+export function extensionsText(extensions: readonly Extension[]): string {
+  return extensions.map((extension) => pieceText({ contentString: extension.valueString, contentAttachment: extension.valueAttachment })).join('');
+}
+
+/** The text of one payload item written by {@link textPayload}. */
+export function payloadItemText(item: CommunicationPayload): string {
+  return pieceText(item);
+}
+
 /** `text` as the values of repeated string extensions (a long request body), in order. */
 export function textPieces(text: string): string[] {
   return splitText(text);

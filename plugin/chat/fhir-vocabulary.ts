@@ -10,6 +10,12 @@ export const CATEGORY = {
   response: { code: 'ai-response', display: 'AI Response' },
 } as const;
 
+/**
+ * The second category of the prompt and reply of a side request (side-requests.ts): a request about a conversation
+ * (its title, its tags, follow-up suggestions), recorded with it but no turn of it.
+ */
+export const SIDE_REQUEST_CATEGORY = { code: 'ai-side-request', display: 'AI Side Request' } as const;
+
 /** Default system of the category codes. */
 export const DEFAULT_CATEGORY_SYSTEM = 'urn:fhirgate:communication-category';
 
@@ -17,6 +23,13 @@ export const DEFAULT_CATEGORY_SYSTEM = 'urn:fhirgate:communication-category';
 export const EXTENSION = {
   /** On a prompt: the request body exactly as the client sent it (JSON), messages and parameters included. */
   chatRequest: 'urn:fhirgate:extension:chat-request',
+  /**
+   * On a prompt, one per message the turn added to its conversation, in order (prompt-messages.ts): `role`, `name`,
+   * and its content: the next `payload` items of the prompt (user messages and tool results, which a reviewer reads
+   * there), or `text` pieces (system, developer and assistant messages), with `part` counts when it was sent as
+   * parts, and an assistant's `tool-call`s.
+   */
+  message: 'urn:fhirgate:extension:message',
   /** On a reply: the model that answered, `provider/model`. */
   model: 'urn:fhirgate:extension:model',
   /** On a completed reply: why the model stopped (`stop`, `length`, `content_filter`), as `finish_reason` said. */
@@ -28,7 +41,10 @@ export const EXTENSION = {
   usage: 'urn:fhirgate:extension:usage',
   /** On a reply: the patient context sent to the model with it, exactly as sent (its records are in `about`). */
   patientContext: 'urn:fhirgate:extension:patient-context',
-  /** On a reply: the earlier messages sent with it as history (`count`, `oldest`). */
+  /**
+   * On a reply: the earlier messages sent with it as history (`count`, `oldest`), and `instructions`: the prompt whose
+   * opening instructions were sent with them (a turn that brought none of its own: conversation.ts).
+   */
   history: 'urn:fhirgate:extension:history',
   /** On a reply, one per call: a function call the model asked the client to make (`id`, `name`, `arguments`). */
   toolCall: 'urn:fhirgate:extension:tool-call',

@@ -6,6 +6,7 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { CallerContext } from '../host.ts';
+import type { ChatMessage } from '../llm/chat-model.ts';
 import { outcomeStatusOf } from '../medplum-errors.ts';
 import type { ChatServices } from './chat-completion.ts';
 import type { ChatRequest } from './chat-request.ts';
@@ -25,7 +26,7 @@ import { mayCreate } from './write-permission.ts';
 export async function recordPrompt(services: ChatServices, caller: CallerContext, parties: ConversationParties, chat: ChatRequest, ids: PromptIds): Promise<void> {
   const { repo } = caller;
   const prompt: Communication & { id: string } = {
-    ...buildPrompt(parties, { rootId: ids.rootId, inputs: chat.inputs, requestBody: chat.body, sent: ids.sent }),
+    ...buildPrompt(parties, { rootId: ids.rootId, messages: ids.input, requestBody: chat.body, sent: ids.sent, sideRequest: ids.sideRequest }),
     id: ids.promptId,
   };
   if (ids.isNew) {
@@ -75,11 +76,15 @@ async function removeRoot(services: ChatServices, projectId: string, rootId: str
   }
 }
 
-/** The ids the prompt (and the root of a new conversation) are written with, and when it was sent. */
+/** The ids the prompt (and the root of a new conversation) are written with, when it was sent, and what it holds. */
 export interface PromptIds {
   readonly rootId: string;
   readonly promptId: string;
   /** True when the root is to be written too. */
   readonly isNew: boolean;
   readonly sent: string;
+  /** The messages the turn adds to its conversation (turn-input.ts). */
+  readonly input: readonly ChatMessage[];
+  /** A side request about the conversation, not a turn of it (side-requests.ts). */
+  readonly sideRequest?: boolean;
 }

@@ -1,3 +1,4 @@
+import type { Communication } from '@medplum/fhirtypes';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { buildPrompt, buildReply, type ConversationParties } from './communication-builders.ts';
 import { messagesOf, withAnsweredCallsOnly } from './recorded-messages.ts';
@@ -15,10 +16,10 @@ describe('messages read back from the records', () => {
   test("a prompt's tool results and user text come back in order, each result naming its call", () => {
     const prompt = buildPrompt(parties, {
       rootId: 'root',
-      inputs: [
-        { kind: 'tool-result', toolCallId: 'call_1', text: '18 °C' },
-        { kind: 'tool-result', toolCallId: 'call_2', text: '' },
-        { kind: 'user', text: 'And tomorrow?' },
+      messages: [
+        { role: 'tool', content: '18 °C', toolCallId: 'call_1' },
+        { role: 'tool', content: '', toolCallId: 'call_2' },
+        { role: 'user', content: 'And tomorrow?' },
       ],
       requestBody: {},
       sent,
@@ -30,6 +31,51 @@ describe('messages read back from the records', () => {
       { role: 'user', content: 'And tomorrow?' },
     ]);
     expect(prompt.payload?.[1]).toEqual({ extension: [{ url: 'urn:fhirgate:extension:tool-result', valueString: 'call_2' }], contentAttachment: { contentType: 'text/plain' } });
+  });
+
+  test('every message a turn added comes back as it was sent: instructions, few-shot pairs, calls and results, names and parts', () => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'Answer with one word.', parts: ['Answer with ', 'one word.'] },
+      { role: 'developer', content: '  ' },
+      { role: 'user', content: 'Capital of France?', name: 'dr_lee' },
+      { role: 'assistant', content: 'Paris', name: 'tutor' },
+      { role: 'user', content: 'Weather there?' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+      { role: 'tool', content: 'Sunny', toolCallId: 'call_1' },
+      { role: 'user', content: 'Capital of Italy?', parts: ['Capital of ', '', 'Italy?'] },
+      { role: 'user', content: 'Output should be JSON.' },
+    ];
+    const prompt = buildPrompt(parties, { rootId: 'root', messages, requestBody: {}, sent });
+
+    expect(messagesOf(prompt)).toEqual(messages);
+    // The reviewer reads the user's words and the tool results as the payload, in order; the rest is in extensions.
+    expect(prompt.payload?.map((item) => item.contentString)).toEqual(['Capital of France?', 'Weather there?', 'Sunny', 'Capital of ', 'Italy?', 'Output should be JSON.']);
+    expect(JSON.stringify(prompt)).not.toContain('""');
+  });
+
+  test('a prompt recorded before its messages were described is read as before: its tool results, then its user text', () => {
+    const old = {
+      resourceType: 'Communication',
+      category: [{ coding: [{ system: 'urn:test', code: 'ai-prompt' }] }],
+      status: 'completed',
+      payload: [
+        { extension: [{ url: 'urn:fhirgate:extension:tool-result', valueString: 'call_1' }], contentString: '18 °C' },
+        { contentString: 'And ' },
+        { contentString: 'tomorrow?' },
+      ],
+    } as const;
+    expect(messagesOf(old as unknown as Communication)).toEqual([
+      { role: 'tool', content: '18 °C', toolCallId: 'call_1' },
+      { role: 'user', content: 'And tomorrow?' },
+    ]);
+  });
+
+  test("a side request's prompt and reply carry the side request's category after their own", () => {
+    const prompt = buildPrompt(parties, { rootId: 'root', messages: [{ role: 'user', content: 'Generate a title for this conversation.' }], requestBody: {}, sent, sideRequest: true });
+    const stored = buildReply(parties, { ...reply, text: 'Title', status: 'completed', sideRequest: true });
+    for (const record of [prompt, stored]) {
+      expect(record.category?.map((concept) => concept.coding?.[0]?.code)).toEqual([record === prompt ? 'ai-prompt' : 'ai-response', 'ai-side-request']);
+    }
   });
 
   test('a reply with calls comes back as the assistant message that made them; its record has no empty strings', () => {

@@ -1,12 +1,14 @@
 /**
  * Reads the conversation's messages back from its Communications, as communication-builders.ts wrote them: a
- * prompt is its tool results (payload items marked with the call they answer) and its user text; a reply is the
- * assistant's text and the calls it asked the client for.
+ * prompt is the messages its turn added (prompt-messages.ts; one written before those were described is its tool
+ * results, payload items marked with the call they answer, and its user text); a reply is the assistant's text and
+ * the calls it asked the client for.
  */
 import type { Communication, CommunicationPayload, Extension } from '@medplum/fhirtypes';
 import type { ChatFinishReason, ChatMessage, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 import { payloadText } from './fhir-text.ts';
+import { recordedPromptMessages } from './prompt-messages.ts';
 
 /** The category code of a stored Communication: `ai-conversation`, `ai-prompt` or `ai-response` for fhirgate's. */
 export function categoryOf(communication: Communication): string | undefined {
@@ -22,6 +24,11 @@ export function communicationIdOf(reference: string | undefined): string | undef
 export function messagesOf(communication: Communication): ChatMessage[] {
   const code = categoryOf(communication);
   if (code === CATEGORY.prompt.code) {
+    const described = recordedPromptMessages(communication);
+    if (described) {
+      return described;
+    }
+    // A prompt recorded before its messages were described: its tool results, then the user's text.
     // Consecutive items of the same message (a long text is several pieces) make one message.
     const groups: { answers: string | undefined; items: CommunicationPayload[] }[] = [];
     for (const item of communication.payload ?? []) {
@@ -122,10 +129,11 @@ export function withAnsweredCallsOnly(messages: readonly ChatMessage[]): ChatMes
     }
     const toolCalls = message.toolCalls.filter((call) => answered.has(call.id));
     toolCalls.forEach((call) => called.add(call.id));
+    const { toolCalls: _asked, ...withoutCalls } = message;
     if (toolCalls.length > 0) {
-      kept.push({ role: 'assistant', content: message.content, toolCalls });
+      kept.push({ ...withoutCalls, toolCalls });
     } else if (message.content) {
-      kept.push({ role: 'assistant', content: message.content });
+      kept.push(withoutCalls);
     }
   }
   return kept;

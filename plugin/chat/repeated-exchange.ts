@@ -10,6 +10,7 @@ import { readConversationRoot, type ConversationHistory, type ConversationReader
 import { CATEGORY } from './fhir-vocabulary.ts';
 import { categoryOf, communicationIdOf } from './recorded-messages.ts';
 import { THREAD_DIGEST_SYSTEM, type RepeatedExchange } from './thread-digest.ts';
+import { isInstruction } from './turn-input.ts';
 
 /** Replies read for one digest: the same exchange can end more than one conversation (a question asked twice). */
 const CANDIDATES = 5;
@@ -57,9 +58,17 @@ export async function findRepeatedConversation(reader: ConversationReader, excha
 
 /**
  * The history of a named conversation to send before a request that repeats the conversation's latest exchange
- * (its newest `repeated` messages): the request brings those itself, so they are left out rather than sent twice.
+ * (its newest `repeated` messages, instructions aside): the request brings those itself, so they are left out
+ * rather than sent twice.
  */
 export function withoutRepeated(history: ConversationHistory, repeated: number): ConversationHistory {
-  const messages = history.messages.slice(0, Math.max(0, history.messages.length - repeated));
-  return messages.length > 0 ? { messages, oldestId: history.oldestId } : { messages: [] };
+  let end = history.messages.length;
+  for (let left = repeated; end > 0 && left > 0; end--) {
+    if (!isInstruction(history.messages[end - 1])) {
+      left--;
+    }
+  }
+  const messages = history.messages.slice(0, end);
+  const instructions = history.instructions ? { instructions: history.instructions, instructionsId: history.instructionsId } : {};
+  return messages.length > 0 ? { ...instructions, messages, oldestId: history.oldestId } : { ...instructions, messages: [] };
 }

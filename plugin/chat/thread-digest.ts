@@ -17,6 +17,26 @@ import type { ChatMessage, ChatToolCall } from '../llm/chat-model.ts';
 /** The identifier system of the digest on a reply. */
 export const THREAD_DIGEST_SYSTEM = 'urn:fhirgate:thread-digest';
 
+/**
+ * The identifier system of a turn's last exchange on its reply: its last user message and its reply's text, which a
+ * side request quotes in its own text (side-requests.ts). Scoped like the thread digest; it holds no text either.
+ */
+export const EXCHANGE_DIGEST_SYSTEM = 'urn:fhirgate:exchange-digest';
+
+/**
+ * The digest of an exchange as a transcript quotes it: the user's words and the reply's text, each without the
+ * whitespace around it (chat UIs strip it when they quote).
+ */
+export function exchangeDigest(scope: ThreadScope, userText: string, replyText: string): string {
+  return hash('sha256', JSON.stringify([...scope, 'exchange', userText.trim(), replyText.trim()]), 'base64url');
+}
+
+/** The exchange digest of a completed turn: the request's last user message and the reply's text; none without either. */
+export function turnExchangeDigest(scope: ThreadScope, requestMessages: readonly ChatMessage[], replyText: string): string | undefined {
+  const user = requestMessages.findLast((message) => message.role === 'user');
+  return user && user.content.trim() && replyText.trim() ? exchangeDigest(scope, user.content, replyText) : undefined;
+}
+
 /** Whose exchange it is: the caller's project and profile. */
 export type ThreadScope = readonly [projectId: string, profile: string];
 

@@ -11,7 +11,7 @@ import { AppError } from '../errors.ts';
 import type { CallerContext } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ChatServices, TurnApi } from '../chat/chat-completion.ts';
-import { checkToolResults, turnInputsOf, type ChatRequest } from '../chat/chat-request.ts';
+import { checkToolResults, type ChatRequest } from '../chat/chat-request.ts';
 import type { ConversationReader } from '../chat/conversation.ts';
 import { requireStored } from '../chat/reply-records.ts';
 import { REPLAYED_HEADER } from '../chat/idempotency.ts';
@@ -73,7 +73,8 @@ async function readResponsesRequest(body: unknown, services: ChatServices, calle
     ({ items, referenced } = await resolveReferences(reader, items));
   }
   const input = toInputMessages(items.filter((item) => item.kind !== 'reference'));
-  // Instructions are this request's: sent first, recorded with the request body, not carried to the next response.
+  // Instructions are this request's: sent first, recorded with the request body, not the turn's input, so not carried
+  // to the next response (as with OpenAI's previous_response_id); system and developer input items are input.
   const instructions: ChatMessage[] = draft.instructions ? [{ role: 'system', content: draft.instructions }] : [];
   const messages = [...instructions, ...input.messages];
   if (!messages.some((message) => message.role === 'user' || message.role === 'tool')) {
@@ -82,7 +83,7 @@ async function readResponsesRequest(body: unknown, services: ChatServices, calle
   const answersEarlierCalls = checkToolResults(messages, conversationId, (index) => `input.${input.itemIndex[index - instructions.length]}.call_id`);
   return {
     messages,
-    inputs: turnInputsOf(messages),
+    instructionCount: instructions.length,
     answersEarlierCalls,
     stream: draft.stream,
     model: draft.model,

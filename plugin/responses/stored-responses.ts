@@ -12,7 +12,7 @@ import type { WithId } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import { agentAuthored } from '../chat/agent-device.ts';
-import { findCommunication, type ConversationReader, type ConversationState } from '../chat/conversation.ts';
+import { findCommunication, NO_SIDE_REQUESTS, type ConversationReader, type ConversationState } from '../chat/conversation.ts';
 import { replySubjects } from '../chat/conversation-subjects.ts';
 import type { ReferencedRecord } from '../chat/chat-request.ts';
 import { CATEGORY } from '../chat/fhir-vocabulary.ts';
@@ -80,7 +80,7 @@ export async function requireLatestReply(reader: ConversationReader, conversatio
 /** Replies to the caller read to find the newest that did not fail (a user's record among them is passed over). */
 const OWN_REPLY_CANDIDATES = 10;
 
-/** The newest reply fhirgate wrote to a prompt of the caller's in the conversation that did not fail, if any. */
+/** The newest reply fhirgate wrote to a prompt of the caller's in the conversation that did not fail (side requests aside), if any. */
 async function latestReplyTo(reader: ConversationReader, conversationId: string): Promise<string | undefined> {
   const caller = reader.caller?.reference;
   if (caller === undefined) {
@@ -89,10 +89,7 @@ async function latestReplyTo(reader: ConversationReader, conversationId: string)
   }
   const candidates = await reader.repo.searchResources<Communication>({
     resourceType: 'Communication',
-    filters: [
-      { code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` },
-      { code: 'recipient', operator: 'eq', value: caller },
-    ],
+    filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }, { code: 'recipient', operator: 'eq', value: caller }, NO_SIDE_REQUESTS],
     sortRules: [{ code: 'sent', descending: true }],
     count: OWN_REPLY_CANDIDATES,
   });
