@@ -102,8 +102,12 @@ describe('examples', () => {
     expect(stdout).toContain('answer:        Echo: What should I check at the next visit?\n');
     expect(stdout).toContain('streamed:      Echo: And which labs?\n');
     expect(stdout).toContain('response:      Echo: Remember 7.\ncontinued:     Echo: And 8?\nsame thread:   True\n');
-    // The stream continued the conversation: its first exchange went to the model as history, the patient's chart first.
-    expect(emulator.received[1].messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('<patient-chart>') });
+    // The stream continued the conversation: the first turn's system message went to the model again (the stream
+    // brings none of its own), then the patient's chart, then the first exchange as history.
+    expect(emulator.received[1].messages.slice(0, 2)).toEqual([
+      { role: 'system', content: 'You are a careful clinical assistant.' },
+      { role: 'system', content: expect.stringContaining('<patient-chart>') },
+    ]);
     expect(emulator.received[1].messages.slice(-3)).toEqual([
       { role: 'user', content: 'What should I check at the next visit?' },
       { role: 'assistant', content: 'Echo: What should I check at the next visit?' },
