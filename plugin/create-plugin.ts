@@ -5,7 +5,7 @@
  */
 import express, { type Response, type Router } from 'express';
 import { AgentDevices } from './chat/agent-device.ts';
-import { authenticateCaller } from './chat/authenticate-caller.ts';
+import { authenticateCaller, PROJECT_BASE_PATH } from './chat/authenticate-caller.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
 import { createResponsesRoutes } from './responses/responses-routes.ts';
@@ -167,9 +167,10 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
     );
   }
-  v1.use((request, _response, next) => next(new AppError('not_found', `No route for ${request.method} /v1${request.path}.`)));
+  v1.use((request, _response, next) => next(new AppError('not_found', `No route for ${request.method} ${request.baseUrl}${request.path}.`)));
   v1.use(createOpenAiErrorHandler(host.logger));
-  router.use('/v1', v1);
+  // `/v1` with the X-Project-ID header, or the project base URL for clients that can set a base URL but no header.
+  router.use(['/v1', PROJECT_BASE_PATH], v1);
 
   const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry) : undefined;
   const deviceToken = express.Router();

@@ -16,7 +16,11 @@ export interface CallerContext {
   readonly membership: WithId<ProjectMembership>;
   /** The caller's profile, e.g. `Practitioner/123`. */
   readonly profile: Reference<ProfileResource>;
-  readonly login: WithId<Login>;
+  /**
+   * The caller's Login. A ClientApplication's API key (client id and secret, checked on each request as Medplum
+   * checks Basic auth) has a Login made for the request alone, without an id, as in Medplum.
+   */
+  readonly login: Login;
 }
 
 /** Structured logger with Medplum's logger methods; `data` never carries secrets or message text at info level. */
@@ -93,9 +97,11 @@ export interface OffThreadGraphql {
 /** What the plugin receives from the server that mounts it. */
 export interface FhirgateHost {
   /**
-   * Authenticates a request from its bearer token, as the server authenticates its own routes.
-   * Resolves to undefined when the request carries no valid user credential (missing, malformed, expired,
-   * revoked, or signed by someone else); the plugin answers 401 then.
+   * Authenticates a request from its bearer token, as the server authenticates its own routes, or from a
+   * ClientApplication's API key (`Bearer <client id>:<secret>`, or Basic auth: http/client-key.ts), as the server
+   * authenticates Basic auth: the caller is then that ClientApplication, under its membership's AccessPolicy.
+   * Resolves to undefined when the request carries no valid credential (missing, malformed, expired, revoked, a
+   * wrong or rotated secret, or signed by someone else); the plugin answers 401 then.
    */
   authenticate(request: Request): Promise<CallerContext | undefined>;
 

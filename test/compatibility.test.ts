@@ -134,7 +134,7 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
     const app = [
       "import type { Express } from 'express';",
       // What Medplum's app.ts imports already, which the mount uses.
-      "import { tryGetRequestContext } from './context';",
+      "import { attachRequestContext, tryGetRequestContext } from './context';",
       "import { globalLogger } from './logger';",
       snippet.imports,
       'export async function initApp(app: Express): Promise<void> {',
@@ -236,6 +236,21 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
     expect(prompt?.meta?.author?.reference).toBe(client);
     const issues = (await (await fetch(`${consumer.url}_test/validation-issues`)).json()) as { resourceType: string; issue: OperationOutcomeIssue }[];
     expect(issues.filter((entry) => entry.resourceType === 'Communication')).toEqual([]);
+  });
+
+  test("a ClientApplication's API key (`<client id>:<secret>` as the bearer token) is authenticated by the server's own Basic auth, under the project base URL", async () => {
+    const key = `${consumer.ids.client}:compatibility-client-secret`;
+    const client = new OpenAI({ baseURL: `${consumer.url}projects/${consumer.ids.project}/v1`, apiKey: key, maxRetries: 0 });
+    const completion = (await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'with a key' }] })) as unknown as FhirgateCompletion;
+    const prompt = (await stored<Communication>('Communication')).find(
+      (record) => record.partOf?.[0]?.reference === `Communication/${completion.conversation_id}` && record.category?.[0]?.coding?.[0]?.code === 'ai-prompt'
+    );
+    expect(prompt?.meta?.author?.reference).toBe(`ClientApplication/${consumer.ids.client}`);
+    const wrong = new OpenAI({ baseURL: `${consumer.url}projects/${consumer.ids.project}/v1`, apiKey: `${consumer.ids.client}:not-the-secret`, maxRetries: 0 });
+    await expect(wrong.models.list()).rejects.toMatchObject({ status: 401, code: 'unauthenticated' });
+    // Medplum's own routes see the request as they always did: the key is translated on fhirgate's routes only.
+    const fhir = await fetch(`${consumer.url}_test/authorization`, { headers: { Authorization: `Bearer ${key}` } });
+    expect(await fhir.json()).toEqual({ authorization: `Bearer ${key}` });
   });
 
   test("fhirgate's spans reach the server's tracer provider through its OpenTelemetry API, the provider call inside the request and on the wire", async () => {

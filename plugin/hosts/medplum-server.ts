@@ -48,6 +48,8 @@ import type { Request, RequestHandler } from 'express';
 import { looksLikeDeviceToken } from '../devices/device-tokens.ts';
 import type { CallerContext, FhirgateHost, HostLogger, HostRedis } from '../host.ts';
 import { readBearerToken } from '../http/bearer-token.ts';
+import { readClientKey } from '../http/client-key.ts';
+import { clientKeyContext, type AttachRequestContext } from './medplum-server/client-key-context.ts';
 import { createFhirgatePlugin, type FhirgatePlugin } from '../create-plugin.ts';
 import type { FhirgateOptionsInput } from '../options.ts';
 import { readAuthenticatedContext, readRequestId, readRequestLogger } from './medplum-server/request-context.ts';
@@ -97,6 +99,12 @@ export interface MedplumServerFunctions {
   getRedis?(): HostRedis;
   /** Medplum's `globalLogger` (logger.ts), for logs outside a request. */
   readonly logger: HostLogger;
+  /**
+   * Medplum's `attachRequestContext` (context.ts). With it, a ClientApplication's API key sent as a bearer token
+   * (`<client id>:<secret>`) is authenticated by Medplum as the Basic auth it means (client-key-context.ts); without
+   * it, only Basic auth and access tokens are.
+   */
+  readonly attachRequestContext?: AttachRequestContext;
 }
 
 /** Where the plugin is mounted: Medplum's Express app (typed loosely, so any Express copy fits). */
@@ -154,17 +162,21 @@ export function createMedplumServerHost(server: MedplumServerFunctions): Fhirgat
 /** Creates the plugin on a Medplum server and mounts it at the root of its app; returns it for `close()` at shutdown. */
 export function mountFhirgate(app: MountTarget, server: MedplumServerFunctions, options?: FhirgateOptionsInput): FhirgatePlugin {
   const plugin = createFhirgatePlugin(createMedplumServerHost(server), options);
+  if (server.attachRequestContext) {
+    app.use(clientKeyContext(server.attachRequestContext));
+  }
   app.use(plugin);
   return plugin;
 }
 
 /**
  * The caller Medplum's `attachRequestContext` resolved for this request, or undefined when the request
- * carries no valid user bearer token (missing, malformed, expired, revoked, a device token, Basic auth).
+ * carries no valid credential (missing, malformed, expired, revoked, a device token, a wrong client secret). A
+ * client key is Basic auth by then (client-key-context.ts); Medplum checked its secret.
  */
 function authenticate(server: MedplumServerFunctions, request: Request): CallerContext | undefined {
   const token = readBearerToken(request.headers);
-  if (!token || looksLikeDeviceToken(token)) {
+  if (token ? looksLikeDeviceToken(token) : !readClientKey(request.headers)) {
     return undefined;
   }
   const context = server.tryGetRequestContext();

@@ -8,17 +8,20 @@ import type { HostLogger } from '../host.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
 import { createOpenAiErrorHandler } from '../http/openai-error-response.ts';
 import { buildOpenApiDocument, OPENAPI_PATHS } from './openapi-document.ts';
+import { PROJECT_BASE_PATH } from '../chat/authenticate-caller.ts';
 
 /** The route; the document is built once, here. */
 export function createOpenApiRoute(logger: HostLogger | undefined): Router {
   const body = JSON.stringify(buildOpenApiDocument());
   const router = express.Router();
-  for (const path of OPENAPI_PATHS) {
+  // Also under the project base URL, where a client configured with it looks for the description.
+  const paths = [...OPENAPI_PATHS, `${PROJECT_BASE_PATH}/openapi.json`];
+  for (const path of paths) {
     router.get(path, (_request, response) => {
       response.type('application/json').send(body);
     });
     router.all(path, methodNotAllowed(['GET']));
   }
-  router.use([...OPENAPI_PATHS], createOpenAiErrorHandler(logger));
+  router.use(paths, createOpenAiErrorHandler(logger));
   return router;
 }

@@ -28,7 +28,8 @@ const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** The fhirgate route a path belongs to, as a low-cardinality `http.route`, or undefined for the host's routes. */
 export function routeOf(path: string): string | undefined {
-  const normalized = path.toLowerCase().replace(/\/+$/, '');
+  // The project base URL (`/projects/{project_id}/v1/...`) counts as its `/v1` route: no project id in a label.
+  const normalized = path.toLowerCase().replace(/\/+$/, '').replace(/^\/projects\/[^/]+(?=\/v1(?:\/|$))/, '');
   if (normalized === '/v1/chat/completions' || normalized === '/v1/responses' || normalized === '/v1/models' || normalized === '/v1/usage') {
     return normalized;
   }

@@ -24,8 +24,8 @@ export function readAuthenticatedContext(context: unknown): CallerContext | unde
     !isRepository(repo) ||
     !isResourceWithId<Project>(project, 'Project') ||
     !isResourceWithId<ProjectMembership>(membership, 'ProjectMembership') ||
-    // A Basic-auth (client id and secret) context has a synthetic Login without an id: not a bearer caller.
-    !isResourceWithId<Login>(login, 'Login') ||
+    // A ClientApplication's Basic auth (client id and secret) has a Login made for the request, without an id.
+    !isLogin(login) ||
     !isReference(profile)
   ) {
     return undefined;
@@ -63,6 +63,10 @@ function isRepository(value: unknown): value is FhirRepository {
 
 function isResourceWithId<T extends Project | ProjectMembership | Login>(value: unknown, resourceType: T['resourceType']): value is WithId<T> {
   return isObject(value) && value.resourceType === resourceType && typeof value.id === 'string' && value.id.length > 0;
+}
+
+function isLogin(value: unknown): value is Login {
+  return isObject(value) && value.resourceType === 'Login' && (isResourceWithId<Login>(value, 'Login') || value.authMethod === 'client');
 }
 
 function isReference(value: unknown): value is Reference {

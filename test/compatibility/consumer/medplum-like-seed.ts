@@ -27,6 +27,8 @@ export interface SeededClinic {
   readonly deviceId: string;
   readonly deviceIdentifierSystem: string;
   readonly ids: Record<string, string>;
+  /** Each ClientApplication's secret, by its id, as the server compares it for Basic auth. */
+  readonly clientSecrets: Record<string, string>;
 }
 
 const DEVICE_SYSTEM = 'urn:example:devices';
@@ -114,5 +116,6 @@ export async function seedClinic(store: MemoryRepository, deviceKey: string): Pr
     deviceId: 'sensor-1',
     deviceIdentifierSystem: DEVICE_SYSTEM,
     ids: { project: project.id, carePatient: carePatient.id, otherPatient: otherPatient.id, device: device.id, alice: alice.id, client: client.id },
+    clientSecrets: { [client.id]: client.secret ?? '' },
   };
 }

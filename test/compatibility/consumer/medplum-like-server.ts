@@ -62,7 +62,10 @@ class AuthenticatedContext {
   readonly quota: RepositoryContext['quota'];
   readonly #caller: SeededCaller;
 
-  constructor(caller: SeededCaller) {
+  constructor(
+    caller: SeededCaller,
+    readonly basicAuth = false
+  ) {
     this.#caller = caller;
     this.quota = caller.quotaPoints === undefined ? undefined : { key: caller.membership.id, limit: caller.quotaPoints };
     this.repo = createMedplumLikeRepository(store, {
@@ -81,8 +84,9 @@ class AuthenticatedContext {
     return this.#caller.membership;
   }
 
-  get login(): WithId<Login> {
-    return this.#caller.login;
+  get login(): Login {
+    // Medplum's Basic auth (a ClientApplication's id and secret) makes a Login for the request, without an id.
+    return this.basicAuth ? { resourceType: 'Login', user: this.#caller.membership.user, authMethod: 'client', authTime: new Date().toISOString() } : this.#caller.login;
   }
 
   get profile(): Reference {
@@ -105,11 +109,22 @@ for (const [name, caller] of Object.entries(clinic.callers)) {
   tokens[name] = token;
 }
 
-/** Medplum's `attachRequestContext`: every request gets a context, authenticated when its token is a login's. */
+/**
+ * Medplum's `attachRequestContext`: every request gets a context, authenticated when its token is a login's, or
+ * (`getLoginForBasicAuth`) when its Basic credentials are a ClientApplication's id and current secret.
+ */
 function attachRequestContext(request: Request, _response: Response, next: NextFunction): void {
   const [scheme, token] = (request.headers.authorization ?? '').split(' ');
-  const caller = scheme === 'Bearer' && token ? callersByToken.get(token) : undefined;
-  requestContexts.run(caller ? new AuthenticatedContext(caller) : { requestId: randomUUID() }, () => next());
+  let context: AuthenticatedContext | undefined;
+  if (scheme === 'Bearer' && token) {
+    const caller = callersByToken.get(token);
+    context = caller && new AuthenticatedContext(caller);
+  } else if (scheme === 'Basic' && token) {
+    const [clientId, secret] = Buffer.from(token, 'base64').toString('ascii').split(':');
+    const caller = Object.values(clinic.callers).find((candidate) => candidate.membership.user?.reference === `ClientApplication/${clientId}`);
+    context = caller && clinic.clientSecrets[clientId] === secret ? new AuthenticatedContext(caller, true) : undefined;
+  }
+  requestContexts.run(context ?? { requestId: randomUUID() }, () => next());
 }
 
 const app = express();
@@ -132,6 +147,7 @@ const fhirgate = mountFhirgate(
     FhirRouter,
     isResourceType,
     logger,
+    attachRequestContext,
   },
   {
     // The emulator answers on loopback: cleared for patient data.
@@ -154,6 +170,10 @@ app.get('/_test/resources/:type', async (request, response) => {
 });
 app.get('/_test/validation-issues', (_request, response) => {
   response.json(validationIssues);
+});
+// The Authorization header a route of the server's own receives (fhirgate translates client keys on its routes only).
+app.get('/_test/authorization', (request, response) => {
+  response.json({ authorization: request.headers.authorization });
 });
 app.get('/_test/spans', (_request, response) => {
   response.json(

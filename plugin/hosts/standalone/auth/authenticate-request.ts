@@ -5,6 +5,8 @@ import type { AccessTokenService } from './access-tokens.ts';
 import type { CallerCache } from './caller-cache.ts';
 import { recheckCaller, resolveCaller } from './logins.ts';
 import { readBearerToken } from '../../../http/bearer-token.ts';
+import { readClientKey } from '../../../http/client-key.ts';
+import { authenticateClientKey } from './client-keys.ts';
 
 export { readBearerToken };
 
@@ -12,7 +14,8 @@ export { readBearerToken };
 const CALLER_SOURCE_TYPES = new Set(['Login', 'ProjectMembership', 'Project', 'AccessPolicy']);
 
 /**
- * Authenticates a request as Medplum's `authenticateRequest` does: a verified access token of a live login.
+ * Authenticates a request as Medplum's `authenticateRequest` does: a verified access token of a live login, or a
+ * ClientApplication's id and secret (Basic auth, or the API key `Bearer <client id>:<secret>`: client-keys.ts).
  * With a cache, a token seen in the last seconds skips the signature check (the same bytes were verified; its
  * expiry still applies) and the policy build, but its Login and membership are read again every time.
  */
@@ -22,6 +25,12 @@ export async function authenticateRequest(
   tokens: AccessTokenService,
   callers?: CallerCache
 ): Promise<CallerContext | undefined> {
+  const onWrite = callers ? (resourceType: string): void => dropCallersOnSourceWrite(callers, resourceType) : undefined;
+  const key = readClientKey(headers);
+  if (key) {
+    // Checked every time, never cached: a rotated secret stops the key at its next request.
+    return authenticateClientKey(store, key, { onWrite });
+  }
   const token = readBearerToken(headers);
   if (!token) {
     return undefined;
@@ -40,7 +49,6 @@ export async function authenticateRequest(
   if (!claims) {
     return undefined;
   }
-  const onWrite = callers ? (resourceType: string): void => dropCallersOnSourceWrite(callers, resourceType) : undefined;
   const caller = await resolveCaller(store, claims, { onWrite });
   if (caller && callers) {
     callers.set(token, { claims, context: caller }, claims.exp);

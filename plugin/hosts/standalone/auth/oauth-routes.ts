@@ -3,10 +3,9 @@
  * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`, and
  * `GET /auth/me`, the session `MedplumClient` reads after every login.
  */
-import { timingSafeEqual } from 'node:crypto';
-import { Operator, createReference, type WithId } from '@medplum/core';
+import { createReference } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ClientApplication, ProjectMembership, Resource } from '@medplum/fhirtypes';
+import type { ProjectMembership, Resource } from '@medplum/fhirtypes';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { AppError, toAppError } from '../../../errors.ts';
 import type { CallerContext, HostLogger } from '../../../host.ts';
@@ -16,6 +15,7 @@ import type { AccessTokenService } from './access-tokens.ts';
 import { authenticateRequest } from './authenticate-request.ts';
 import type { CallerCache } from './caller-cache.ts';
 import { startLogin } from './logins.ts';
+import { findClientMembership, readKeyClient } from './client-keys.ts';
 import { exchangeAuthorizationCode } from './password-login.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
@@ -94,8 +94,8 @@ async function handleTokenRequest(request: Request, response: Response, store: F
     sendTokenError(response, 400, 'invalid_request', 'Missing client_id or client_secret.');
     return;
   }
-  const client = await store.readResource<ClientApplication>('ClientApplication', credentials.id).catch(() => undefined);
-  if (!client?.secret || client.status === 'off' || !secretsMatch(client.secret, credentials.secret)) {
+  const client = await readKeyClient(store, { clientId: credentials.id, secret: credentials.secret }).catch(() => undefined);
+  if (!client) {
     sendTokenError(response, 401, 'invalid_client', 'Invalid client credentials.');
     return;
   }
@@ -143,19 +143,7 @@ function readClientCredentials(request: Request, body: Record<string, unknown>):
   return typeof id === 'string' && typeof secret === 'string' && id && secret ? { id, secret } : undefined;
 }
 
-function secretsMatch(expected: string, given: string): boolean {
-  const expectedBytes = Buffer.from(expected);
-  const givenBytes = Buffer.from(given);
-  return expectedBytes.length === givenBytes.length && timingSafeEqual(expectedBytes, givenBytes);
-}
 
-async function findClientMembership(store: FhirRepository, client: WithId<ClientApplication>): Promise<WithId<ProjectMembership> | undefined> {
-  const memberships = await store.searchResources<ProjectMembership>({
-    resourceType: 'ProjectMembership',
-    filters: [{ code: 'user', operator: Operator.EQUALS, value: `ClientApplication/${client.id}` }],
-  });
-  return memberships.find((membership) => membership.active !== false);
-}
 
 function sendTokenError(response: Response, status: number, error: string, description: string): void {
   response.status(status).set('Cache-Control', 'no-store').json({ error, error_description: description });
