@@ -295,6 +295,42 @@ describe('fhirgate mounted on a Medplum-like app', () => {
     expect(agent.meta).toMatchObject({ project: clinic.project.id, author: { reference: 'system' } });
   });
 
+  test("a ClientApplication's API key as the bearer token is authenticated by Medplum's own Basic auth, on fhirgate's routes only; a rotated secret is 401 at once", async () => {
+    const { client } = await medplum.createClient(clinic, 'Open WebUI (Dr. Ada)');
+    const key = `${client.id}:${client.secret}`;
+    const app = medplumApp('before-body-parsers');
+    const response = await request(app)
+      .post(`/projects/${clinic.project.id}/v1/chat/completions`)
+      .set('Authorization', `Bearer ${key}`)
+      .send({ model: MODEL, messages: [{ role: 'user', content: 'with a key' }] })
+      .expect(200);
+    const reply = await medplum.store.readResource<Communication>('Communication', response.body.communication_id);
+    const prompt = await medplum.store.readReference<Communication>(reply.inResponseTo?.[0] as { reference: string });
+    expect(prompt.meta?.author).toEqual({ reference: `ClientApplication/${client.id}`, display: 'Open WebUI (Dr. Ada)' });
+    // Basic auth, as Medplum's own clients send it, is the same caller.
+    await request(app)
+      .get('/v1/models')
+      .set('Authorization', `Basic ${Buffer.from(key).toString('base64')}`)
+      .set('X-Project-ID', clinic.project.id)
+      .expect(200);
+    // Medplum's own routes see the bearer key as it came, and refuse it as Medplum does.
+    await request(app).get('/auth/me').set('Authorization', `Bearer ${key}`).expect(401);
+
+    await medplum.store.updateResource({ ...client, secret: 'a-rotated-secret' });
+    const refused = await request(app).get(`/projects/${clinic.project.id}/v1/models`).set('Authorization', `Bearer ${key}`).expect(401);
+    expect(refused.body.error).toMatchObject({ code: 'unauthenticated', type: 'authentication_error' });
+  });
+
+  test('without attachRequestContext in the mount, a bearer key is not a credential (401), Basic auth still is', async () => {
+    const { client } = await medplum.createClient(clinic, 'integration');
+    const key = `${client.id}:${client.secret}`;
+    const app = express();
+    app.use(medplum.attachRequestContext);
+    mountFhirgate(app, { ...medplum.functions, attachRequestContext: undefined }, pluginOptions());
+    await request(app).get('/v1/models').set('Authorization', `Bearer ${key}`).set('X-Project-ID', clinic.project.id).expect(401);
+    await request(app).get('/v1/models').set('Authorization', `Basic ${Buffer.from(key).toString('base64')}`).set('X-Project-ID', clinic.project.id).expect(200);
+  });
+
   test("fhirgate's responses and its request log line carry the request id of Medplum's request context; Medplum's own routes are left alone", async () => {
     const app = medplumApp('before-body-parsers');
     const response = await request(app).get('/v1/models').set('Authorization', `Bearer ${token}`).set('X-Project-ID', clinic.project.id).expect(200);

@@ -8,8 +8,10 @@
  * `authenticateRequest` middleware and the error handler that answers `OperationOutcome` (app.ts).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import {
   OperationOutcomeError,
+  Operator,
   badRequest,
   createReference,
   getStatus,
@@ -19,7 +21,7 @@ import {
   type WithId,
 } from '@medplum/core';
 import { FhirRouter, MemoryRepository, type FhirRepository } from '@medplum/fhir-router';
-import type { Login, Practitioner, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
+import type { ClientApplication, Login, Practitioner, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
 import type { NextFunction, Request, Response } from 'express';
 import { SignJWT, generateKeyPair, jwtVerify, type CryptoKey } from 'jose';
 import type { HostLogger } from '../../plugin/host.ts';
@@ -52,7 +54,8 @@ export class StandInRequestContext {
 
 /** What Medplum's `AuthState` holds. */
 export interface StandInAuthState {
-  readonly login: WithId<Login>;
+  /** Basic auth (a ClientApplication's id and secret) has a Login made for the request, without an id. */
+  readonly login: Login;
   readonly project: WithId<Project>;
   readonly membership: WithId<ProjectMembership>;
 }
@@ -76,7 +79,7 @@ export class StandInAuthenticatedContext extends StandInRequestContext {
     return this.authState.membership;
   }
 
-  get login(): WithId<Login> {
+  get login(): Login {
     return this.authState.login;
   }
 
@@ -104,6 +107,8 @@ export interface MedplumStandIn {
   readonly repositoryContexts: MedplumRepositoryContext[];
   readonly logged: LoggedLine[];
   createProject(name: string): Promise<StandInProject>;
+  /** A ClientApplication with a secret and a membership in the project (as the Medplum app's Clients page makes one). */
+  createClient(project: StandInProject, name: string): Promise<{ readonly client: WithId<ClientApplication>; readonly membership: WithId<ProjectMembership> }>;
   /** An access token as Medplum's `generateAccessToken` makes it. */
   issueAccessToken(login: WithId<Login>, membership: WithId<ProjectMembership>): Promise<string>;
   /** Medplum's `attachRequestContext`. */
@@ -145,9 +150,43 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
     return { login, membership, project };
   };
 
+  // Medplum's getLoginForBasicAuth (oauth/utils.ts): the client read, its secret compared, its membership found.
+  const getLoginForBasicAuth = async (token: string): Promise<StandInAuthState | undefined> => {
+    const [clientId, secret] = Buffer.from(token, 'base64').toString('ascii').split(':');
+    if (!clientId || !secret) {
+      return undefined;
+    }
+    const client = await readOrUndefined<ClientApplication>(store, { reference: `ClientApplication/${clientId}` });
+    if (!client?.secret || client.secret !== secret) {
+      return undefined;
+    }
+    const [membership] = await store.searchResources<ProjectMembership>({ resourceType: 'ProjectMembership', filters: [{ code: 'user', operator: Operator.EQUALS, value: `ClientApplication/${client.id}` }] });
+    if (!membership) {
+      return undefined;
+    }
+    const project = await store.readReference<Project>(membership.project as Reference<Project>);
+    return { login: { resourceType: 'Login', user: createReference(client), authMethod: 'client', authTime: new Date().toISOString() }, membership, project };
+  };
+
   const getRepoForLogin = async (authState: StandInAuthState): Promise<FhirRepository> => {
     const accessPolicy = await buildAccessPolicy(authState.membership, (reference) => store.readReference(reference));
     return new ProjectRepository(store, { projectId: authState.project.id, author: authState.membership.profile, accessPolicy });
+  };
+
+  const attachRequestContext = async (request: Request, _response: Response, next: NextFunction): Promise<void> => {
+    try {
+      requestCount += 1;
+      const requestId = `request-${requestCount}`;
+      const logger = loggerWith({ requestId });
+      const [scheme, token] = (request.headers.authorization ?? '').split(' ');
+      const authState = !token ? undefined : scheme === 'Bearer' ? await getLoginForAccessToken(token) : scheme === 'Basic' ? await getLoginForBasicAuth(token) : undefined;
+      const context = authState
+        ? new StandInAuthenticatedContext(requestId, logger, authState, await getRepoForLogin(authState))
+        : new StandInRequestContext(requestId, logger);
+      requestContextStore.run(context, () => next());
+    } catch (error) {
+      next(error);
+    }
   };
 
   const functions: MedplumServerFunctions = {
@@ -162,7 +201,9 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
       return new ProjectRepository(store, { projectId: context.projects[0].id, author: context.author, accessPolicy: context.accessPolicy });
     },
     logger: loggerWith({ logger: 'global' }),
+    attachRequestContext,
   };
+
 
   return {
     store,
@@ -194,6 +235,17 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
       });
       return { project, practitioner, membership, login };
     },
+    createClient: async (owner, name) => {
+      const client = await store.createResource<ClientApplication>({ resourceType: 'ClientApplication', meta: { project: owner.project.id }, name, secret: randomUUID().replaceAll('-', '') });
+      const membership = await store.createResource<ProjectMembership>({
+        resourceType: 'ProjectMembership',
+        meta: { project: owner.project.id },
+        project: createReference(owner.project),
+        user: createReference(client),
+        profile: createReference(client),
+      });
+      return { client, membership };
+    },
     issueAccessToken: (login, membership) =>
       new SignJWT({ login_id: login.id, profile: membership.profile.reference, scope: 'openid', username: login.id })
         .setProtectedHeader({ alg: 'ES384', kid: KEY_ID, typ: 'JWT' })
@@ -202,21 +254,7 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
         .setIssuedAt()
         .setExpirationTime('1h')
         .sign(privateKey),
-    attachRequestContext: async (request, _response, next) => {
-      try {
-        requestCount += 1;
-        const requestId = `request-${requestCount}`;
-        const logger = loggerWith({ requestId });
-        const [scheme, token] = (request.headers.authorization ?? '').split(' ');
-        const authState = scheme === 'Bearer' && token ? await getLoginForAccessToken(token) : undefined;
-        const context = authState
-          ? new StandInAuthenticatedContext(requestId, logger, authState, await getRepoForLogin(authState))
-          : new StandInRequestContext(requestId, logger);
-        requestContextStore.run(context, () => next());
-      } catch (error) {
-        next(error);
-      }
-    },
+    attachRequestContext,
     authenticateRequest: (_request, _response, next) => {
       next(requestContextStore.getStore() instanceof StandInAuthenticatedContext ? undefined : new OperationOutcomeError(unauthorized));
     },
@@ -248,7 +286,7 @@ async function verifyJwt(token: string, publicKey: CryptoKey): Promise<{ login_i
   }
 }
 
-async function readOrUndefined<T extends Login>(store: FhirRepository, reference: Reference<T>): Promise<WithId<T> | undefined> {
+async function readOrUndefined<T extends Login | ClientApplication>(store: FhirRepository, reference: Reference<T>): Promise<WithId<T> | undefined> {
   try {
     return await store.readReference<T>(reference);
   } catch {
