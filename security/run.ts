@@ -37,6 +37,7 @@ import { isolationAttacks } from './isolation-attacks.ts';
 import { subjectAttacks } from './subject-attacks.ts';
 import { surfaceAttacks } from './surface-attacks.ts';
 import { AttackLog } from './suite.ts';
+import { clientKeyAttacks } from './client-key-attacks.ts';
 import { tokenAttacks } from './token-attacks.ts';
 
 const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', default: '2000' }, json: { type: 'string' } } });
@@ -99,7 +100,7 @@ const context: SecurityContext = {
   tokenB,
   deviceTokenA,
   hostKeys: await loadSigningKeys(host.store),
-  secrets: [PROVIDER_KEY, DEVICE_KEY, DEVICE_SECRET, tokenA, tokenB, deviceTokenA, PROMPT_TEXT, SECRET_IN_BODY],
+  secrets: [PROVIDER_KEY, DEVICE_KEY, DEVICE_SECRET, tokenA, tokenB, deviceTokenA, PROMPT_TEXT, SECRET_IN_BODY, projectA.client?.secret ?? '', projectB.client?.secret ?? ''].filter(Boolean),
   storedCommunications: async () => (await host.store.search({ resourceType: 'Communication', total: 'accurate', count: 0 })).total ?? 0,
   providerCalls: () => emulator.received.length,
   chat: (token, body, headers = { 'X-Project-ID': projectA.projectId }) =>
@@ -112,6 +113,7 @@ const context: SecurityContext = {
 
 const startedAt = Date.now();
 await tokenAttacks(context);
+await clientKeyAttacks(context);
 await isolationAttacks(context);
 await forgeryAttacks(context);
 await chartInjectionAttack(context);

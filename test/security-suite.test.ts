@@ -32,6 +32,7 @@ test('the security suite lets nothing through and answers no attack with a 5xx',
     expect({ letThrough: results.letThrough, fiveHundreds: results.fiveHundreds }).toEqual({ letThrough: 0, fiveHundreds: 0 });
     expect(Object.keys(results.byKind).sort()).toEqual([
       'budgets',
+      'client keys',
       'conversation ownership',
       'data folder',
       'de-identification',
