@@ -25,14 +25,17 @@ export interface OpenApiOperation {
 /** The paths the description is served at. */
 export const OPENAPI_PATHS = ['/v1/openapi.json', '/fhirgate/openapi.json'] as const;
 
-const CALLER = [{ medplumAccessToken: [], projectId: [] }];
-const DEVICE_OR_CALLER = [{ deviceToken: [] }, ...CALLER];
+// On `/v1` the project is named by X-Project-ID; under the project base URL (the second server) by the path, where
+// the header may be left out. The credential is an access token or a ClientApplication's API key.
+const CALLER = [{ medplumAccessToken: [], projectId: [] }, { clientKey: [], projectId: [] }, { medplumAccessToken: [] }, { clientKey: [] }, { clientBasicAuth: [] }];
+// `/graphql` has no project base URL: a user names the project in X-Project-ID.
+const DEVICE_OR_CALLER = [{ deviceToken: [] }, { medplumAccessToken: [], projectId: [] }, { clientKey: [], projectId: [] }, { clientBasicAuth: [], projectId: [] }];
 
 /** Why each error status is answered, on the routes of `/v1` and the device token route. */
 const ERROR_STATUSES: Readonly<Record<number, string>> = {
   400: 'Invalid request: the field at fault is named in `param` (nothing stored, no provider called).',
-  401: 'No, a bad, expired or revoked token; or no `X-Project-ID`.',
-  403: "Not allowed: `X-Project-ID` is not the caller's project, the AccessPolicy refuses, or a governance rule does (the code says which).",
+  401: 'No, a bad, expired or revoked token or API key (a rotated secret too); or no `X-Project-ID` on `/v1`.',
+  403: "Not allowed: `X-Project-ID` or the project base URL is not the caller's project (or the two disagree), the AccessPolicy refuses, or a governance rule does (the code says which).",
   404: 'Not found: a conversation, response, model or route the caller cannot read.',
   405: 'A method the path does not serve (`GET /v1/chat/completions`, ...); `Allow` names the one it serves.',
   409: 'A request with the same `Idempotency-Key` is still running (`Retry-After: 1`); or the FHIR server refused a write as conflicting.',
@@ -58,9 +61,14 @@ export function buildOpenApiDocument(): OpenApiDocument {
         "OpenAI's chat-completions and Responses wire formats under `/v1` (with fhirgate's own fields: `conversation_id`, `patient_id`, `patient_context`, `communication_id`), the models and the usage report, the device token exchange and `/graphql` for devices. What fhirgate does with each request field, per provider, is in docs/api.md; errors have the spec's body `{error: {message, type, code}}` (and `param` where one field is at fault) on `/v1` and the device token route, GraphQL errors on `/graphql`. Every error answer carries `x-should-retry`.",
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
-    // The project base URL of issue 34 (`/projects/{project_id}/v1`) is another branch's: describe it here once served.
     servers: [
-      { url: '/', description: 'The server fhirgate is mounted in: a Medplum server, or the standalone host.' },
+      { url: '/', description: 'The server fhirgate is mounted in: a Medplum server, or the standalone host. `/v1` routes need `X-Project-ID`.' },
+      {
+        url: '/projects/{project_id}',
+        description:
+          "The project base URL: every `/v1` route answers the same under `/projects/{project_id}/v1`, with no `X-Project-ID` needed (a header naming another project is 403). For clients that let a user set a base URL and a key, but no header.",
+        variables: { project_id: { default: 'your-project-id', description: 'The Medplum project the requests act in.' } },
+      },
       { url: 'http://localhost:8103', description: 'The standalone host of `npm start`.' },
     ],
     tags: [
@@ -227,8 +235,17 @@ export function buildOpenApiDocument(): OpenApiDocument {
           type: 'apiKey',
           in: 'header',
           name: 'X-Project-ID',
-          description: "The project the request acts in: required beside the access token (401 without it), and it must be the project of the token's membership (403 otherwise).",
+          description:
+            "The project the request acts in: required beside the credential on `/v1` and `/graphql` (401 without it), optional under the project base URL (`/projects/{project_id}/v1`, which it must then agree with), and it must be the project of the credential's membership (403 otherwise).",
         },
+        clientKey: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: '<client id>:<secret>',
+          description:
+            "A Medplum ClientApplication's id and secret written as one API key, for tools that hold a fixed key. Checked on every request as Medplum checks Basic auth (a rotated secret stops it at once); the turn runs and is recorded as that ClientApplication, under its membership's AccessPolicy.",
+        },
+        clientBasicAuth: { type: 'http', scheme: 'basic', description: "The same ClientApplication credentials as Medplum's own Basic auth (client id as the user name, secret as the password)." },
         deviceToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A device token from `POST /account/api/token/device/` (HS256), for `/graphql` only.' },
       },
       parameters: {

@@ -18,7 +18,8 @@ import { buildAccessPolicy } from './access-policy.ts';
 /** The ClientApplication of a key, when the key's secret is its current one and the client is not switched off. */
 export async function readKeyClient(store: FhirRepository, key: ClientKey): Promise<WithId<ClientApplication> | undefined> {
   const client = await readOrUndefined<ClientApplication>(store, 'ClientApplication', key.clientId);
-  return client?.secret && client.status !== 'off' && secretsMatch(client.secret, key.secret) ? client : undefined;
+  // As Medplum's getLoginForBasicAuth: the current secret only (not a `retiringSecret`), a status other than active refused.
+  return client?.secret && (!client.status || client.status === 'active') && secretsMatch(client.secret, key.secret) ? client : undefined;
 }
 
 /** The client's active project membership, if it has one. */
