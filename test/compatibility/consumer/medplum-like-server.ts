@@ -62,11 +62,12 @@ class AuthenticatedContext {
   readonly quota: RepositoryContext['quota'];
   readonly #caller: SeededCaller;
 
-  constructor(
-    caller: SeededCaller,
-    readonly basicAuth = false
-  ) {
+  /** Authenticated by Basic auth (a ClientApplication's id and secret), not by an access token. */
+  readonly basicAuth: boolean;
+
+  constructor(caller: SeededCaller, basicAuth = false) {
     this.#caller = caller;
+    this.basicAuth = basicAuth;
     this.quota = caller.quotaPoints === undefined ? undefined : { key: caller.membership.id, limit: caller.quotaPoints };
     this.repo = createMedplumLikeRepository(store, {
       projectId: clinic.project.id,
@@ -86,7 +87,7 @@ class AuthenticatedContext {
 
   get login(): Login {
     // Medplum's Basic auth (a ClientApplication's id and secret) makes a Login for the request, without an id.
-    return this.basicAuth ? { resourceType: 'Login', user: this.#caller.membership.user, authMethod: 'client', authTime: new Date().toISOString() } : this.#caller.login;
+    return this.basicAuth ? { resourceType: 'Login', user: this.#caller.membership.profile, authMethod: 'client', authTime: new Date().toISOString() } : this.#caller.login;
   }
 
   get profile(): Reference {
@@ -121,7 +122,7 @@ function attachRequestContext(request: Request, _response: Response, next: NextF
     context = caller && new AuthenticatedContext(caller);
   } else if (scheme === 'Basic' && token) {
     const [clientId, secret] = Buffer.from(token, 'base64').toString('ascii').split(':');
-    const caller = Object.values(clinic.callers).find((candidate) => candidate.membership.user?.reference === `ClientApplication/${clientId}`);
+    const caller = Object.values(clinic.callers).find((candidate) => candidate.membership.profile.reference === `ClientApplication/${clientId}`);
     context = caller && clinic.clientSecrets[clientId] === secret ? new AuthenticatedContext(caller, true) : undefined;
   }
   requestContexts.run(context ?? { requestId: randomUUID() }, () => next());
