@@ -87,7 +87,7 @@ class AuthenticatedContext {
 
   get login(): Login {
     // Medplum's Basic auth (a ClientApplication's id and secret) makes a Login for the request, without an id.
-    return this.basicAuth ? { resourceType: 'Login', user: this.#caller.membership.profile, authMethod: 'client', authTime: new Date().toISOString() } : this.#caller.login;
+    return this.basicAuth ? { resourceType: 'Login', user: { reference: this.#caller.membership.profile.reference }, authMethod: 'client', authTime: new Date().toISOString() } : this.#caller.login;
   }
 
   get profile(): Reference {
