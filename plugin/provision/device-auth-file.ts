@@ -112,7 +112,7 @@ export function planDeviceAuthFile(path: string, projectId: string, device: Prov
   checkSecretFiles(path, config, new Set(keyFilesCreated));
   const change = describeChange(existing, config, device.id);
   if (change !== 'unchanged') {
-    requireWritable(file, path);
+    requireWritable(dirname(file), path); // the file is replaced by a rename in its folder
     if (keyFilesCreated.length > 0) {
       requireWritable(secrets, path);
     }
