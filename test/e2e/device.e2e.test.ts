@@ -10,7 +10,7 @@
 import { Client, cacheExchange, fetchExchange } from '@urql/core';
 import type { AuditEvent, Device, Observation, Patient } from '@medplum/fhirtypes';
 import { CREATE_OBSERVATION, observationInput } from '../support/observation-mutation.ts';
-import { E2E_DEVICE_SYSTEM, connectE2eTarget, type E2eTarget } from './e2e-target.ts';
+import { connectE2eTarget, type E2eTarget } from './e2e-target.ts';
 
 describe('fhirgate end to end: devices', () => {
   let target: E2eTarget;
@@ -19,6 +19,11 @@ describe('fhirgate end to end: devices', () => {
     target = await connectE2eTarget();
     if (!target.device) {
       process.stderr.write('fhirgate e2e: no device_auth file given (--device-auth-file): the device checks are skipped\n');
+    } else if (target.device.addedToFile) {
+      // The server read its device_auth file when it started: a device added since is unknown to it.
+      throw new Error(
+        `fhirgate e2e: device ${target.device.id} was just added to ${process.env.E2E_DEVICE_AUTH_FILE}: restart the server (FHIRGATE_DEVICE_AUTH=${process.env.E2E_DEVICE_AUTH_FILE}) so it reads it, then run the suite again`
+      );
     }
   }, 180_000);
 
@@ -56,7 +61,7 @@ describe('fhirgate end to end: devices', () => {
       fetchOptions: { headers: { Authorization: `Bearer ${access}` } },
       preferGetMethod: false,
     });
-    const posted = await graphql.mutation(CREATE_OBSERVATION, { input: observationInput(device.id, E2E_DEVICE_SYSTEM, 64) }).toPromise();
+    const posted = await graphql.mutation(CREATE_OBSERVATION, { input: observationInput(device.id, device.identifierSystem, 64) }).toPromise();
     expect(posted.error).toBeUndefined();
     const created = posted.data.ObservationCreate as { id: string; device: { identifier: { value: string } } };
     expect(created.device.identifier.value).toBe(device.id);
@@ -65,7 +70,7 @@ describe('fhirgate end to end: devices', () => {
     expect(stored.valueQuantity?.value).toBe(64);
     expect(stored.meta?.author?.reference).toBe(`Device/${device.resourceId}`);
 
-    const forged = await graphql.mutation(CREATE_OBSERVATION, { input: observationInput(`${device.id}-someone-else`, E2E_DEVICE_SYSTEM, 65) }).toPromise();
+    const forged = await graphql.mutation(CREATE_OBSERVATION, { input: observationInput(`${device.id}-someone-else`, device.identifierSystem, 65) }).toPromise();
     expect(forged.data?.ObservationCreate ?? null).toBeNull();
     expect(forged.error?.graphQLErrors[0]?.extensions?.code).toBe('FORBIDDEN');
     const byDevice = await target.admin.searchResources('Observation', { device: `Device/${device.resourceId}`, _count: '100' }, { cache: 'no-cache' });
@@ -84,26 +89,31 @@ describe('fhirgate end to end: devices', () => {
     const assigned = await admin.createResource<Patient>({ resourceType: 'Patient', name: [{ given: ['Ada'], family: `E2e-${run}` }] });
     const unassigned = await admin.createResource<Patient>({ resourceType: 'Patient', name: [{ given: ['Bo'], family: `E2e-${run}` }] });
     const current = await admin.readResource('Device', device.resourceId, { cache: 'no-cache' });
+    // The device may be one the operator provisioned (the first in the device_auth file): its assignment is put back.
     await admin.updateResource<Device>({ ...current, patient: { reference: `Patient/${assigned.id}` } });
+    try {
+      const { access } = (await (await exchange(device.id, device.key)).json()) as { access: string };
+      const graphql = new Client({ url: `${target.baseUrl}graphql`, exchanges: [fetchExchange], fetchOptions: { headers: { Authorization: `Bearer ${access}` } }, preferGetMethod: false });
+      const write = (fields: Record<string, unknown>) =>
+        graphql.mutation(CREATE_OBSERVATION, { input: { ...observationInput(device.id, device.identifierSystem, 66), ...fields } }).toPromise();
 
-    const { access } = (await (await exchange(device.id, device.key)).json()) as { access: string };
-    const graphql = new Client({ url: `${target.baseUrl}graphql`, exchanges: [fetchExchange], fetchOptions: { headers: { Authorization: `Bearer ${access}` } }, preferGetMethod: false });
-    const write = (fields: Record<string, unknown>) =>
-      graphql.mutation(CREATE_OBSERVATION, { input: { ...observationInput(device.id, E2E_DEVICE_SYSTEM, 66), ...fields } }).toPromise();
+      const posted = await write({ subject: { reference: `Patient/${assigned.id}` } });
+      expect(posted.error).toBeUndefined();
+      const stored = await admin.readResource('Observation', posted.data.ObservationCreate.id as string, { cache: 'no-cache' });
+      expect(stored.subject?.reference).toBe(`Patient/${assigned.id}`);
 
-    const posted = await write({ subject: { reference: `Patient/${assigned.id}` } });
-    expect(posted.error).toBeUndefined();
-    const stored = await admin.readResource('Observation', posted.data.ObservationCreate.id as string, { cache: 'no-cache' });
-    expect(stored.subject?.reference).toBe(`Patient/${assigned.id}`);
-
-    for (const fields of [{ subject: { reference: `Patient/${unassigned.id}` } }, { subject: { reference: `Patient/${assigned.id}` }, meta: { account: { reference: `Patient/${unassigned.id}` } } }]) {
-      const refused = await write(fields);
-      expect(refused.error?.graphQLErrors[0]?.extensions?.code).toBe('FORBIDDEN');
+      for (const fields of [{ subject: { reference: `Patient/${unassigned.id}` } }, { subject: { reference: `Patient/${assigned.id}` }, meta: { account: { reference: `Patient/${unassigned.id}` } } }]) {
+        const refused = await write(fields);
+        expect(refused.error?.graphQLErrors[0]?.extensions?.code).toBe('FORBIDDEN');
+      }
+      const aboutUnassigned = await admin.searchResources('Observation', { subject: `Patient/${unassigned.id}` }, { cache: 'no-cache' });
+      expect(aboutUnassigned).toHaveLength(0);
+      const aboutAssigned = await admin.searchResources('Observation', { subject: `Patient/${assigned.id}` }, { cache: 'no-cache' });
+      expect(aboutAssigned.map((observation: Observation) => observation.id)).toEqual([posted.data.ObservationCreate.id]);
+    } finally {
+      const { patient: _assignedForTheTest, ...latest } = await admin.readResource('Device', device.resourceId, { cache: 'no-cache' });
+      await admin.updateResource<Device>(current.patient ? { ...latest, patient: current.patient } : latest);
     }
-    const aboutUnassigned = await admin.searchResources('Observation', { subject: `Patient/${unassigned.id}` }, { cache: 'no-cache' });
-    expect(aboutUnassigned).toHaveLength(0);
-    const aboutAssigned = await admin.searchResources('Observation', { subject: `Patient/${assigned.id}` }, { cache: 'no-cache' });
-    expect(aboutAssigned.map((observation: Observation) => observation.id)).toEqual([posted.data.ObservationCreate.id]);
   }, 60_000);
 
   test("a device's document beyond its Observations is refused, and each of a document's mutations counts against its rate limit", async () => {
@@ -130,7 +140,7 @@ describe('fhirgate end to end: devices', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const marker = 6000 + Math.floor(Math.random() * 1000);
     const creates = Array.from({ length: device.perSecond + 1 }, (_, index) => `w${index}: ObservationCreate(resource: $input) { id }`).join(' ');
-    const flood = await post(`mutation ($input: ObservationInput!) { ${creates} }`, { input: observationInput(device.id, E2E_DEVICE_SYSTEM, marker) });
+    const flood = await post(`mutation ($input: ObservationInput!) { ${creates} }`, { input: observationInput(device.id, device.identifierSystem, marker) });
     expect(flood.body.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     const stored = await admin.searchResources('Observation', { device: `Device/${device.resourceId}`, _count: '1000' }, { cache: 'no-cache' });
     expect(stored.filter((observation: Observation) => observation.valueQuantity?.value === marker)).toEqual([]);

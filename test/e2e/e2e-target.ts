@@ -16,14 +16,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MedplumClient } from '@medplum/core';
+import { DEFAULT_IDENTIFIER_SYSTEM, type DeviceAuthInput } from '../../plugin/devices/device-auth-config.ts';
 import type { ProvisionReport } from '../../plugin/provision/provision-project.ts';
 import { startLlmEmulator, type LlmEmulator } from '../emulator/index.ts';
 import { startHostProcess, type HostProcess } from '../support/host-process.ts';
 
 const run = promisify(execFile);
 
-/** The identifier system of the suite's devices. */
-export const E2E_DEVICE_SYSTEM = 'urn:fhirgate:e2e:device';
+/** The device the suite uses when the device_auth file holds none for the project and `E2E_DEVICE_ID` names none. */
+const OWN_DEVICE_ID = 'fhirgate-e2e-sensor';
 
 /** A server ready for the suite. */
 export interface E2eTarget {
@@ -34,10 +35,18 @@ export interface E2eTarget {
   readonly projectId: string;
   readonly provisioned: ProvisionReport;
   /**
-   * The device the suite may exchange a token for, with its key and the requests it may make a second (the file's
-   * `rate_limit_per_second`); undefined when the target has none configured.
+   * The device the suite may exchange a token for, in its identifier system, with its key and the requests it may
+   * make a second (the file's `rate_limit_per_second`); `addedToFile` when this run's provision added it to the
+   * device_auth file, which a running server has not read yet. Undefined when the target has none configured.
    */
-  readonly device?: { readonly id: string; readonly resourceId: string; readonly key: string; readonly perSecond: number };
+  readonly device?: {
+    readonly id: string;
+    readonly identifierSystem: string;
+    readonly resourceId: string;
+    readonly key: string;
+    readonly perSecond: number;
+    readonly addedToFile: boolean;
+  };
   /** True when the suite started the server itself (on the LLM emulator). */
   readonly local: boolean;
   close(): Promise<void>;
@@ -55,12 +64,44 @@ async function connectRemote(baseUrl: string): Promise<E2eTarget> {
   const clientId = requireVariable('E2E_CLIENT_ID');
   const clientSecret = requireVariable('E2E_CLIENT_SECRET');
   const authFile = process.env.E2E_DEVICE_AUTH_FILE;
-  const deviceId = process.env.E2E_DEVICE_ID ?? 'fhirgate-e2e-sensor';
   const url = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
-  const provisioned = await provision(url, { clientId, clientSecret }, authFile ? { id: deviceId, authFile } : undefined);
   const admin = await signInAdmin(url, clientId, clientSecret);
-  const device = authFile && provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, ...(await readDevice(authFile, deviceId)) } : undefined;
+  const chosen = authFile ? { ...(await chooseDevice(authFile, admin.getProject()?.id, process.env.E2E_DEVICE_ID)), authFile } : undefined;
+  const provisioned = await provision(url, { clientId, clientSecret }, chosen);
+  const device = chosen ? await deviceOf(provisioned, chosen) : undefined;
   return { baseUrl: url, admin, projectId: provisioned.projectId, provisioned, device, local: false, close: async () => undefined };
+}
+
+/**
+ * The device the suite checks on a server of the user's: `E2E_DEVICE_ID` if given; otherwise the first device the
+ * device_auth file already holds for the project (the one `fhirgate provision` registered, which the server read
+ * when it was restarted), else a device of the suite's own. Always in the file's identifier system, or provision's
+ * default for a new file, so that the suite and provision share one file.
+ */
+async function chooseDevice(authFile: string, projectId: string | undefined, requested: string | undefined): Promise<{ id: string; identifierSystem: string }> {
+  const existing = await readFile(authFile, 'utf8').then(
+    (text) => JSON.parse(text) as Partial<DeviceAuthInput>,
+    () => undefined
+  );
+  // A file of another project is left to provision, which refuses it and says what to do.
+  const ofProject = existing?.project_id === projectId ? existing : undefined;
+  return {
+    id: requested ?? Object.keys(ofProject?.valid_keys ?? {})[0] ?? OWN_DEVICE_ID,
+    identifierSystem: existing?.identifier_system ?? DEFAULT_IDENTIFIER_SYSTEM,
+  };
+}
+
+async function deviceOf(provisioned: ProvisionReport, chosen: { readonly id: string; readonly identifierSystem: string; readonly authFile: string }): Promise<E2eTarget['device']> {
+  if (!provisioned.device) {
+    return undefined;
+  }
+  return {
+    id: chosen.id,
+    identifierSystem: chosen.identifierSystem,
+    resourceId: provisioned.device.resourceId,
+    addedToFile: provisioned.device.authFileChange !== 'unchanged',
+    ...(await readDevice(chosen.authFile, chosen.id)),
+  };
 }
 
 /**
@@ -84,18 +125,20 @@ async function startLocal(): Promise<E2eTarget> {
   let host: HostProcess | undefined = await startHostProcess(environment);
   try {
     const credentials = await adminClientOf(dataDir, host.url);
-    const deviceId = 'e2e-sensor-1';
-    const provisioned = await provision(host.url, credentials, { id: deviceId, authFile });
+    const chosen = { id: 'e2e-sensor-1', identifierSystem: DEFAULT_IDENTIFIER_SYSTEM, authFile };
+    const provisioned = await provision(host.url, credentials, chosen);
     await stop(host);
     host = await startHostProcess({ ...environment, FHIRGATE_DEVICE_AUTH: authFile });
     const admin = await signInAdmin(host.url, credentials.clientId, credentials.clientSecret);
+    const device = await deviceOf(provisioned, chosen);
     const running = host;
     return {
       baseUrl: host.url,
       admin,
       projectId: provisioned.projectId,
       provisioned,
-      device: provisioned.device ? { id: deviceId, resourceId: provisioned.device.resourceId, ...(await readDevice(authFile, deviceId)) } : undefined,
+      // Restarted on the file above: the host knows the device whatever provision just wrote.
+      device: device && { ...device, addedToFile: false },
       local: true,
       close: async () => {
         await stop(running);
@@ -125,9 +168,9 @@ async function adminClientOf(dataDir: string, baseUrl: string): Promise<{ client
 async function provision(
   baseUrl: string,
   credentials: { readonly clientId: string; readonly clientSecret: string },
-  device?: { readonly id: string; readonly authFile: string }
+  device?: { readonly id: string; readonly identifierSystem: string; readonly authFile: string }
 ): Promise<ProvisionReport> {
-  const deviceFlags = device ? ['--device-id', device.id, '--identifier-system', E2E_DEVICE_SYSTEM, '--device-auth-file', device.authFile] : [];
+  const deviceFlags = device ? ['--device-id', device.id, '--identifier-system', device.identifierSystem, '--device-auth-file', device.authFile] : [];
   const { stdout } = await run(process.execPath, ['plugin/hosts/standalone/main.ts', 'provision', '--base-url', baseUrl, ...deviceFlags], {
     env: { ...process.env, MEDPLUM_CLIENT_ID: credentials.clientId, MEDPLUM_CLIENT_SECRET: credentials.clientSecret },
   }).catch((error: { stderr?: string }) => Promise.reject(new Error(`fhirgate provision failed: ${error.stderr ?? String(error)}`)));
