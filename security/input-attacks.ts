@@ -44,6 +44,7 @@ export async function inputAttacks(context: SecurityContext): Promise<void> {
   const { smallBodyBytes: small, largeBodyBytes: large } = INPUT_LIMITS;
   const routes: BodyRoute[] = [
     { name: 'POST /oauth2/token', method: 'POST', path: 'oauth2/token', headers: json, shape: 'oauth', maxBytes: small, body: (extra) => `{"grant_type":"client_credentials","client_id":"x","client_secret":"y","extra":${extra}}` },
+    { name: 'POST /auth/method', method: 'POST', path: 'auth/method', headers: json, shape: 'outcome', maxBytes: small, body: (extra) => `{"email":"nobody@example.org","extra":${extra}}` },
     { name: 'POST /auth/login', method: 'POST', path: 'auth/login', headers: json, shape: 'outcome', maxBytes: small, body: (extra) => `{"email":"nobody@example.org","password":"wrong","extra":${extra}}` },
     { name: 'POST /auth/profile', method: 'POST', path: 'auth/profile', headers: json, shape: 'outcome', maxBytes: small, body: (extra) => `{"login":"x","profile":"y","extra":${extra}}` },
     {

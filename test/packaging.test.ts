@@ -92,6 +92,8 @@ describe('the packed and installed package', () => {
       expect.arrayContaining([
         'package.json',
         'README.md',
+        'LICENSE',
+        'CHANGELOG.md',
         'dist/plugin/index.js',
         'dist/plugin/index.d.ts',
         'dist/plugin/hosts/medplum-server.d.ts',

@@ -1,7 +1,8 @@
 /**
  * The demo project's administrator client (`npm run -s token -- --admin-client`): a ClientApplication whose
  * membership is `admin`, for the tools that act as a project administrator would on a Medplum server
- * (`fhirgate provision`, `npm run e2e`). Made the first time it is asked for, with a generated secret, and reused
+ * (`fhirgate provision`, `npm run e2e`), and whose access token `npm run -s token -- --admin` prints (the usage
+ * report, the project's settings). Made the first time it is asked for, with a generated secret, and reused
  * after; only someone with the data folder can print it.
  */
 import { randomBytes } from 'node:crypto';
@@ -17,10 +18,10 @@ export async function ensureAdminClient(
   store: FhirRepository,
   projectId: string,
   ids: { readonly clientId: string; readonly membershipId: string } = { clientId: CLIENT_ID, membershipId: MEMBERSHIP_ID }
-): Promise<{ readonly id: string; readonly secret: string }> {
+): Promise<{ readonly id: string; readonly secret: string; readonly membershipId: string }> {
   const existing = await store.readResource<ClientApplication>('ClientApplication', ids.clientId).catch(() => undefined);
   if (existing?.secret) {
-    return { id: existing.id, secret: existing.secret };
+    return { id: existing.id, secret: existing.secret, membershipId: ids.membershipId };
   }
   const client = await store.createResource<ClientApplication>(
     {
@@ -45,5 +46,5 @@ export async function ensureAdminClient(
     },
     { assignedId: true }
   );
-  return { id: client.id, secret: client.secret ?? '' };
+  return { id: client.id, secret: client.secret ?? '', membershipId: ids.membershipId };
 }

@@ -24,6 +24,8 @@ import { createProjectAdminRoutes } from './admin/project-admin-routes.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
+import { createCapabilityStatementRoute } from './capability-statement.ts';
+import { createCorsMiddleware, type AllowedOrigins } from './cors.ts';
 import { createPartialRouter } from './partial-fhir-engine.ts';
 import { WorkerGraphqlEngine } from './off-thread-graphql.ts';
 import { createJsonLogger } from './logger.ts';
@@ -73,6 +75,11 @@ export interface StandaloneHostOptions {
    * process builds (the host does so when it built it before listening, `FHIRGATE_GRAPHQL_WARMUP=on`).
    */
   readonly graphqlWorker?: false | { readonly idleMs?: number };
+  /**
+   * Origins of browser applications that may call the host's Medplum routes (`/fhir/`, `/auth/`, `/oauth2/`,
+   * `/admin/`, ...) as Medplum's CORS rules allow them (cors.ts); default none.
+   */
+  readonly allowedOrigins?: AllowedOrigins;
 }
 
 /** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
@@ -129,6 +136,8 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  const allowedOrigins = options.allowedOrigins ?? [];
+  app.use(createCorsMiddleware(allowedOrigins));
   app.get('/healthcheck', createHealthcheck(store, options.redis));
   if (metricsRoute) {
     app.get('/metrics', metricsRoute);
@@ -136,6 +145,8 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
   app.use(createPasswordLoginRoutes(store, { unauthenticated, passwords, limits: signInLimits, maxJsonDepth: body.maxDepth, logger }));
   app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
+  // Without authentication, as Medplum's: FHIR clients read it before they sign in.
+  app.get('/fhir/R4/metadata', createCapabilityStatementRoute({ baseUrl: options.baseUrl, cors: allowedOrigins === '*' || allowedOrigins.length > 0 }));
   app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger, offThreadGraphql: graphqlWorker }));
   app.use(plugin);
   // Last: a path nobody serves, and any error no route answered, leave as Medplum's OperationOutcome, never as

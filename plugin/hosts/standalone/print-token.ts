@@ -3,7 +3,8 @@
  * `npm run -s token`: prints an access token for the demo practitioner (Dr. Alice Carter), signed with the
  * host's keys in the data folder, for curl and the openai SDK. `--client` prints the demo integration's client
  * credentials instead (for `MedplumClient.startClientLogin`), `--admin-client` those of the demo project's
- * administrator client (made on first use; for `fhirgate provision` and `npm run e2e`), `--device` the demo
+ * administrator client (made on first use; for `fhirgate provision` and `npm run e2e`), `--admin` an access token of
+ * that administrator (for the usage report and the project's settings), `--device` the demo
  * device's id and API key (for `POST /account/api/token/device/`), `--metrics` the bearer token of `/metrics` (the
  * one the host generated, or `FHIRGATE_METRICS_TOKEN`). `--membership <id>` picks another membership.
  *
@@ -32,6 +33,7 @@ const { values } = parseArgs({
   options: {
     client: { type: 'boolean', default: false },
     'admin-client': { type: 'boolean', default: false },
+    admin: { type: 'boolean', default: false },
     device: { type: 'boolean', default: false },
     metrics: { type: 'boolean', default: false },
     membership: { type: 'string' },
@@ -67,7 +69,8 @@ async function printDemoCredentials(): Promise<void> {
     } else if (values.client) {
       process.stdout.write(`${JSON.stringify({ client_id: demo.client?.id, client_secret: demo.client?.secret, project_id: demo.projectId })}\n`);
     } else {
-      const membershipId = values.membership ?? demo.ids['practitioner-membership'];
+      const admin = values.admin ? await ensureAdminClient(store, demo.projectId) : undefined;
+      const membershipId = values.membership ?? admin?.membershipId ?? demo.ids['practitioner-membership'];
       const membership = await store.readResource<ProjectMembership>('ProjectMembership', membershipId);
       const tokens = createAccessTokenService({ keys: await loadSigningKeys(store), issuer });
       const issued = await startLogin(store, tokens, { membership, authMethod: 'pre-authorized' });

@@ -75,6 +75,7 @@ const standalone = await createStandaloneHost({
   signInLimits: config.signInLimits,
   // Built before listening (below), the whole schema is this thread's already: no worker to build a second one.
   graphqlWorker: config.graphqlWarmUp ? false : undefined,
+  allowedOrigins: config.allowedOrigins,
   plugin: {
     maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,
@@ -113,6 +114,7 @@ if (demo) {
       `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
       `  Access token for Dr. Alice Carter:  ${TOKEN_COMMAND}`,
       `  Client credentials of the demo integration:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--client`,
+      `  Access token of the project's administrator (usage report, settings):  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--admin`,
       ...(deviceAuth && !config.deviceAuthFile ? [`  Demo device ${DEMO_DEVICE.id}, its API key:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--device`] : []),
       ...(config.metrics && !config.metricsToken ? [`  Bearer token of ${url}metrics:  ${TOKEN_COMMAND}${TOKEN_ARGUMENTS}--metrics`] : []),
       '',

@@ -8,6 +8,7 @@ import { DEFAULT_CACHE_SIZE_MIB } from './store/schema.ts';
 import { parsePriceList, type PricePerMillion } from '../../governance/model-prices.ts';
 import { DEFAULT_PASSWORD_CHECK_LIMITS } from './auth/password-checks.ts';
 import { DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from './auth/sign-in-limits.ts';
+import { parseAllowedOrigins, type AllowedOrigins } from './cors.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -65,6 +66,8 @@ export interface StandaloneConfig {
   readonly reportRepositoryOperations: boolean;
   /** Model prices for cost budgets and the usage report (the plugin's `governance.prices`). */
   readonly modelPrices: Readonly<Record<string, PricePerMillion>>;
+  /** Origins of browser applications allowed to call the host's Medplum routes (`FHIRGATE_ALLOWED_ORIGINS`; default none). */
+  readonly allowedOrigins: AllowedOrigins;
 }
 
 const environmentSchema = z.object({
@@ -99,6 +102,7 @@ const environmentSchema = z.object({
   FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_REPORT_REPOSITORY_OPERATIONS: z.enum(['on', 'off']).default('off'),
   FHIRGATE_MODEL_PRICES: z.string().optional(),
+  FHIRGATE_ALLOWED_ORIGINS: z.string().optional(),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -149,6 +153,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
     reportRepositoryOperations: values.FHIRGATE_REPORT_REPOSITORY_OPERATIONS === 'on',
     modelPrices: readModelPrices(values.FHIRGATE_MODEL_PRICES),
+    allowedOrigins: readAllowedOrigins(values.FHIRGATE_ALLOWED_ORIGINS),
   };
 }
 
@@ -156,6 +161,15 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
 function readModelPrices(text: string | undefined): Record<string, PricePerMillion> {
   try {
     return parsePriceList(text ?? '', 'FHIRGATE_MODEL_PRICES');
+  } catch (error) {
+    throw new Error(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+/** `FHIRGATE_ALLOWED_ORIGINS`: `*`, or origins separated by commas (cors.ts). */
+function readAllowedOrigins(text: string | undefined): AllowedOrigins {
+  try {
+    return parseAllowedOrigins(text, 'FHIRGATE_ALLOWED_ORIGINS');
   } catch (error) {
     throw new Error(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }

@@ -1,6 +1,7 @@
 /**
  * Email and password sign-in, as Medplum's (auth/login.ts, auth/me's sibling routes, oauth/token.ts) and as
- * `MedplumClient.startLogin` + `processCode` drive it:
+ * `MedplumClient.startLogin` + `processCode` drive it (and `@medplum/react`'s `SignInForm`, which first asks
+ * `POST /auth/method` `{email}` whether the email's domain signs in elsewhere: never here, so the answer is `{}`):
  * 1. `POST /auth/login` `{email, password, codeChallenge, codeChallengeMethod, projectId?, ...}`: the user's
  *    password is checked, a `Login` is started (not yet granted) with a one-time `code` and the PKCE challenge;
  *    with one membership (in `projectId`, when given) the answer is `{login, code}`, with several
@@ -45,6 +46,8 @@ const loginBody = z.object({
 
 const profileBody = z.object({ login: z.string().min(1).max(64), profile: z.string().min(1).max(64) });
 
+const methodBody = z.object({ email: z.email().max(320) });
+
 // A sign-in is an email, a password and a PKCE challenge.
 const LOGIN_BODY_LIMIT = 16 * 1024;
 
@@ -60,14 +63,23 @@ export interface PasswordLoginRoutesOptions {
   readonly logger?: HostLogger;
 }
 
-/** `POST /auth/login` and `POST /auth/profile`. */
+/** `POST /auth/method`, `POST /auth/login` and `POST /auth/profile`. */
 export function createPasswordLoginRoutes(store: FhirRepository, options: PasswordLoginRoutesOptions): Router {
   const router = express.Router();
   router.post(
-    ['/auth/login', '/auth/profile'],
+    ['/auth/method', '/auth/login', '/auth/profile'],
     holdUnauthenticatedPlace(options.unauthenticated),
     readJsonBody({ maxBytes: LOGIN_BODY_LIMIT, maxDepth: options.maxJsonDepth, type: ['application/json', 'application/*+json'] })
   );
+  // Medplum answers an external identity provider's authorize URL for a domain configured with one; this host has
+  // none, so every email signs in with its password. Medplum's answer for an invalid email, and nothing else.
+  router.post('/auth/method', (request, response) => {
+    if (!methodBody.safeParse(request.body).success) {
+      sendOutcome(response, 400, badRequest('Valid email address is required', 'email'));
+      return;
+    }
+    response.json({});
+  });
   router.post('/auth/login', async (request, response) => {
     const body = loginBody.safeParse(request.body);
     if (!body.success) {
@@ -129,7 +141,7 @@ export function createPasswordLoginRoutes(store: FhirRepository, options: Passwo
   });
   // A body that is not JSON, too large or too deep, a lockout, no place for the password check: Medplum's error
   // shape (429s with Retry-After), never the body itself.
-  router.use(['/auth/login', '/auth/profile'], createOutcomeErrorHandler(options.logger));
+  router.use(['/auth/method', '/auth/login', '/auth/profile'], createOutcomeErrorHandler(options.logger));
   return router;
 }
 
