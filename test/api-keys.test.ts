@@ -6,10 +6,12 @@
  * spec's contract: X-Project-ID is required there.
  */
 import type { AccessPolicy, AuditEvent, ClientApplication, Communication, ProjectMembership } from '@medplum/fhirtypes';
+import { Operator } from '@medplum/core';
 import OpenAI from 'openai';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import type { HostLogger } from '../plugin/host.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
+import { projectAdministrator } from './support/project-administrator.ts';
 import type { FhirgateCompletion } from './support/chat-clients.ts';
 
 const logged: string[] = [];
@@ -150,5 +152,28 @@ describe('a project base URL and a ClientApplication API key', () => {
     for (const audit of audits) {
       expect(JSON.stringify(audit.agent)).toContain(`ClientApplication/${client.id}`);
     }
+  });
+
+  test("an administrator makes a key with Medplum's POST /admin/projects/:id/client (name and AccessPolicy), and the key chats at once", async () => {
+    const admin = await projectAdministrator(chatHost.host, project);
+    const policy = await admin.createResource<AccessPolicy>(CHAT_KEY_POLICY);
+    const made = (await admin.post(admin.fhirUrl().toString().replace('fhir/R4/', `admin/projects/${project.projectId}/client`), {
+      name: 'Zed editor – radiology team',
+      accessPolicy: { reference: `AccessPolicy/${policy.id}` },
+    })) as ClientApplication & { id: string; secret: string };
+    expect(made.secret).toMatch(/^[0-9a-f]{64}$/);
+    const answer = await openai(`${made.id}:${made.secret}`).chat.completions.create({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'Hello from the editor.' }] });
+    expect(answer.choices[0].message.content).toBe('Echo: Hello from the editor.');
+    const [membership] = await chatHost.host.store.searchResources<ProjectMembership>({ resourceType: 'ProjectMembership', filters: [{ code: 'profile', operator: Operator.EQUALS, value: `ClientApplication/${made.id}` }] });
+    expect(membership?.accessPolicy?.reference).toBe(`AccessPolicy/${policy.id}`);
+
+    // Another project's policy: refused by name, nothing made.
+    const other = await chatHost.host.seedProject();
+    const foreign = await chatHost.host.store.createResource<AccessPolicy>({ ...CHAT_KEY_POLICY, meta: { project: other.projectId } });
+    const clientsBefore = (await chatHost.host.store.searchResources<ClientApplication>({ resourceType: 'ClientApplication' })).length;
+    await expect(
+      admin.post(admin.fhirUrl().toString().replace('fhir/R4/', `admin/projects/${project.projectId}/client`), { name: 'x', accessPolicy: { reference: `AccessPolicy/${foreign.id}` } })
+    ).rejects.toMatchObject({ outcome: { issue: [expect.objectContaining({ expression: ['accessPolicy'] })] } });
+    expect((await chatHost.host.store.searchResources<ClientApplication>({ resourceType: 'ClientApplication' })).length).toBe(clientsBefore);
   });
 });

@@ -4,6 +4,7 @@
  * - `GET /:projectId`: `{project: {id, name, setting, secret, site}}`;
  * - `POST /:projectId/settings`, `/secrets`: replace `Project.setting` / `Project.secret`, answer the Project;
  * - `POST /:projectId/invite`: a user, its profile and membership (invite-user.ts), answer the membership;
+ * - `POST /:projectId/client`: a ClientApplication with a secret and its membership (create-client.ts), 201;
  * - `GET` / `POST /:projectId/members/:membershipId`: read / replace a membership of the project.
  * Anyone else gets Medplum's answers: 401 without a valid token, 403 otherwise, both before the body is read.
  * Errors are OperationOutcomes.
@@ -17,6 +18,7 @@ import type { CallerContext, HostLogger } from '../../../host.ts';
 import { readJsonBody, type BodyLimits } from '../../../http/json-body.ts';
 import { createOutcomeErrorHandler } from '../outcome-errors.ts';
 import { inviteBody, inviteUser } from './invite-user.ts';
+import { createClient, createClientBody } from './create-client.ts';
 
 const settings = z.array(
   z.object({ name: z.string().min(1).max(200), valueString: z.string().optional(), valueBoolean: z.boolean().optional(), valueDecimal: z.number().optional(), valueInteger: z.number().int().optional() }).strict()
@@ -60,6 +62,9 @@ export function createProjectAdminRoutes(store: FhirRepository, options: Project
   });
   router.post('/:projectId/invite', async (request, response) => {
     response.json(await inviteUser(store, await project(request), parse(inviteBody, request.body)));
+  });
+  router.post('/:projectId/client', async (request, response) => {
+    response.status(201).json(await createClient(store, await project(request), parse(createClientBody, request.body)));
   });
   router.get('/:projectId/members/:membershipId', async (request, response) => {
     response.json(await memberOf(store, request));
