@@ -4,8 +4,8 @@
  * as JSON. Credentials come from the flags or from `MEDPLUM_BASE_URL`, `MEDPLUM_CLIENT_ID`,
  * `MEDPLUM_CLIENT_SECRET`; the secret is never printed.
  */
-import { parseArgs } from 'node:util';
 import { MedplumClient } from '@medplum/core';
+import { readCommandLine, USAGE_EXIT_CODE } from '../command-line.ts';
 import { provisionProject, type ProvisionOptions, type ProvisionReport } from './provision-project.ts';
 
 const USAGE = `Usage: fhirgate provision --base-url <url> --client-id <id> --client-secret <secret> [options]
@@ -22,41 +22,34 @@ Options:
   --models <a/b,c/d>            Project.setting AI_MODELS: the provider/model ids the project offers
   --default-model <a/b>         Project.setting AI_MODEL: the project's default model
   --agent-device-name <name>    the AI agent Device's name (the plugin's agentDeviceName)
+  -h, --help                    this text
 `;
 
 /** Runs the command with `args` (after `provision`); resolves the process's exit code. */
 export async function runProvisionCommand(args: readonly string[], environment: NodeJS.ProcessEnv = process.env): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...args],
-      options: {
-        'base-url': { type: 'string' },
-        'client-id': { type: 'string' },
-        'client-secret': { type: 'string' },
-        'device-id': { type: 'string' },
-        'identifier-system': { type: 'string', default: 'urn:fhirgate:device' },
-        'device-auth-file': { type: 'string', default: './fhirgate-device-auth.json' },
-        models: { type: 'string' },
-        'default-model': { type: 'string' },
-        'agent-device-name': { type: 'string' },
-        help: { type: 'boolean', default: false },
-      },
-    }));
-  } catch (error) {
-    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
-    return 2;
+  const commandLine = readCommandLine('fhirgate provision', USAGE, args, {
+    options: {
+      'base-url': { type: 'string' },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+      'device-id': { type: 'string' },
+      'identifier-system': { type: 'string', default: 'urn:fhirgate:device' },
+      'device-auth-file': { type: 'string', default: './fhirgate-device-auth.json' },
+      models: { type: 'string' },
+      'default-model': { type: 'string' },
+      'agent-device-name': { type: 'string' },
+    },
+  });
+  if ('exitCode' in commandLine) {
+    return commandLine.exitCode;
   }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const { values } = commandLine;
   const baseUrl = values['base-url'] ?? environment.MEDPLUM_BASE_URL;
   const clientId = values['client-id'] ?? environment.MEDPLUM_CLIENT_ID;
   const clientSecret = values['client-secret'] ?? environment.MEDPLUM_CLIENT_SECRET;
   if (!baseUrl || !clientId || !clientSecret) {
     process.stderr.write(`fhirgate provision needs the server and a project administrator's client credentials.\n\n${USAGE}`);
-    return 2;
+    return USAGE_EXIT_CODE;
   }
   const options: ProvisionOptions = {
     agentDeviceName: values['agent-device-name'],

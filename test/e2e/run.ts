@@ -3,7 +3,7 @@
  * a standalone host it starts itself. Sets the suite's environment from the flags and runs it with jest.
  */
 import { spawn } from 'node:child_process';
-import { parseArgs } from 'node:util';
+import { readCommandLine, USAGE_EXIT_CODE } from '../../plugin/command-line.ts';
 
 const USAGE = `Usage: npm run e2e -- [--base-url <url> --client-id <id> --client-secret <secret>] [options]
 
@@ -23,9 +23,10 @@ Options:
   --model <provider/model>    the model to chat with (default: the first /v1/models lists)
   --repository-operations     the server was mounted with reportRepositoryOperations: check and print what each
                               kind of turn asks of it (reads, searches, writes); always on without --base-url
+  -h, --help                  this text
 `;
 
-const { values } = parseArgs({
+const commandLine = readCommandLine('npm run e2e', USAGE, process.argv.slice(2), {
   options: {
     'base-url': { type: 'string' },
     'client-id': { type: 'string' },
@@ -34,13 +35,12 @@ const { values } = parseArgs({
     'device-id': { type: 'string' },
     model: { type: 'string' },
     'repository-operations': { type: 'boolean', default: false },
-    help: { type: 'boolean', default: false },
   },
 });
-if (values.help) {
-  process.stdout.write(USAGE);
-  process.exit(0);
+if ('exitCode' in commandLine) {
+  process.exit(commandLine.exitCode);
 }
+const { values } = commandLine;
 const remote = values['base-url'];
 const environment: NodeJS.ProcessEnv = { ...process.env };
 if (remote) {
@@ -49,7 +49,7 @@ if (remote) {
   environment.E2E_CLIENT_SECRET = values['client-secret'] ?? process.env.MEDPLUM_CLIENT_SECRET;
   if (!environment.E2E_CLIENT_ID || !environment.E2E_CLIENT_SECRET) {
     process.stderr.write(`--base-url needs a project administrator's --client-id and --client-secret.\n\n${USAGE}`);
-    process.exit(2);
+    process.exit(USAGE_EXIT_CODE);
   }
 }
 if (values['repository-operations']) {

@@ -13,12 +13,28 @@
  *                               the next one, instead of V8's own factor (about 2× here): ~70 MB off the peak.
  */
 
+import { readCommandLine } from '../../command-line.ts';
 import { StartUpError } from './start-up-error.ts';
+
+const USAGE = `Usage: fhirgate                 (from the sources: npm start)
+       fhirgate provision [options]
+
+fhirgate starts the standalone host: a Medplum-compatible server with fhirgate mounted, on http://127.0.0.1:8103/
+(HOST, PORT), storing everything in ./data (FHIRGATE_DATA_DIR). It takes no flags: its settings are environment
+variables, among them AI_PROVIDER, AI_MODEL and AI_API_KEY for an LLM provider (docs/configuration.md).
+
+Commands:
+  provision    sets up a project on a Medplum server with fhirgate mounted (fhirgate provision --help)
+`;
 
 if (process.argv[2] === 'provision') {
   const { runProvisionCommand } = await import('../../provision/provision-command.ts');
   process.exitCode = await runProvisionCommand(process.argv.slice(3));
 } else {
+  const commandLine = readCommandLine('fhirgate', USAGE, process.argv.slice(2), { options: {} });
+  if ('exitCode' in commandLine) {
+    process.exit(commandLine.exitCode);
+  }
   try {
     await import('./serve.ts');
   } catch (error) {

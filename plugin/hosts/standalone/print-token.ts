@@ -15,7 +15,6 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { ProjectMembership } from '@medplum/fhirtypes';
 import { createAccessTokenService } from './auth/access-tokens.ts';
 import { startLogin } from './auth/logins.ts';
@@ -28,8 +27,26 @@ import { readStandaloneConfig } from './standalone-config.ts';
 import { DEMO_DEVICE, readDemoDeviceKey } from './demo-devices.ts';
 import { ensureAdminClient } from './admin-client.ts';
 import { readGeneratedMetricsToken } from './secret-files.ts';
+import { readCommandLine, USAGE_EXIT_CODE } from '../../command-line.ts';
+import { isOutcomeStatus } from '../../medplum-errors.ts';
 
-const { values } = parseArgs({
+const USAGE = `Usage: npm run -s token -- [option]      (installed: fhirgate-token [option])
+
+Prints an access token of the standalone host's demo practitioner, Dr. Alice Carter (valid one hour), signed with
+the host's keys. It reads the host's data folder (./data, or FHIRGATE_DATA_DIR as for npm start) and signs for the
+address the host recorded there (FHIRGATE_BASE_URL overrides it).
+
+Options (one at a time):
+  --client             the demo integration's client credentials, as JSON (for MedplumClient.startClientLogin)
+  --admin-client       the demo project administrator's client credentials, as JSON (for fhirgate provision and
+                       npm run e2e)
+  --device             the demo device's id and API key, as JSON (for POST /account/api/token/device/)
+  --metrics            the bearer token of /metrics
+  --membership <id>    an access token of another ProjectMembership of the demo project
+  -h, --help           this text
+`;
+
+const commandLine = readCommandLine('fhirgate-token', USAGE, process.argv.slice(2), {
   options: {
     client: { type: 'boolean', default: false },
     'admin-client': { type: 'boolean', default: false },
@@ -39,6 +56,10 @@ const { values } = parseArgs({
     membership: { type: 'string' },
   },
 });
+if ('exitCode' in commandLine) {
+  process.exit(commandLine.exitCode);
+}
+const { values } = commandLine;
 const config = readStandaloneConfig();
 if (!existsSync(join(config.dataDir, STORE_FILE_NAME))) {
   process.stderr.write(
@@ -53,7 +74,14 @@ if (values.metrics) {
   // Needs no store: the token is configuration, or a file of the data folder.
   process.stdout.write(`${config.metricsToken ?? readGeneratedMetricsToken(config.dataDir)}\n`);
 } else {
-  await printDemoCredentials();
+  await printDemoCredentials().catch((error: unknown) => {
+    // A --membership the store does not hold is a wrong flag too: one line, not Medplum's stack.
+    if (values.membership !== undefined && isOutcomeStatus(error, 404)) {
+      process.stderr.write(`fhirgate-token: no ProjectMembership '${values.membership}' in ${config.dataDir}; --help lists the options.\n`);
+      process.exit(USAGE_EXIT_CODE);
+    }
+    throw error;
+  });
 }
 
 async function printDemoCredentials(): Promise<void> {
