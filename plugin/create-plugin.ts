@@ -89,7 +89,8 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   // Every repository the host hands out counts the operations of the turn that uses it.
   const host = authenticatingOncePerRequest(countingRepositoryOperations(serverHost));
   const unauthenticated = new UnauthenticatedRequests(options.maxUnauthenticatedRequests);
-  const jsonLimits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth };
+  // Every body of fhirgate's routes is JSON, whatever Content-Type the client declares (curl -d says a form).
+  const jsonLimits = { maxBytes: options.maxBodyBytes, maxDepth: options.maxJsonDepth, anyContentType: true };
   const telemetry = createTelemetry(FHIRGATE_VERSION);
   const inFlight = new InFlightTurns();
   const journal = ReplyJournal.open(options.replyJournalDir);
@@ -176,7 +177,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   const deviceToken = express.Router();
   // No bearer token here: the credentials are in the body, so the body is read unauthenticated, small and with a
   // place among the unauthenticated requests in flight.
-  deviceToken.post('/', holdUnauthenticatedPlace(unauthenticated), readJsonBody({ maxBytes: DEVICE_TOKEN_BODY_LIMIT, maxDepth: options.maxJsonDepth }));
+  deviceToken.post('/', holdUnauthenticatedPlace(unauthenticated), readJsonBody({ ...jsonLimits, maxBytes: DEVICE_TOKEN_BODY_LIMIT }));
   if (devices) {
     deviceToken.use(createDeviceTokenRoute(devices, telemetry, host.logger));
   } else {

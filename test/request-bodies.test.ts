@@ -4,6 +4,7 @@
  * own error shape (OAuth's, Medplum's OperationOutcome, the spec's, GraphQL's); a path nobody serves is Medplum's
  * 404 outcome, not Express's HTML page; and none of it is printed.
  */
+import { request as httpRequest } from 'node:http';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { sendWithBodyHeldBack, type HeldRequest } from './support/raw-http.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
@@ -85,6 +86,19 @@ describe('request bodies on the standalone host', () => {
     expect(stderr.text()).not.toContain(SECRET);
   });
 
+  test("a chat request sent as curl -d sends it (a form's Content-Type) or with no Content-Type is read as JSON; a body that is not JSON is the spec's 400", async () => {
+    const chat = JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }] });
+    const headers = { Authorization: `Bearer ${token}`, 'X-Project-ID': project.projectId };
+    const asForm = await fetch(`${host.url}v1/chat/completions`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' }, body: chat });
+    expect([asForm.status, ((await asForm.json()) as { object?: string }).object]).toEqual([200, 'chat.completion']);
+    const untyped = await postWithoutContentType(`${host.url}v1/chat/completions`, headers, chat);
+    expect([untyped.status, (JSON.parse(untyped.text) as { object?: string }).object]).toEqual([200, 'chat.completion']);
+
+    const notJson = await fetch(`${host.url}v1/chat/completions`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'messages=Hello' });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toEqual({ error: { message: 'The request body is not valid JSON.', type: 'invalid_request_error', code: 'invalid_request' } });
+  });
+
   test("a path or method nobody serves is Medplum's 404 OperationOutcome, not an HTML page", async () => {
     for (const [method, path] of [['POST', 'no/such/route'], ['PUT', 'oauth2/token'], ['GET', 'fhir']]) {
       const response = await fetch(`${host.url}${path}`, { method, headers: { 'Content-Type': 'application/json' }, body: method === 'GET' ? undefined : `{"client_secret":"${SECRET}"` });
@@ -119,6 +133,18 @@ describe('request bodies on the standalone host', () => {
     expect(after).toEqual({ status: 401, retryAfter: null, body: { error: 'invalid_client', error_description: 'Invalid client credentials.' } });
   });
 });
+
+/** POSTs `body` with no Content-Type header at all (fetch would add `text/plain`). */
+async function postWithoutContentType(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest(url, { method: 'POST', headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+    });
+    sent.on('error', reject);
+    sent.end(body);
+  });
+}
 
 function outcomeText(body: unknown): string | undefined {
   const outcome = body as { resourceType?: string; issue?: { details?: { text?: string } }[] };

@@ -4,7 +4,7 @@ import { AppError, toAppError } from '../errors.ts';
 import { fromBodyParserError, isNestedDeeperThan, readJsonBody } from './json-body.ts';
 
 /** An app that answers the parsed body back, and any error as `{status, code, message}`. */
-function appWith(limits: { maxBytes: number; maxDepth: number }) {
+function appWith(limits: { maxBytes: number; maxDepth: number; anyContentType?: boolean }) {
   return express()
     .post('/', readJsonBody(limits), (incoming: Request, response: Response) => {
       response.json({ received: incoming.body as unknown });
@@ -43,6 +43,24 @@ describe('readJsonBody', () => {
   test('other content types are left unread', async () => {
     const response = await request(app).post('/').set('Content-Type', 'text/plain').send('[[[[[[[[[[1]]]]]]]]]]').expect(200);
     expect(response.body).toEqual({});
+  });
+});
+
+describe('readJsonBody with anyContentType', () => {
+  const app = appWith({ maxBytes: 1024, maxDepth: 2, anyContentType: true });
+
+  test("a JSON body is read whatever type it declares: curl -d's form type, text/plain, multipart", async () => {
+    for (const contentType of ['application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data; boundary=x']) {
+      const response = await request(app).post('/').set('Content-Type', contentType).send('{"model":"demo/echo"}').expect(200);
+      expect([contentType, response.body]).toEqual([contentType, { received: { model: 'demo/echo' } }]);
+    }
+  });
+
+  test('a body that is not JSON is the 400 that says so, and the limits hold', async () => {
+    const form = (body: string) => request(app).post('/').set('Content-Type', 'application/x-www-form-urlencoded').send(body);
+    expect((await form('messages=hello').expect(400)).body).toEqual({ code: 'invalid_request', message: 'The request body is not valid JSON.' });
+    expect((await form('[[[1]]]').expect(400)).body.message).toBe('The request body nests arrays and objects more than 2 levels deep.');
+    expect((await form(JSON.stringify({ text: 'x'.repeat(2048) })).expect(413)).body.code).toBe('payload_too_large');
   });
 });
 

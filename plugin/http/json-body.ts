@@ -14,6 +14,12 @@ export interface BodyLimits {
   readonly maxDepth: number;
   /** Content types parsed as JSON (default `application/json`); other bodies are left unread. */
   readonly type?: string | readonly string[];
+  /**
+   * Every body is read as JSON, whatever Content-Type it declares, as OpenAI's API does: `curl -d '{...}'` without
+   * `-H 'Content-Type: application/json'` declares `application/x-www-form-urlencoded`. For routes whose credentials
+   * are a header (a bearer token) or the body itself, never a cookie a browser would add to another site's form post.
+   */
+  readonly anyContentType?: boolean;
 }
 
 /** Nesting the plugin's and the standalone host's routes accept unless configured otherwise. */
@@ -22,7 +28,8 @@ export const DEFAULT_MAX_JSON_DEPTH = 64;
 /** Parses a JSON body within `limits`, into `request.body`. */
 export function readJsonBody(limits: BodyLimits): RequestHandler {
   const type = limits.type === undefined ? 'application/json' : typeof limits.type === 'string' ? limits.type : [...limits.type];
-  const parse = express.json({ limit: limits.maxBytes, type });
+  // body-parser asks `type` only of a request that has a body.
+  const parse = express.json({ limit: limits.maxBytes, type: limits.anyContentType ? () => true : type });
   return (request, response, next) => {
     parse(request, response, (error?: unknown) => {
       if (error !== undefined) {
