@@ -33,7 +33,7 @@ import { countingRepositoryOperations } from './telemetry/repository-operations.
 import { FHIRGATE_VERSION } from './version.ts';
 import { methodNotAllowed } from './http/method-not-allowed.ts';
 import { createGovernance } from './governance/governance.ts';
-import { unclearedModels } from './governance/patient-data-settings.ts';
+import { operatorSettingOf, unclearedModels } from './governance/patient-data-settings.ts';
 import { createOpenApiRoute } from './openapi/openapi-route.ts';
 
 // A device token request is two short strings.
@@ -136,7 +136,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     const uncleared = unclearedModels(options.llm);
     if (uncleared.length > 0) {
       host.logger?.warn(
-        'fhirgate: these models are NOT cleared for patient data (llm.patientDataModels): a turn about a patient is refused on them, or sent de-identified where a project sets AI_PATIENT_DATA_POLICY to de-identify',
+        `fhirgate: these models are NOT cleared for patient data (${operatorSettingOf(options.llm)}): a turn about a patient is refused on them, or sent de-identified where a project sets AI_PATIENT_DATA_POLICY to de-identify`,
         { models: uncleared }
       );
     }
@@ -153,7 +153,12 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       limits: options.chatLimits,
       patientContext: options.patientContext,
       reportRepositoryOperations: options.reportRepositoryOperations,
-      patientData: { operatorModels: options.llm.patientDataModels, dateShiftKey: options.deIdentification.dateShiftKey, telemetry },
+      patientData: {
+        operatorModels: options.llm.patientDataModels,
+        operatorSetting: operatorSettingOf(options.llm),
+        dateShiftKey: options.deIdentification.dateShiftKey,
+        telemetry,
+      },
       streamSlots: new CallerSlots(options.chatLimits.maxConcurrentStreams, 'open streams'),
       turnSlots: new CallerSlots(options.chatLimits.maxConcurrentTurns, 'requests running'),
       admission: new TurnAdmission(options.chatLimits.maxPreparingTurns, telemetry.waitingTurns),

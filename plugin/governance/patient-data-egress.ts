@@ -31,6 +31,8 @@ export const PATIENT_DATA_RULE = 'patient_data';
 export interface PatientDataOptions {
   /** The models the operator cleared (`llm.patientDataModels`). */
   readonly operatorModels: readonly string[];
+  /** How a refusal names the operator's list (`operatorSettingOf`); default the plugin option. */
+  readonly operatorSetting?: string;
   /** The key date shifts are derived with (`deIdentification.dateShiftKey`); without it nothing can be de-identified. */
   readonly dateShiftKey?: string;
   readonly telemetry: Telemetry;
@@ -75,7 +77,7 @@ export async function applyPatientDataEgress(options: PatientDataOptions, turn: 
   }
   if (treatment === 'refused') {
     options.telemetry.governanceRefusals.add(1, { 'fhirgate.governance.rule': PATIENT_DATA_RULE, 'fhirgate.project.id': turn.project.id });
-    throw patientDataRefusal(options.operatorModels, settings, turn.model);
+    throw patientDataRefusal(options.operatorModels, settings, turn.model, options.operatorSetting);
   }
   if (turn.options?.logprobs) {
     // The model's tokens are those of the de-identified text: they cannot stand beside the re-identified reply.
@@ -84,9 +86,13 @@ export async function applyPatientDataEgress(options: PatientDataOptions, turn: 
     });
   }
   if (options.dateShiftKey === undefined) {
-    throw new AppError('not_configured', 'This project sends turns about a patient de-identified, but the server has no key for date shifts (deIdentification.dateShiftKey).', {
-      details: { setting: 'deIdentification.dateShiftKey' },
-    });
+    throw new AppError(
+      'not_configured',
+      "This project sends turns about a patient de-identified, but the server has no key for date shifts (FHIRGATE_DATE_SHIFT_KEY in the server's environment, or the plugin option deIdentification.dateShiftKey).",
+      {
+        details: { setting: 'deIdentification.dateShiftKey' },
+      }
+    );
   }
   const patient = turn.subject.patient ?? (await readPatient(await turn.systemRepo(), turn.subject.reference));
   // The turn's time: dates near it reach the model relative to it, never on the shifted calendar (de-identify-present.ts).

@@ -1,6 +1,6 @@
 import type { Project } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
-import { isCleared, patientDataModelProblems, patientDataRefusal, readProjectPatientData, treatmentOf, unclearedModels } from './patient-data-settings.ts';
+import { isCleared, operatorSettingOf, patientDataModelProblems, patientDataRefusal, readProjectPatientData, treatmentOf, unclearedModels } from './patient-data-settings.ts';
 
 const project = (setting: Record<string, string> = {}): Project => ({
   resourceType: 'Project',
@@ -65,6 +65,16 @@ describe('patient data clearance', () => {
     expect(refusal.message).toContain('AI_PATIENT_DATA_POLICY');
     const narrowed = patientDataRefusal(operator, readProjectPatientData(project({ AI_PATIENT_DATA_MODELS: 'azure/*' })), { id: 'openai/gpt-4o' });
     expect(narrowed.message).toContain('AI_PATIENT_DATA_MODELS does not list it');
+  });
+
+  test("the operator's list is named as the host takes it: the plugin option, or the variable it was read from", () => {
+    const target = { id: 'openai/gpt-4o-mini' };
+    expect(patientDataRefusal(operator, readProjectPatientData(project()), target).message).toContain('(the plugin option llm.patientDataModels)');
+    const fromEnvironment = operatorSettingOf({ patientDataModelsSetting: "AI_PATIENT_DATA_MODELS in the server's environment" });
+    const refusal = patientDataRefusal(operator, readProjectPatientData(project()), target, fromEnvironment);
+    expect(refusal.message).toContain("has not cleared for it (AI_PATIENT_DATA_MODELS in the server's environment)");
+    expect(refusal.message).not.toContain('llm.patientDataModels');
+    expect(operatorSettingOf({})).toBe('the plugin option llm.patientDataModels');
   });
 
   test("the operator's list is checked against the configured models, and the rest are named at start-up", () => {

@@ -4,7 +4,9 @@
  *
  *   llm.patientDataModels (the operator)   the models the server's own provider accounts may receive patient data
  *                                          on (`provider/model` or `provider/*`); AI_PATIENT_DATA_MODELS in the
- *                                          standalone host's environment. Default: none.
+ *                                          server's environment, read by readProviderConfigFromEnvironment (which
+ *                                          the standalone host uses, and a Medplum server as docs/mounting.md
+ *                                          mounts it). Default: none. Messages name it as it was set.
  *   Project.setting AI_PATIENT_DATA_MODELS the project's list, same form, or `none`. It narrows the operator's list,
  *                                          and it clears models of providers the project calls with its own key
  *                                          (Project.secret AI_API_KEY_<NAME>): that agreement is the project's.
@@ -21,6 +23,14 @@ import type { Project } from '@medplum/fhirtypes';
 import { AppError } from '../errors.ts';
 import type { ProviderConfig } from '../llm/provider-config.ts';
 import { misconfiguredSetting, projectSettingText } from '../project-settings.ts';
+
+/** How the operator's list is named where nothing else names it (`llm.patientDataModelsSetting`). */
+export const OPERATOR_SETTING_BY_DEFAULT = 'the plugin option llm.patientDataModels';
+
+/** How messages name the operator's list: as the provider configuration was read, or the plugin option. */
+export function operatorSettingOf(config: Pick<ProviderConfig, 'patientDataModelsSetting'>): string {
+  return config.patientDataModelsSetting ?? OPERATOR_SETTING_BY_DEFAULT;
+}
 
 /** The Project.setting names read here. */
 export const PATIENT_DATA_SETTING = { models: 'AI_PATIENT_DATA_MODELS', policy: 'AI_PATIENT_DATA_POLICY', toolArguments: 'AI_PATIENT_DATA_TOOL_ARGUMENTS' } as const;
@@ -125,17 +135,25 @@ export function treatmentOf(operatorModels: readonly string[], project: ProjectP
   return project.policy === 'de-identify' ? 'de-identified' : 'refused';
 }
 
-/** The refusal of a turn about a patient on a model that is not cleared: why, and what would allow it. */
-export function patientDataRefusal(operatorModels: readonly string[], project: ProjectPatientData, model: ClearanceTarget): AppError {
+/**
+ * The refusal of a turn about a patient on a model that is not cleared: why, and what would allow it, naming the
+ * operator's list as the running host takes it (`operatorSetting`).
+ */
+export function patientDataRefusal(
+  operatorModels: readonly string[],
+  project: ProjectPatientData,
+  model: ClearanceTarget,
+  operatorSetting: string = OPERATOR_SETTING_BY_DEFAULT
+): AppError {
   return new AppError(
     'patient_data_not_allowed',
     `The model '${model.id}' is not cleared for patient data in this project, so a turn about a patient is not sent to it: ` +
-      `${notClearedBecause(operatorModels, project, model)} A project administrator may instead set ${PATIENT_DATA_SETTING.policy} to de-identify.`,
+      `${notClearedBecause(operatorModels, project, model, operatorSetting)} A project administrator may instead set ${PATIENT_DATA_SETTING.policy} to de-identify.`,
     { details: { param: 'model' } }
   );
 }
 
-function notClearedBecause(operatorModels: readonly string[], project: ProjectPatientData, model: ClearanceTarget): string {
+function notClearedBecause(operatorModels: readonly string[], project: ProjectPatientData, model: ClearanceTarget, operatorSetting: string): string {
   const listedBy = (patterns: readonly string[]): boolean => patterns.some((pattern) => modelPatternMatches(pattern, model.id));
   if (model.usesProjectKey) {
     return `the project calls it with its own key, and the project setting ${PATIENT_DATA_SETTING.models} does not list it.`;
@@ -143,6 +161,6 @@ function notClearedBecause(operatorModels: readonly string[], project: ProjectPa
   if (project.models !== undefined && !listedBy(project.models)) {
     return `the project setting ${PATIENT_DATA_SETTING.models} does not list it.`;
   }
-  return `it is called with the server's own account, which the server's operator has not cleared for it (llm.patientDataModels); a project clears only providers it calls with its own key.`;
+  return `it is called with the server's own account, which the server's operator has not cleared for it (${operatorSetting}); a project clears only providers it calls with its own key.`;
 }
 

@@ -29,6 +29,7 @@ describe('readProviderConfigFromEnvironment', () => {
       maxTokens: 4096,
       fallbacks: {},
       patientDataModels: [],
+      patientDataModelsSetting: "AI_PATIENT_DATA_MODELS in the server's environment",
     });
   });
 
@@ -36,6 +37,8 @@ describe('readProviderConfigFromEnvironment', () => {
     const environment = { AI_PROVIDER: 'azure', AI_API_BASE: 'https://clinic.openai.azure.com', AI_API_KEY: SECRET, AI_MODEL: 'gpt-4o-prod', AI_MODELS: 'gpt-4o-test' };
     expect(readProviderConfigFromEnvironment({ ...environment, AI_PATIENT_DATA_MODELS: 'gpt-4o-prod, azure/gpt-4o-test' })?.patientDataModels).toEqual(['azure/gpt-4o-prod', 'azure/gpt-4o-test']);
     expect(readProviderConfigFromEnvironment({ ...environment, AI_PATIENT_DATA_MODELS: '*' })?.patientDataModels).toEqual(['azure/*']);
+    // Refusals name the list as this host takes it: the variable, not the plugin option.
+    expect(readProviderConfigFromEnvironment(environment)?.patientDataModelsSetting).toBe("AI_PATIENT_DATA_MODELS in the server's environment");
     expect(readError(() => readProviderConfigFromEnvironment({ ...environment, AI_PATIENT_DATA_MODELS: 'gpt-5' }))).toContain('AI_PATIENT_DATA_MODELS');
     const providers = { a: { kind: 'ollama' as const, models: ['m1'] } };
     expect(readError(() => parseProviderConfig({ providers, defaultModel: 'a/m1', patientDataModels: ['b/*'] }))).toContain('patientDataModels');

@@ -114,6 +114,12 @@ export const providerConfigSchema = z
      * model is refused, or de-identified where a project chooses (governance/patient-data-settings.ts).
      */
     patientDataModels: z.array(z.string().trim().min(1)).default([]),
+    /**
+     * Where the operator sets `patientDataModels`, as a refusal and the start-up warning name it to the people who
+     * read them; default `the plugin option llm.patientDataModels`. readProviderConfigFromEnvironment sets it to the
+     * variable it read.
+     */
+    patientDataModelsSetting: z.string().trim().min(1).max(200).optional(),
   })
   .strict()
   .superRefine((config, context) => {
@@ -277,6 +283,7 @@ export function readProviderConfigFromEnvironment(
       .map((model) => model.trim())
       .filter((model) => model !== '')
       .map((model) => `${provider}/${stripPrefix(model)}`),
+    patientDataModelsSetting: "AI_PATIENT_DATA_MODELS in the server's environment",
   };
   return parseProviderConfig(input, (path) => {
     const field = String(path.at(path[0] === 'providers' ? 2 : 0) ?? '');
