@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { AppError } from '../errors.ts';
 import type { CallerContext, FhirgateHost } from '../host.ts';
+import { annotateCaller } from '../telemetry/request-telemetry.ts';
 
 /** The header naming the project a chat request acts in. */
 export const PROJECT_HEADER = 'x-project-id';
@@ -38,6 +39,9 @@ export async function authenticateCaller(host: FhirgateHost, request: Request): 
   const caller = await host.authenticate(request);
   if (!caller) {
     throw new AppError('unauthenticated', 'Missing, invalid or expired access token.');
+  }
+  if (caller.profile.reference) {
+    annotateCaller(request, caller.profile.reference);
   }
   const pathProject = projectOfPath(request);
   const headerProject = request.get(PROJECT_HEADER)?.trim() || undefined;

@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
-import { toAppError } from '../errors.ts';
+import { toAppError, type AppError } from '../errors.ts';
+import { annotateRequest } from '../telemetry/request-telemetry.ts';
 import type { ChatFinishReason, ChatStreamEvent, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
@@ -94,7 +95,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       if (!sse.started) {
         throw shuttingDownError();
       }
-      await sendInBandError(sse, toOpenAiErrorBody(shuttingDownError()));
+      await sendInBandError(sse, response, shuttingDownError());
       return;
     }
     if (departure.left || isAbortError(error) || controller.signal.aborted || response.destroyed) {
@@ -107,7 +108,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     if (!sse.started) {
       throw appError;
     }
-    await sendInBandError(sse, toOpenAiErrorBody(appError));
+    await sendInBandError(sse, response, appError);
     return;
   } finally {
     departure.stopWatching();
@@ -124,7 +125,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
     const calls: ChatToolCall[] = toolCalls.filter((call) => call !== undefined);
     await recordReply(turn, { status: 'completed', text: sse.deliveredText, toolCalls: calls, usage, finishReason });
   } catch (error) {
-    await sendInBandError(sse, toOpenAiErrorBody(toAppError(error)));
+    await sendInBandError(sse, response, toAppError(error));
     throw error;
   }
   // The reply is on record: a client that leaves now misses only the end of the stream, not an error of ours.
@@ -155,10 +156,14 @@ export async function sendEnd(sse: SseWriter, fields: AnswerFields, finishReason
   sse.end();
 }
 
-/** The in-band error event, then the end; a client that already left misses it (its reply is on record). */
-async function sendInBandError(sse: SseWriter, body: unknown): Promise<void> {
+/**
+ * The in-band error event, then the end; a client that already left misses it (its reply is on record). The error's
+ * code goes on the request's log line, whose status stays the stream's 200.
+ */
+async function sendInBandError(sse: SseWriter, response: Response, error: AppError): Promise<void> {
+  annotateRequest(response, { code: error.code });
   try {
-    await sse.send(body);
+    await sse.send(toOpenAiErrorBody(error));
   } catch {
     // The client is gone: there is nobody to tell.
   } finally {

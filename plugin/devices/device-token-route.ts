@@ -70,6 +70,7 @@ export function createDeviceTokenRoute(services: DeviceServices, telemetry: Tele
       return refuse('unmapped_device', new AppError('forbidden', INVALID_CREDENTIALS));
     }
     const reference = { reference: `Device/${device.id}` };
+    annotateRequest(response, { caller: reference.reference });
     if (device.status !== 'active') {
       return refuse('inactive_device', new AppError('forbidden', 'The device is not active.'), reference);
     }

@@ -6,6 +6,7 @@
 import type { Response } from 'express';
 import { toAppError, type AppError, type AppErrorCode } from '../errors.ts';
 import { allowHeaderOf } from '../http/method-not-allowed.ts';
+import { annotateRequest } from '../telemetry/request-telemetry.ts';
 
 /** The `extensions.code` values fhirgate's `/graphql` answers with. */
 export type GraphqlErrorCode =
@@ -61,8 +62,12 @@ export function graphqlCodeOf(error: unknown): GraphqlErrorCode {
   return CODE_BY_APP_ERROR[appError.code] ?? 'INTERNAL_SERVER_ERROR';
 }
 
-/** Sends a failure as a GraphQL response with its status, and `Retry-After` where the error names one. */
+/**
+ * Sends a failure as a GraphQL response with its status, and `Retry-After` where the error names one; its code goes
+ * on the request's log line.
+ */
 export function sendGraphqlError(response: Response, error: AppError): void {
+  annotateRequest(response, { code: error.code });
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(error.retryAfterSeconds));
   }

@@ -32,7 +32,7 @@ import { FastGraphqlPath } from './fast-graphql-path.ts';
 import { parseGraphqlRequestBody, type MedplumGraphqlRequest } from './graphql-request.ts';
 import { renderGraphqlError, sendGraphqlError } from './graphql-response.ts';
 import { DocumentTranslator } from './translate-document.ts';
-import { requestIdOf } from '../telemetry/request-telemetry.ts';
+import { annotateCaller, annotateRequest, requestIdOf } from '../telemetry/request-telemetry.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
 
 /** The resource types of the host's partial engine: the spec's device documents write Observations. */
@@ -79,6 +79,7 @@ export function createGraphqlRoute(options: GraphqlRouteOptions): Router {
     } catch (error) {
       // An error in the document itself (syntax, limits, a write the device may not make): 200 with errors, as
       // GraphQL over HTTP asks for a well-formed request; nothing was executed.
+      annotateRequest(response, { code: toAppError(error).code });
       response.json(renderGraphqlError(error));
       return;
     }
@@ -119,6 +120,7 @@ async function authenticate(options: GraphqlRouteOptions, request: Request): Pro
   if (!devices || !claims) {
     throw new AppError('unauthenticated', 'Missing, invalid or expired device token.');
   }
+  annotateCaller(request, `Device/${claims.deviceResourceId}`);
   await devices.rateLimiter.consume(claims.deviceId);
   const device = await devices.readDevice(claims.deviceResourceId);
   const identifierSystem = devices.config.identifierSystem;

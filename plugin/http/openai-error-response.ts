@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, toAppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
-import { requestIdOf } from '../telemetry/request-telemetry.ts';
+import { annotateRequest, requestIdOf } from '../telemetry/request-telemetry.ts';
 import { fromBodyParserError } from './json-body.ts';
 import { allowHeaderOf } from './method-not-allowed.ts';
 
@@ -48,9 +48,11 @@ export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
  * 429 and 5xx): `true` only for a refusal a retry may pass, with nothing stored (shutting down, a store not taking
  * the prompt, a caller's limit, a turn still running under the same Idempotency-Key); `false` for everything else,
  * a budget used up until its period resets and a turn whose provider failed after fhirgate's own retries included
- * (sent again, it would be a new turn: a new conversation and more provider calls).
+ * (sent again, it would be a new turn: a new conversation and more provider calls). The error's code goes on the
+ * request's log line.
  */
 export function sendOpenAiError(response: Response, error: AppError): void {
+  annotateRequest(response, { code: error.code });
   if (error.retryAfterSeconds !== undefined) {
     response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
   }

@@ -23,6 +23,7 @@ import { ResponseEventWriter } from './response-event-writer.ts';
 import { outputItems, responseEndOf, responseObject, type ResponseFields } from './response-object.ts';
 import type { RecordedResponse } from './stored-responses.ts';
 import { StreamedOutput } from './streamed-output.ts';
+import { annotateRequest } from '../telemetry/request-telemetry.ts';
 
 /** Delivers a Responses turn, JSON or streamed as its request asks. */
 export async function deliverResponse(turn: ChatTurn, response: Response): Promise<void> {
@@ -91,7 +92,7 @@ async function deliverResponseStream(turn: ChatTurn, response: Response): Promis
   try {
     await recordReply(turn, { status: 'completed', text: output.text, toolCalls, usage, finishReason });
   } catch (error) {
-    await sendInBand(events, errorEvent(toAppError(error)));
+    await sendInBand(events, errorEvent(toAppError(error), response));
     throw error;
   }
   // The reply is on record: a client that leaves now misses only the end of the stream, not an error of ours.
@@ -146,7 +147,7 @@ async function endCut(cut: StreamUnderWay, error: unknown): Promise<void> {
     if (!events.started) {
       throw shuttingDownError();
     }
-    await sendInBand(events, errorEvent(shuttingDownError()));
+    await sendInBand(events, errorEvent(shuttingDownError(), response));
     return;
   }
   if (departure.left || isAbortError(error) || controller.signal.aborted || response.destroyed) {
@@ -159,6 +160,7 @@ async function endCut(cut: StreamUnderWay, error: unknown): Promise<void> {
     throw appError;
   }
   const end = responseEndOf('not-done', undefined, appError.message);
+  annotateRequest(response, { code: appError.code });
   await sendInBand(events, { type: 'response.failed', response: responseObject({ ...fieldsOf(turn), end, output: output.items('incomplete'), usage: null }) });
 }
 
@@ -193,8 +195,9 @@ export function terminalEventOf(end: ResponseFields['end']): string {
   return end.status === 'completed' ? 'response.completed' : end.status === 'failed' ? 'response.failed' : 'response.incomplete';
 }
 
-/** The stream's `error` event: the spec's error, in the Responses API's event. */
-function errorEvent(error: AppError): { type: 'error' } & Record<string, unknown> {
+/** The stream's `error` event: the spec's error, in the Responses API's event; its code goes on the request's log line. */
+function errorEvent(error: AppError, response: Response): { type: 'error' } & Record<string, unknown> {
+  annotateRequest(response, { code: error.code });
   const param = typeof error.details?.param === 'string' ? error.details.param : null;
   return { type: 'error', code: error.code, message: error.message, param };
 }

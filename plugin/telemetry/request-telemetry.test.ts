@@ -4,7 +4,10 @@ import request from 'supertest';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { createTestTelemetry, type TestTelemetry } from '../../test/support/telemetry.ts';
 import type { HostLogger } from '../host.ts';
-import { annotateRequest, createRequestTelemetry, requestIdOf, routeOf } from './request-telemetry.ts';
+import { AppError } from '../errors.ts';
+import { sendGraphqlError } from '../graphql/graphql-response.ts';
+import { sendOpenAiError } from '../http/openai-error-response.ts';
+import { annotateCaller, annotateRequest, createRequestTelemetry, requestIdOf, routeOf } from './request-telemetry.ts';
 
 interface Line {
   readonly level: string;
@@ -58,6 +61,14 @@ describe('request telemetry', () => {
     app.get('/graphql', (_incoming, response) => {
       response.status(503).end();
     });
+    app.post('/v1/responses', (incoming, response) => {
+      annotateCaller(incoming, 'Practitioner/practitioner-1');
+      sendOpenAiError(response, new AppError('forbidden', 'You may not read private text.'));
+    });
+    app.post('/graphql', (incoming, response) => {
+      annotateCaller(incoming, 'Device/device-1');
+      sendGraphqlError(response, new AppError('rate_limited', 'Too many requests.'));
+    });
     app.get('/fhir/R4/Patient', (_incoming, response) => {
       response.json({ requestId: requestIdOf(response) ?? null });
     });
@@ -83,6 +94,16 @@ describe('request telemetry', () => {
       },
     ]);
     expect(JSON.stringify(lines)).not.toContain('private text');
+  });
+
+  test("a refused request's line names its error code and its caller, never the message", async () => {
+    await request(app).post('/v1/responses').send({ input: 'private text' }).expect(403);
+    await request(app).post('/graphql').send({ query: '{ private }' }).expect(429);
+    expect(lines.map((line) => line.data)).toEqual([
+      expect.objectContaining({ route: '/v1/responses', status: 403, code: 'forbidden', caller: 'Practitioner/practitioner-1' }),
+      expect.objectContaining({ route: '/graphql', status: 429, code: 'rate_limited', caller: 'Device/device-1' }),
+    ]);
+    expect(JSON.stringify(lines)).not.toMatch(/private|may not|Too many/);
   });
 
   test("the host's request id wins, then a well-formed client X-Request-Id; a malformed one is replaced", async () => {

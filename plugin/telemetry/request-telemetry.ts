@@ -118,6 +118,16 @@ export function annotateRequest(response: Response, annotations: RequestAnnotati
   }
 }
 
+/**
+ * Names the caller on its request's log line and span, as a reference (`Practitioner/<id>`,
+ * `ClientApplication/<id>`, `Device/<id>`): who was answered, or refused, without their credential.
+ */
+export function annotateCaller(request: Request, reference: string): void {
+  if (request.res) {
+    annotateRequest(request.res, { caller: reference });
+  }
+}
+
 /** Annotations read when the request ends (a count that grows until then); replaces an earlier one. */
 export function annotateRequestAtEnd(response: Response, annotations: () => RequestAnnotations): void {
   const scope = scopes.get(response);
