@@ -40,6 +40,7 @@ Options (one at a time):
   --client             the demo integration's client credentials, as JSON (for MedplumClient.startClientLogin)
   --admin-client       the demo project administrator's client credentials, as JSON (for fhirgate provision and
                        npm run e2e)
+  --admin              an access token of that administrator (for the usage report and the project's settings)
   --device             the demo device's id and API key, as JSON (for POST /account/api/token/device/)
   --metrics            the bearer token of /metrics
   --membership <id>    an access token of another ProjectMembership of the demo project
