@@ -19,7 +19,7 @@ Options:
   --device-auth-file <path>   the device_auth file the server reads (FHIRGATE_DEVICE_AUTH); the suite provisions
                               its device there. After the first run, restart the server so it reads the new device.
                               Without it, the device checks are skipped.
-  --device-id <id>            the device the suite uses (default fhirgate-e2e-sensor)
+  --device-id <id>            the device the suite uses (default: the first the --device-auth-file holds for the project, else fhirgate-e2e-sensor)
   --model <provider/model>    the model to chat with (default: the first /v1/models lists)
   --repository-operations     the server was mounted with reportRepositoryOperations: check and print what each
                               kind of turn asks of it (reads, searches, writes); always on without --base-url
