@@ -1,5 +1,5 @@
 /**
- * The demo as the README and docs/governance.md walk a newcomer through it, against `npm start`'s host (its own
+ * The demo as the README, docs/governance.md and docs/devices.md walk a newcomer through it, against `npm start`'s host (its own
  * process, the demo project loaded), each step the page's own text run from a user's shell (only the host's address
  * changed): the demo device's reading lands in Maria Lopez's chart, where Dr. Carter sees it and her next turn about
  * Maria takes it in; `npm run -s token -- --admin` gives the project administrator's token the usage report and the
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MedplumClient } from '@medplum/core';
-import type { Bundle, Communication, Observation, Project, ProjectSetting } from '@medplum/fhirtypes';
+import type { Bundle, Communication, Device, Observation, Project, ProjectSetting } from '@medplum/fhirtypes';
 import { startHostProcess, type HostProcess } from './support/host-process.ts';
 import { usersShell } from './support/users-shell.ts';
 import { waitFor } from './support/wait-for.ts';
@@ -81,9 +81,32 @@ describe("the demo's walk-through, as the pages write it", () => {
     expect(reply.about?.map((reference) => reference.reference)).toContain(`Observation/${observation?.id}`);
   });
 
+  test("README: the openai SDK snippet, run with node in the shell where the token line was run", async () => {
+    const tokenLine = (await blockOf('README.md', 'sh', 'export TOKEN=$(npm run -s token)')).split('\n')[0];
+    const snippet = await blockOf('README.md', 'ts', "import OpenAI from 'openai';\n\nconst openai");
+    const environment = { SNIPPET: snippet.replaceAll(DOCUMENTED_URL, host.url) };
+    // The user's shell: the token line, then the snippet with the machine's node (the page says to save it as chat.mjs).
+    const output = await shell(`${tokenLine}\nnode --input-type=module -e "$SNIPPET"`, environment);
+    expect(output).toBe('Echo: Hello');
+  });
+
+  test("devices.md: the PATCH block, with the ids the page gives for the demo device and Maria Lopez, assigns the device", async () => {
+    const page = await readFile('docs/devices.md', 'utf8');
+    const [, deviceId, patientId] = /whose resource id is\s+`([0-9a-f-]+)`, comes assigned to Maria Lopez, `([0-9a-f-]+)`/.exec(page) ?? [];
+    const block = (await blockOf('docs/devices.md', 'sh', 'curl -s -X PATCH')).replace('<device resource id>', deviceId).replace('<patient id>', patientId);
+    const device = JSON.parse(await shell(`ADMIN_TOKEN=$(npm run -s token -- --admin)\n${block}`)) as Device;
+    expect(device.identifier).toContainEqual({ system: 'urn:fhirgate:demo:device', value: 'demo-monitor-1' });
+    expect(device.patient?.reference).toBe(MARIA);
+  });
+
   test('governance.md: the usage report with the token of npm run -s token -- --admin; Dr. Carter is refused it', async () => {
-    const report = JSON.parse(await shell(await blockOf('docs/governance.md', 'sh', 'ADMIN_TOKEN=$(npm run -s token -- --admin)   #'))) as Record<string, unknown>;
-    expect(report).toMatchObject({ object: 'usage_report', project_id: DEMO_PROJECT, start: '2026-05-01', end: '2026-05-31' });
+    const report = JSON.parse(await shell(await blockOf('docs/governance.md', 'sh', 'ADMIN_TOKEN=$(npm run -s token -- --admin)   #'))) as {
+      object: string; project_id: string; start: string; end: string; data: { user?: string }[];
+    };
+    expect(report).toMatchObject({ object: 'usage_report', project_id: DEMO_PROJECT });
+    // This month so far, with the turns the steps above made.
+    expect(report.start).toBe(`${report.end.slice(0, 7)}-01`);
+    expect(report.data.map((row) => row.user)).toContain('Practitioner/a1f0c0de-0000-4000-8000-000000000201');
     const refused = await fetch(`${host.url}v1/usage`, { headers: { Authorization: `Bearer ${token}`, 'X-Project-ID': DEMO_PROJECT } });
     expect(refused.status).toBe(403);
   });
@@ -104,9 +127,12 @@ describe("the demo's walk-through, as the pages write it", () => {
     });
     await waitFor(demoModelFor('refused'), 15_000);
 
-    // The snippet, as written, run with the token the page says to take.
+    // The snippet, as written, run with the project's Node in the shell where the page's token line was run.
+    const page = await readFile('docs/governance.md', 'utf8');
+    const tokenLine = /^- on the standalone host: `(.+?)`/m.exec(page)?.[1];
+    expect(tokenLine).toContain('ADMIN_TOKEN=$(npm run -s token -- --admin)');
     const snippet = await blockOf('docs/governance.md', 'ts', "import { MedplumClient } from '@medplum/core';\nimport type { Project, ProjectSetting }");
-    await run(process.execPath, ['--input-type=module-typescript', '-e', snippet.replaceAll(DOCUMENTED_URL, host.url)], { env: { ...process.env, ADMIN_TOKEN: adminToken } });
+    await shell(`${tokenLine}\nnode_modules/.bin/node --input-type=module-typescript -e "$SNIPPET"`, { SNIPPET: snippet.replaceAll(DOCUMENTED_URL, host.url) });
     expect(await settingsOf()).toEqual([
       { name: 'AI_PATIENT_DATA_MODELS', valueString: 'none' },
       { name: 'AI_PATIENT_DATA_POLICY', valueString: 'de-identify' },
