@@ -101,4 +101,17 @@ describe('ModelAccess', () => {
     expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
     expect(store.reads).toEqual(['team', 'team']);
   });
+
+  test('after a quiet spell longer than twice policyCacheMs, the first request reads the policy before it answers: an edit is never missed', async () => {
+    const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
+    let now = 0;
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    store.put(policy('team', 'openai/*'));
+    now = 10_001;
+    expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
+    expect(store.reads).toEqual(['team', 'team']);
+  });
 });

@@ -10,8 +10,8 @@
  * policies; the models a team may use become one more line of the same policy (docs/governance.md says why).
  *
  * The policies are read with the project's system rights; a grant older than `policyCacheMs` (5 s by default) is
- * read again, in the background, so an edited policy applies within that bound (and the time of one read) on every
- * instance, with no restart; the membership and the project setting are read by the host with each request.
+ * read again, in the background while the policy is in use and before the request after a quiet spell, so an
+ * edited policy applies within that bound (twice it at most) on every instance, with no restart; the membership and the project setting are read by the host with each request.
  */
 import type { AccessPolicy, Project, ProjectMembership } from '@medplum/fhirtypes';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -115,7 +115,8 @@ export class ModelAccess {
 
   /**
    * A policy's grant. A grant older than `policyCacheMs` is read again in the background and the turn goes on with
-   * the one it has (so no turn waits for a policy it has read before); a policy never read is read first.
+   * the one it has (so no turn of a policy in use waits for it); a policy never read, or whose grant is more than
+   * twice `policyCacheMs` old, is read first.
    */
   async #grantOf(project: Project, policyId: string): Promise<ModelGrant> {
     const key = `${project.id}\n${policyId}`;
@@ -133,7 +134,9 @@ export class ModelAccess {
         .finally(() => this.#reading.delete(key));
       this.#reading.set(key, reading);
     }
-    if (cached !== undefined) {
+    // While the policy is in use its grant is renewed in the background; after a quiet spell longer than the bound
+    // (a grant more than twice `policyCacheMs` old) the request waits for the read, so it never sees an old grant.
+    if (cached !== undefined && this.#now() - cached.readAt <= 2 * this.#options.policyCacheMs) {
       // A failed read leaves the grant as it was; the next turn tries again.
       reading.catch(() => undefined);
       return cached.grant;
