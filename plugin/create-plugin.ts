@@ -35,6 +35,7 @@ import { methodNotAllowed } from './http/method-not-allowed.ts';
 import { createGovernance } from './governance/governance.ts';
 import { operatorSettingOf, unclearedModels } from './governance/patient-data-settings.ts';
 import { createOpenApiRoute } from './openapi/openapi-route.ts';
+import { createWebAppRoute } from './web-app-route.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -131,6 +132,9 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   });
   // The API's OpenAPI description, unauthenticated, whether or not a provider is configured.
   router.use(createOpenApiRoute(host.logger));
+  if (options.webApp) {
+    router.use(createWebAppRoute(host.logger));
+  }
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);

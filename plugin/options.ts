@@ -117,6 +117,11 @@ export const fhirgateOptionsSchema = z
         maxCharacters: z.number().int().min(0).default(100_000),
       })
       .prefault({}),
+    /**
+     * The web app (sign-in and chat) under `/fhirgate/app/` (web-app-route.ts, docs/app.md); `false` leaves that
+     * path to the server.
+     */
+    webApp: z.boolean().default(true),
   })
   .strict();
 

@@ -1,0 +1,54 @@
+/**
+ * The web app (plugin/web/, built into dist/web/ by `npm run build:web`), served under `/fhirgate/app/` on the
+ * server fhirgate is mounted in: the same origin as the server's API, so the app signs in with the server's own
+ * login and calls the API with the user's token. Static files only; any other path under it is the app's page
+ * (its router shows the page). `webApp: false` in the plugin's options turns it off.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import express, { type Router } from 'express';
+import type { HostLogger } from './host.ts';
+
+/** The path the app is served at, under the server's base. */
+export const WEB_APP_PATH = '/fhirgate/app';
+
+// From the sources (plugin/web-app-route.ts) the build is in dist/web/; from the package (dist/plugin/), in dist/web/ too.
+const BUILT_APP = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../dist/web/' : '../web/', import.meta.url));
+
+export function createWebAppRoute(logger: HostLogger | undefined, builtApp: string = BUILT_APP): Router {
+  const router = express.Router();
+  const built = existsSync(`${builtApp}index.html`);
+  if (!built) {
+    logger?.warn('fhirgate web app not built: run `npm run build:web`', { path: WEB_APP_PATH });
+  }
+  const app = express.Router();
+  app.use((_request, response, next) => {
+    // The app's own files only, and no framing by other sites.
+    response.setHeader('X-Content-Type-Options', 'nosniff');
+    response.setHeader('X-Frame-Options', 'DENY');
+    next();
+  });
+  if (built) {
+    // Hashed file names under assets/: cached for good. The page itself is asked for again each time.
+    app.use('/assets', express.static(`${builtApp}assets`, { immutable: true, maxAge: '365d', fallthrough: false, index: false }));
+    app.get(/.*/, (_request, response) => {
+      response.setHeader('Cache-Control', 'no-cache');
+      response.sendFile('index.html', { root: builtApp });
+    });
+  } else {
+    app.get(/.*/, (_request, response) => {
+      response.status(503).type('text/plain').send('The fhirgate web app is not built on this server. Run `npm run build:web` in fhirgate.\n');
+    });
+  }
+  // `/fhirgate/app` without its slash: the page's relative asset URLs need it.
+  router.get(WEB_APP_PATH, (request, response, next) => {
+    if (request.path !== WEB_APP_PATH) {
+      next();
+      return;
+    }
+    const query = request.originalUrl.indexOf('?');
+    response.redirect(308, `${request.baseUrl}${WEB_APP_PATH}/${query >= 0 ? request.originalUrl.slice(query) : ''}`);
+  });
+  router.use(`${WEB_APP_PATH}/`, app);
+  return router;
+}

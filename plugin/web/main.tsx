@@ -1,0 +1,36 @@
+/**
+ * The web app's entry: a MedplumClient on the server that serves the app (same origin, the server's own sign-in
+ * and token), Mantine's theme and notifications, and the app's routes under the path the app is served at.
+ */
+import '@mantine/core/styles.css';
+import '@mantine/notifications/styles.css';
+import '@medplum/react/styles.css';
+import { MantineProvider } from '@mantine/core';
+import { Notifications } from '@mantine/notifications';
+import { MedplumClient } from '@medplum/core';
+import { MedplumProvider } from '@medplum/react';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { BrowserRouter } from 'react-router';
+import { App } from './app.tsx';
+import { appLocation } from './app-location.ts';
+import { theme } from './theme.ts';
+
+const location = appLocation(document.baseURI, import.meta.url);
+const medplum = new MedplumClient({ baseUrl: location.serverUrl, onUnauthenticated: () => window.location.assign(location.appPath) });
+
+const root = document.getElementById('root');
+if (root) {
+  createRoot(root).render(
+    <StrictMode>
+      <BrowserRouter basename={location.appPath}>
+        <MedplumProvider medplum={medplum}>
+          <MantineProvider theme={theme}>
+            <Notifications />
+            <App />
+          </MantineProvider>
+        </MedplumProvider>
+      </BrowserRouter>
+    </StrictMode>
+  );
+}

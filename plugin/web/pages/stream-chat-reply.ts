@@ -1,0 +1,54 @@
+/**
+ * One chat turn, streamed (`POST /v1/chat/completions` with `stream: true`): the reply's text is handed on piece
+ * by piece as it arrives; the conversation's id comes back to continue it with `conversation_id`.
+ */
+import type { MedplumClient } from '@medplum/core';
+import { FhirgateError, fhirgateFetch } from '../fhirgate-api.ts';
+import { serverEventData } from '../server-events.ts';
+
+export interface ChatTurn {
+  readonly model: string;
+  readonly prompt: string;
+  /** The conversation to continue; a new one when absent. */
+  readonly conversationId?: string;
+}
+
+interface ChatChunk {
+  readonly conversation_id?: string;
+  readonly choices?: readonly { readonly delta?: { readonly content?: string | null } }[];
+  readonly error?: { readonly message?: string };
+}
+
+/** Streams a turn's reply into `onText`; resolves with the conversation's id once the reply is complete. */
+export async function streamChatReply(medplum: MedplumClient, turn: ChatTurn, onText: (text: string) => void, signal?: AbortSignal): Promise<string | undefined> {
+  const response = await fhirgateFetch(medplum, 'v1/chat/completions', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+    body: JSON.stringify({
+      model: turn.model,
+      stream: true,
+      messages: [{ role: 'user', content: turn.prompt }],
+      ...(turn.conversationId ? { conversation_id: turn.conversationId } : {}),
+    }),
+    signal,
+  });
+  let conversationId = response.headers.get('X-Conversation-ID') ?? turn.conversationId;
+  if (!response.body) {
+    return conversationId;
+  }
+  for await (const data of serverEventData(response.body)) {
+    if (data === '[DONE]') {
+      break;
+    }
+    const chunk = JSON.parse(data) as ChatChunk;
+    if (chunk.error) {
+      throw new FhirgateError(500, chunk.error.message ?? 'The reply stopped with an error.');
+    }
+    conversationId = chunk.conversation_id ?? conversationId;
+    const text = chunk.choices?.[0]?.delta?.content;
+    if (text) {
+      onText(text);
+    }
+  }
+  return conversationId;
+}
