@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
+import { Operator } from '@medplum/core';
 import type { Communication, User } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
@@ -75,7 +76,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     await page.screenshot({ path: `${IMAGES}app-chat.png` });
     expect(await accessibilityViolations(page)).toEqual([]);
 
-    const records = await chat.host.store.searchResources<Communication>({ resourceType: 'Communication', filters: [{ code: '_project', operator: 'eq' as never, value: projectId }] });
+    const records = await chat.host.store.searchResources<Communication>({ resourceType: 'Communication', filters: [{ code: '_project', operator: Operator.EQUALS, value: projectId }] });
     const texts = records.map((record) => record.payload?.[0]?.contentString);
     expect(texts).toEqual(expect.arrayContaining(['What should I check before discharge?', 'Echo: What should I check before discharge?', 'And after?', 'Echo: And after?']));
     const conversations = new Set(records.filter((record) => record.partOf).map((record) => record.partOf?.[0]?.reference));
