@@ -10,8 +10,8 @@ import { Operator } from '@medplum/core';
 import type { Communication, User } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
-import { buildWebApp, webAppIsBuilt } from '../../scripts/build-web-app.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
+import { ensureWebAppBuilt } from '../support/web-app-build.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
 
 const EMAIL = 'alice.carter@example.org';
@@ -30,9 +30,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
   let projectId: string;
 
   beforeAll(async () => {
-    if (!webAppIsBuilt()) {
-      await buildWebApp();
-    }
+    await ensureWebAppBuilt();
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;

@@ -1,0 +1,14 @@
+/**
+ * The web app, built for a browser test when `dist/web/` is missing or stale. The build runs in a process of its
+ * own (`npm run build:web`'s script): Vite's bundler does not run inside jest's module sandbox, whose objects are
+ * not the native binding's.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Builds the app unless its build is current. */
+export async function ensureWebAppBuilt(): Promise<void> {
+  await run(process.execPath, ['scripts/build-web-app.ts', '--when-stale'], { maxBuffer: 16 * 1024 * 1024 });
+}
