@@ -1,7 +1,8 @@
 /**
  * A conversation's thread as fhirgate stores it (docs/api.md, "What is stored"): the prompts and replies that are
  * `partOf` its root Communication, oldest first, side requests (titles, tags) left out; read with the FHIR API as
- * the signed-in user, so what their AccessPolicy hides is not shown.
+ * the signed-in user, so what their AccessPolicy hides is not shown; never from MedplumClient's cache, so a thread
+ * continued since it was last opened shows its newest turns.
  */
 import type { MedplumClient } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
@@ -16,7 +17,7 @@ export async function readConversation(medplum: MedplumClient, conversationId: s
     'category:not': 'ai-side-request',
     _sort: '-sent',
     _count: String(THREAD_LIMIT),
-  });
+  }, { cache: 'no-cache' });
   return [...records].reverse().flatMap((record) => messageOf(record) ?? []);
 }
 
