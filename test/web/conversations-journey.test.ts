@@ -2,7 +2,8 @@
  * The clinician's conversations in a real browser (Debian's Chromium) against the standalone host and the LLM
  * emulator: Dr. Carter reopens an earlier conversation from her list, reads it and continues it (one conversation
  * on record); she stops a slow reply mid-way, sees it marked stopped, and the record holds it `stopped` with the
- * text she was shown, as she reads it again when she reopens the conversation. axe finds no violation; the
+ * text she was shown, as she reads it again when she reopens the conversation; a reply reads as Markdown, its HTML
+ * never rendered. axe finds no violation; the
  * screenshot is the one docs/app.md shows.
  */
 import { fileURLToPath } from 'node:url';
@@ -113,6 +114,15 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     await reopened.getByText('Stopped', { exact: true }).waitFor();
     expect((await reopened.locator('p').last().textContent())?.trim()).toBe(storedText.trim());
     expect(await accessibilityViolations(page)).toEqual([]);
+
+    // A reply is read as Markdown, and HTML in it is never rendered.
+    chat.emulator.setBehaviour({ reply: '**Check the potassium.**\n\n- before discharge\n\n<img src="x" alt="injected">' });
+    await message.fill('Anything else?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const formatted = log.getByLabel('Reply').nth(3);
+    await formatted.locator('strong', { hasText: 'Check the potassium.' }).waitFor();
+    await expect(formatted.getByRole('listitem').textContent()).resolves.toBe('before discharge');
+    await expect(log.locator('img').count()).resolves.toBe(0);
     await context.close();
   }, 180_000);
 });

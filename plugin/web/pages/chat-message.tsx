@@ -1,6 +1,7 @@
-/** One message of the conversation: who said it, its text as written, whether a reply was stopped, and a copy button. */
+/** One message of the conversation: who said it, its text (a reply's as Markdown), whether a reply was stopped, and a copy button. */
 import { Badge, Button, CopyButton, Group, Paper, Text } from '@mantine/core';
 import type { JSX } from 'react';
+import { ReplyMarkdown } from './reply-markdown.tsx';
 import type { ChatMessage as Message } from './use-chat.ts';
 
 export function ChatMessage({ message, streaming }: { readonly message: Message; readonly streaming?: boolean }): JSX.Element {
@@ -25,7 +26,7 @@ export function ChatMessage({ message, streaming }: { readonly message: Message;
           </CopyButton>
         )}
       </Group>
-      <Text style={{ whiteSpace: 'pre-wrap' }}>{message.text}</Text>
+      {fromUser ? <Text style={{ whiteSpace: 'pre-wrap' }}>{message.text}</Text> : <ReplyMarkdown text={message.text} />}
     </Paper>
   );
 }
