@@ -1,13 +1,14 @@
 /** The app's pages: sign-in, and the chat for a signed-in user (anyone else is sent to sign in). */
-import { useMedplumProfile } from '@medplum/react';
+import { useMedplumContext } from '@medplum/react';
 import type { JSX } from 'react';
 import { Navigate, Route, Routes } from 'react-router';
 import { ChatPage } from './pages/chat-page.tsx';
 import { SignInPage } from './pages/sign-in-page.tsx';
 
 export function App(): JSX.Element {
-  const profile = useMedplumProfile();
-  return (
+  // While a stored session's profile is still loading, the page waits rather than sending the user to sign in.
+  const { profile, loading } = useMedplumContext();
+  return loading ? <main aria-busy /> : (
     <main>
       <Routes>
         <Route path="/signin" element={<SignInPage />} />

@@ -4,12 +4,16 @@
  */
 import type { MedplumClient } from '@medplum/core';
 
-/** An error of fhirgate's routes, with the message its body gives for people to read. */
+/** An error of fhirgate's routes: the status, the spec's `code`, `Retry-After` in seconds, and the body's message. */
 export class FhirgateError extends Error {
   readonly status: number;
-  constructor(status: number, message: string) {
+  readonly code: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  constructor(status: number, message: string, code?: string, retryAfterSeconds?: number) {
     super(message);
     this.status = status;
+    this.code = code;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -23,14 +27,21 @@ export async function fhirgateFetch(medplum: MedplumClient, path: string, init: 
   }
   const response = await fetch(new URL(path, medplum.getBaseUrl()), { ...init, headers });
   if (!response.ok) {
-    throw new FhirgateError(response.status, await errorMessageOf(response));
+    throw await errorOf(response);
   }
   return response;
 }
 
-/** The message of an OpenAI-style error body, or the status when the body has none. */
-async function errorMessageOf(response: Response): Promise<string> {
-  const body = (await response.json().catch(() => undefined)) as { error?: { message?: unknown } } | undefined;
+/** The error of an OpenAI-style error body, or of the status when the body has none. */
+async function errorOf(response: Response): Promise<FhirgateError> {
+  const body = (await response.json().catch(() => undefined)) as { error?: { message?: unknown; code?: unknown } } | undefined;
   const message = body?.error?.message;
-  return typeof message === 'string' && message ? message : `The server answered ${response.status} ${response.statusText}.`.trim();
+  const code = body?.error?.code;
+  const retryAfter = Number(response.headers.get('Retry-After') ?? Number.NaN);
+  return new FhirgateError(
+    response.status,
+    typeof message === 'string' && message ? message : `The server answered ${response.status} ${response.statusText}.`.trim(),
+    typeof code === 'string' ? code : undefined,
+    Number.isFinite(retryAfter) ? retryAfter : undefined
+  );
 }

@@ -16,10 +16,13 @@ export interface ChatTurn {
 interface ChatChunk {
   readonly conversation_id?: string;
   readonly choices?: readonly { readonly delta?: { readonly content?: string | null } }[];
-  readonly error?: { readonly message?: string };
+  readonly error?: { readonly message?: string; readonly code?: string };
 }
 
-/** Streams a turn's reply into `onText`; resolves with the conversation's id once the reply is complete. */
+/**
+ * Streams a turn's reply into `onText`; resolves with the conversation's id once the reply is complete, or once
+ * `signal` stops it (fhirgate then records the reply `stopped`, with what was delivered).
+ */
 export async function streamChatReply(medplum: MedplumClient, turn: ChatTurn, onText: (text: string) => void, signal?: AbortSignal): Promise<string | undefined> {
   const response = await fhirgateFetch(medplum, 'v1/chat/completions', {
     method: 'POST',
@@ -36,18 +39,24 @@ export async function streamChatReply(medplum: MedplumClient, turn: ChatTurn, on
   if (!response.body) {
     return conversationId;
   }
-  for await (const data of serverEventData(response.body)) {
-    if (data === '[DONE]') {
-      break;
+  try {
+    for await (const data of serverEventData(response.body)) {
+      if (data === '[DONE]') {
+        break;
+      }
+      const chunk = JSON.parse(data) as ChatChunk;
+      if (chunk.error) {
+        throw new FhirgateError(500, chunk.error.message ?? 'The reply stopped with an error.', chunk.error.code);
+      }
+      conversationId = chunk.conversation_id ?? conversationId;
+      const text = chunk.choices?.[0]?.delta?.content;
+      if (text) {
+        onText(text);
+      }
     }
-    const chunk = JSON.parse(data) as ChatChunk;
-    if (chunk.error) {
-      throw new FhirgateError(500, chunk.error.message ?? 'The reply stopped with an error.');
-    }
-    conversationId = chunk.conversation_id ?? conversationId;
-    const text = chunk.choices?.[0]?.delta?.content;
-    if (text) {
-      onText(text);
+  } catch (error) {
+    if (!signal?.aborted) {
+      throw error;
     }
   }
   return conversationId;

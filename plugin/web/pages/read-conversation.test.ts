@@ -1,0 +1,31 @@
+import type { MedplumClient } from '@medplum/core';
+import type { Communication } from '@medplum/fhirtypes';
+import { readConversation } from './read-conversation.ts';
+
+const SYSTEM = 'urn:fhirgate:communication-category';
+
+function record(id: string, code: string, text: string | undefined, status: Communication['status'] = 'completed'): Communication {
+  return { resourceType: 'Communication', id, status, category: [{ coding: [{ system: SYSTEM, code }] }], payload: text ? [{ contentString: text }] : undefined };
+}
+
+describe('readConversation', () => {
+  it('reads the thread oldest first, with one search of the conversation’s parts, a stopped reply marked', async () => {
+    const searches: Record<string, string>[] = [];
+    // The server answers newest first (`_sort=-sent`).
+    const newestFirst = [record('r2', 'ai-response', 'Partly', 'stopped'), record('p2', 'ai-prompt', 'And after?'), record('r1', 'ai-response', 'Echo: hi'), record('p1', 'ai-prompt', 'hi')];
+    const medplum = {
+      searchResources: async (_type: string, query: Record<string, string>) => {
+        searches.push(query);
+        return newestFirst;
+      },
+    } as unknown as MedplumClient;
+
+    expect(await readConversation(medplum, 'root-1')).toEqual([
+      { role: 'user', text: 'hi' },
+      { role: 'assistant', text: 'Echo: hi', stopped: false, failed: false },
+      { role: 'user', text: 'And after?' },
+      { role: 'assistant', text: 'Partly', stopped: true, failed: false },
+    ]);
+    expect(searches).toEqual([expect.objectContaining({ 'part-of': 'Communication/root-1', 'category:not': 'ai-side-request', _sort: '-sent' })]);
+  });
+});
