@@ -13,6 +13,7 @@ import type { CallerContext, HostLogger, OffThreadGraphql } from '../../host.ts'
 import { authenticateFirst } from '../../http/authenticate-first.ts';
 import { readJsonBody, type BodyLimits } from '../../http/json-body.ts';
 import { createOutcomeErrorHandler } from './outcome-errors.ts';
+import { answerSchemaRequest } from './schema-request.ts';
 
 const FHIR_JSON = 'application/fhir+json';
 // Medplum's JSON_TYPE (app.ts): FHIR JSON and JSON Patch are both `application/*+json`.
@@ -49,6 +50,11 @@ export function createFhirRoutes(options: FhirRoutesOptions): Router {
   router.use(readJsonBody({ ...options.body, type: JSON_TYPES }));
   router.use(async (request, response) => {
     const repo = (await requireCaller(request)).repo;
+    const schemaAnswer = request.method === 'POST' && request.path === '/$graphql' ? answerSchemaRequest(graphqlQueryOf(request.body)) : undefined;
+    if (schemaAnswer) {
+      response.json(schemaAnswer);
+      return;
+    }
     if (options.offThreadGraphql && request.method === 'POST' && request.path === '/$graphql') {
       await handleOffThreadGraphql(options.offThreadGraphql, repo, request, response);
       return;
@@ -85,6 +91,11 @@ async function handleFhirRequest(fhirRouter: FhirRouter, repo: FhirRepository, r
     }
   }
   sendResource(response, status, resource);
+}
+
+function graphqlQueryOf(body: unknown): string {
+  const query = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).query : undefined;
+  return typeof query === 'string' ? query : '';
 }
 
 /** As Medplum's `$graphql` route answers: its outcome when the document did not run, else the result as JSON. */

@@ -24,7 +24,7 @@ import type { Project } from '@medplum/fhirtypes';
 import { warmUpGraphqlSchema } from '../../graphql/execute-graphql.ts';
 import { compactHeap } from './compact-heap.ts';
 import { readGeneratedDateShiftKey, readGeneratedMetricsToken } from './secret-files.ts';
-import { DEMO_CLINICIAN_EMAIL, giveDemoClinicianPassword } from './demo-password.ts';
+import { DEMO_CLINICIAN_EMAIL, DEMO_REVIEWER_EMAIL, giveDemoClinicianPassword, giveDemoReviewerPassword } from './demo-password.ts';
 import { WEB_APP_PATH } from '../../web-app-route.ts';
 
 // From the sources (`npm start`) the token command is an npm script; from the package or the image, a command.
@@ -98,6 +98,7 @@ if (config.graphqlWarmUp) {
 }
 const demo = demoFixture ? await seedProject(store, demoFixture, { freshIds: false }) : undefined;
 const demoPassword = demo ? await giveDemoClinicianPassword(store, config.dataDir) : undefined;
+const reviewerPassword = demo ? await giveDemoReviewerPassword(store, config.dataDir) : undefined;
 // Start-up's garbage (the parsed definition bundles, the schema build) would otherwise stay committed for good.
 const heap = compactHeap();
 logger.debug('start-up heap compacted', { committedBeforeBytes: heap.committedBeforeBytes, committedAfterBytes: heap.committedAfterBytes });
@@ -114,6 +115,7 @@ if (demo) {
       `fhirgate is listening on ${url}`,
       `  Web app:         ${url}${WEB_APP_PATH.slice(1)}/`,
       ...(demoPassword ? [`    sign in as Dr. Alice Carter: ${DEMO_CLINICIAN_EMAIL}, password ${demoPassword}`] : []),
+      ...(reviewerPassword ? [`    sign in as Rosa Reyes, compliance officer (review console, ${url}${WEB_APP_PATH.slice(1)}/review): ${DEMO_REVIEWER_EMAIL}, password ${reviewerPassword}`] : []),
       `  FHIR API:        ${url}fhir/R4/`,
       `  Chat API:        ${url}v1/chat/completions   (model ${configuredLlm?.defaultModel ?? `${DEMO_MODEL_ID}: the offline DEMO provider, set AI_PROVIDER for a real one`})`,
       `  Demo project:    ${demo.projectId}   (send it as X-Project-ID)`,
