@@ -11,7 +11,7 @@ describe('the web app route', () => {
   beforeAll(async () => {
     built = `${await mkdtemp(join(tmpdir(), 'fhirgate-web-'))}/`;
     await mkdir(join(built, 'assets'));
-    await writeFile(join(built, 'index.html'), '<!doctype html><title>fhirgate</title>');
+    await writeFile(join(built, 'index.html'), '<!doctype html><html><head><title>fhirgate</title><script src="./assets/index-abc.js"></script></head></html>');
     await writeFile(join(built, 'assets', 'index-abc.js'), 'console.log(1);');
   });
 
@@ -28,6 +28,10 @@ describe('the web app route', () => {
     const asset = await request(app).get('/fhirgate/app/assets/index-abc.js');
     expect(asset.headers['cache-control']).toContain('immutable');
     expect((await request(app).get('/fhirgate/app/assets/missing.js')).status).toBe(404);
+    // A deep link's page resolves its relative asset URLs against the app's path, under any mount prefix.
+    expect((await request(app).get('/fhirgate/app/review/conversations/123')).text).toContain('<head><base href="/fhirgate/app/">');
+    const prefixed = express().use('/api', createWebAppRoute(undefined, built));
+    expect((await request(prefixed).get('/api/fhirgate/app/chat')).text).toContain('<base href="/api/fhirgate/app/">');
     const bare = await request(app).get('/fhirgate/app?x=1');
     expect([bare.status, bare.headers.location]).toEqual([308, '/fhirgate/app/?x=1']);
   });

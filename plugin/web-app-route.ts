@@ -4,7 +4,7 @@
  * login and calls the API with the user's token. Static files only; any other path under it is the app's page
  * (its router shows the page). `webApp: false` in the plugin's options turns it off.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
 import type { HostLogger } from './host.ts';
@@ -31,9 +31,13 @@ export function createWebAppRoute(logger: HostLogger | undefined, builtApp: stri
   if (built) {
     // Hashed file names under assets/: cached for good. The page itself is asked for again each time.
     app.use('/assets', express.static(`${builtApp}assets`, { immutable: true, maxAge: '365d', fallthrough: false, index: false }));
-    app.get(/.*/, (_request, response) => {
+    const page = readFileSync(`${builtApp}index.html`, 'utf8');
+    app.get(/.*/, (request, response) => {
       response.setHeader('Cache-Control', 'no-cache');
-      response.sendFile('index.html', { root: builtApp });
+      // The page's asset URLs are relative: a base at the app's own path makes them right from a deep link too
+      // (`/fhirgate/app/review/conversations/<id>`), whatever prefix the server mounts fhirgate at.
+      const base = `<base href="${escapeAttribute(encodeURI(`${request.baseUrl}/`))}">`;
+      response.type('html').send(page.replace('<head>', `<head>${base}`));
     });
   } else {
     app.get(/.*/, (_request, response) => {
@@ -51,4 +55,8 @@ export function createWebAppRoute(logger: HostLogger | undefined, builtApp: stri
   });
   router.use(`${WEB_APP_PATH}/`, app);
   return router;
+}
+
+function escapeAttribute(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }

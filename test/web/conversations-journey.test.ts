@@ -12,7 +12,7 @@ import { Operator } from '@medplum/core';
 import type { Communication, User } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
-import { buildWebApp, webAppIsBuilt } from '../../scripts/build-web-app.ts';
+import { ensureWebAppBuilt } from '../support/web-app-build.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { startChatHost, type ChatHost } from '../support/chat-host.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -39,9 +39,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
   const codeOf = (record: Communication): string | undefined => record.category?.[0]?.coding?.[0]?.code;
 
   beforeAll(async () => {
-    if (!webAppIsBuilt()) {
-      await buildWebApp();
-    }
+    await ensureWebAppBuilt();
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;

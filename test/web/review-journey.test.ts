@@ -11,7 +11,7 @@ import AxeBuilder from '@axe-core/playwright';
 import type { User } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
-import { buildWebApp, webAppIsBuilt } from '../../scripts/build-web-app.ts';
+import { ensureWebAppBuilt } from '../support/web-app-build.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
 
@@ -55,9 +55,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
   }
 
   beforeAll(async () => {
-    if (!webAppIsBuilt()) {
-      await buildWebApp();
-    }
+    await ensureWebAppBuilt();
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;
