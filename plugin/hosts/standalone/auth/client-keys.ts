@@ -11,9 +11,9 @@ import type { FhirRepository } from '@medplum/fhir-router';
 import type { ClientApplication, Login, Project, ProjectMembership, Reference } from '@medplum/fhirtypes';
 import type { CallerContext } from '../../../host.ts';
 import type { ClientKey } from '../../../http/client-key.ts';
-import { isOutcomeStatus } from '../../../medplum-errors.ts';
 import { ProjectRepository } from '../project-repository.ts';
 import { buildAccessPolicy } from './access-policy.ts';
+import { readOrUndefined } from './logins.ts';
 
 /** The ClientApplication of a key, when the key's secret is its current one and the client is not switched off. */
 export async function readKeyClient(store: FhirRepository, key: ClientKey): Promise<WithId<ClientApplication> | undefined> {
@@ -42,7 +42,7 @@ export async function authenticateClientKey(
   if (!client || !membership) {
     return undefined;
   }
-  const project = await readOrUndefined<Project>(store, 'Project', membership.project.reference?.split('/')[1] ?? '');
+  const project = await readOrUndefined<Project>(store, membership.project);
   if (!project) {
     return undefined;
   }
@@ -65,19 +65,4 @@ function secretsMatch(expected: string, given: string): boolean {
   const expectedBytes = Buffer.from(expected);
   const givenBytes = Buffer.from(given);
   return expectedBytes.length === givenBytes.length && timingSafeEqual(expectedBytes, givenBytes);
-}
-
-async function readOrUndefined<T extends ClientApplication | Project>(store: FhirRepository, resourceType: T['resourceType'], id: string): Promise<WithId<T> | undefined> {
-  if (!id) {
-    return undefined;
-  }
-  try {
-    return await store.readResource<T>(resourceType, id);
-  } catch (error) {
-    // Unknown or deleted: nobody. A store that fails is not a wrong key: its error goes on (503), never a 401.
-    if (isOutcomeStatus(error, 400, 404, 410)) {
-      return undefined;
-    }
-    throw error;
-  }
 }

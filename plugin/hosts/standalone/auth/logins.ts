@@ -134,7 +134,8 @@ async function readLiveLoginAndMembership(
   return { login, membership };
 }
 
-async function readOrUndefined<T extends Login | ProjectMembership | Project>(
+/** A resource by type and id or by reference; undefined when missing or deleted (a failing store's error goes on). */
+export async function readOrUndefined<T extends Login | ProjectMembership | Project | ClientApplication>(
   store: FhirRepository,
   typeOrReference: string | Reference,
   id?: string
