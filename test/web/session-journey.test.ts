@@ -130,3 +130,70 @@ async function fillSignIn(page: Page): Promise<void> {
     await context.close();
   }, 120_000);
 });
+
+/** A host whose access tokens live `lifetimeSeconds`, Dr. Carter with a password, and a browser. */
+function expiringSessions(lifetimeSeconds: number): { chat: () => ChatHost; browser: () => Browser; signIn: (page: Page, remember: boolean) => Promise<void> } {
+  let chat: ChatHost;
+  let browser: Browser;
+  beforeAll(async () => {
+    await ensureWebAppBuilt();
+    chat = await startChatHost({ host: { accessTokenLifetimeSeconds: lifetimeSeconds } });
+    const project = await chat.host.seedProject();
+    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
+    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(CLINICIAN.password) });
+    browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await chat?.close();
+  });
+  return {
+    chat: () => chat,
+    browser: () => browser,
+    signIn: async (page, remember) => {
+      await page.goto(`${chat.host.url}fhirgate/app/`);
+      await page.getByLabel('Email').fill(CLINICIAN.email);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('textbox', { name: 'Password' }).fill(CLINICIAN.password);
+      if (remember) {
+        await page.getByLabel('Remember me').check();
+      }
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    },
+  };
+}
+
+(browserTestsRun() ? describe : describe.skip)('a remembered session', () => {
+  // MedplumClient renews a token in its last five minutes: this one is in them 5 seconds after it is issued.
+  const sessions = expiringSessions(305);
+
+  test('with "Remember me" the session is renewed with its refresh token before it expires, as in a Medplum server', async () => {
+    const context = await sessions.browser().newContext();
+    const page = await context.newPage();
+    await sessions.signIn(page, true);
+    const first = await sessionToken(page);
+    await page.waitForTimeout(6000);
+    await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
+    await page.getByRole('heading', { name: 'Review' }).waitFor();
+    await page.waitForFunction((issued) => (JSON.parse(localStorage.getItem('activeLogin') ?? '{}') as { accessToken?: string }).accessToken !== issued, first);
+    expect(await sessionToken(page)).not.toBe(first);
+    expect(page.url()).toMatch(/\/review$/);
+    await context.close();
+  }, 120_000);
+});
+
+(browserTestsRun() ? describe : describe.skip)('a session whose access token expires', () => {
+  // Access tokens of 3 seconds: the step below outlives the one it starts with.
+  const sessions = expiringSessions(3);
+
+  test('without "Remember me" the session ends with its access token, and sign-in returns to the page', async () => {
+    const context = await sessions.browser().newContext();
+    const page = await context.newPage();
+    await sessions.signIn(page, false);
+    await page.waitForTimeout(4000);
+    await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
+    await page.waitForURL(/\/signin\?next=%2Freview/);
+    await context.close();
+  }, 120_000);
+});

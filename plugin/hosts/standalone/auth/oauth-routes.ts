@@ -1,6 +1,6 @@
 /**
- * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, and the authorization
- * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`, and
+ * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, the authorization code of
+ * an email and password sign-in, password-login.ts, and the refresh token of one with "Remember me", refresh-grant.ts), the public keys at `/.well-known/jwks.json`, and
  * `GET /auth/me`, the session `MedplumClient` reads after every login, and `/oauth2/logout` (GET or POST, as
  * Medplum's), which revokes the caller's Login, so its access token authenticates nobody from then on
  * (`MedplumClient.signOut()` calls it).
@@ -19,6 +19,7 @@ import type { CallerCache } from './caller-cache.ts';
 import { startLogin } from './logins.ts';
 import { findClientMembership, readKeyClient } from './client-keys.ts';
 import { exchangeAuthorizationCode } from './password-login.ts';
+import { refreshLogin } from './refresh-grant.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
 /** What the OAuth routes work with. */
@@ -98,11 +99,22 @@ async function handleTokenRequest(request: Request, response: Response, store: F
       sendTokenError(response, 400, exchanged.error, exchanged.description);
       return;
     }
-    sendTokens(response, exchanged.accessToken, exchanged.expiresInSeconds, exchanged.login.scope ?? 'openid', exchanged.membership);
+    const { login } = exchanged;
+    const refreshToken = login.refreshSecret ? await tokens.signRefresh(login.id, login.refreshSecret) : undefined;
+    sendTokens(response, exchanged.accessToken, exchanged.expiresInSeconds, login.scope ?? 'openid', exchanged.membership, refreshToken);
+    return;
+  }
+  if (body.grant_type === 'refresh_token') {
+    const refreshed = await refreshLogin(store, tokens, body.refresh_token);
+    if ('error' in refreshed) {
+      sendTokenError(response, 400, refreshed.error, refreshed.description);
+      return;
+    }
+    sendTokens(response, refreshed.accessToken, refreshed.expiresInSeconds, refreshed.login.scope ?? 'openid', refreshed.membership, refreshed.refreshToken);
     return;
   }
   if (body.grant_type !== 'client_credentials') {
-    sendTokenError(response, 400, 'unsupported_grant_type', 'This host supports the client_credentials and authorization_code grants.');
+    sendTokenError(response, 400, 'unsupported_grant_type', 'This host supports the client_credentials, authorization_code and refresh_token grants.');
     return;
   }
   const credentials = readClientCredentials(request, body);
@@ -131,10 +143,11 @@ async function handleTokenRequest(request: Request, response: Response, store: F
   sendTokens(response, issued.accessToken, issued.expiresInSeconds, scope, membership);
 }
 
-function sendTokens(response: Response, accessToken: string, expiresInSeconds: number, scope: string, membership: ProjectMembership): void {
+function sendTokens(response: Response, accessToken: string, expiresInSeconds: number, scope: string, membership: ProjectMembership, refreshToken?: string): void {
   response.set('Cache-Control', 'no-store').json({
     token_type: 'Bearer',
     access_token: accessToken,
+    ...(refreshToken ? { refresh_token: refreshToken } : {}),
     expires_in: expiresInSeconds,
     scope,
     project: membership.project,
