@@ -6,7 +6,8 @@ let loaded = false;
 
 /**
  * Search parameters fhirgate adds: R4 has none for `Communication.inResponseTo`, which threads a reply to its
- * prompt. A Medplum server gets the same SearchParameter resource (see docs/mounting.md).
+ * prompt, nor for the model a reply records (`urn:fhirgate:extension:model`), by which the review console filters
+ * replies. The standalone host indexes both (store/search-index.ts); docs/app.md says what a Medplum server does.
  */
 export const FHIRGATE_SEARCH_PARAMETERS: SearchParameter[] = [
   {
@@ -21,6 +22,18 @@ export const FHIRGATE_SEARCH_PARAMETERS: SearchParameter[] = [
     type: 'reference',
     expression: 'Communication.inResponseTo',
     target: ['Communication'],
+  },
+  {
+    resourceType: 'SearchParameter',
+    id: 'Communication-ai-model',
+    url: 'urn:fhirgate:SearchParameter/Communication-ai-model',
+    name: 'ai-model',
+    status: 'active',
+    description: 'The model that answered (a reply), provider/model',
+    code: 'ai-model',
+    base: ['Communication'],
+    type: 'token',
+    expression: "Communication.extension('urn:fhirgate:extension:model').value",
   },
 ];
 

@@ -39,7 +39,11 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
     'sender',
     'recipient',
     'status',
+    // fhirgate's own (fhir-definitions.ts): the model a reply records, for the review console's model filter.
+    'ai-model',
   ],
+  // The review console's disclosures (by patient, by user) and device sign-ins (docs/app.md).
+  AuditEvent: ['type', 'subtype', 'entity', 'entity-role', 'agent', 'date', 'outcome'],
   // Every search a chat turn makes (plugin/chat/patient-context.ts, fhir-tools.ts) and every parameter of the
   // ready-made and device AccessPolicies' criteria, for the types a chart summary reads.
   Observation: ['identifier', 'device', 'subject', 'code', 'status', 'patient', 'date', 'performer', 'category'],
@@ -57,7 +61,18 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
  * long the conversation is, instead of looking up and sorting the date of every message.
  */
 export const SORTED_LOOKUPS: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>> = {
-  Communication: [{ filter: 'part-of', sort: 'sent' }],
+  Communication: [
+    { filter: 'part-of', sort: 'sent' },
+    // The review console's conversations and replies of one user or one patient, newest first.
+    { filter: 'sender', sort: 'sent' },
+    { filter: 'recipient', sort: 'sent' },
+    { filter: 'subject', sort: 'sent' },
+  ],
+  // A patient's or a user's disclosures, newest first.
+  AuditEvent: [
+    { filter: 'entity', sort: 'date' },
+    { filter: 'agent', sort: 'date' },
+  ],
   // A chart's newest records: the chart summary's searches, and what a model's FHIR tool asks most.
   Observation: [
     { filter: 'patient', sort: 'date' },
