@@ -33,7 +33,7 @@ export const FHIRGATE_SEARCH_PARAMETERS: SearchParameter[] = [
     code: 'ai-model',
     base: ['Communication'],
     type: 'token',
-    expression: "Communication.extension('urn:fhirgate:extension:model').value",
+    expression: "Communication.extension.where(url = 'urn:fhirgate:extension:model').value",
   },
 ];
 

@@ -38,14 +38,24 @@ export function repliesOf(events: readonly AuditEvent[]): string[] {
   ];
 }
 
-/** A conversation's records and the disclosures of its replies. */
+/**
+ * A conversation's records and the disclosures of its replies. A user whose AccessPolicy gives no AuditEvents (a
+ * clinician exporting their own conversation) gets the records without them, as the server refuses them.
+ */
 export async function collectConversation(medplum: MedplumClient, conversationId: string): Promise<Resource[]> {
   const root = await medplum.readResource('Communication', conversationId);
   const records = await searchAll<Communication>(medplum, 'Communication', { 'part-of': `Communication/${conversationId}`, _sort: 'sent' });
   const replies = records.filter((record) => record.inResponseTo?.length).map((record) => `Communication/${record.id ?? ''}`);
   const events: AuditEvent[] = [];
-  for (const chunk of chunks(replies)) {
-    events.push(...(await searchAll<AuditEvent>(medplum, 'AuditEvent', { entity: chunk.join(','), _sort: 'date' })));
+  try {
+    for (const chunk of chunks(replies)) {
+      events.push(...(await searchAll<AuditEvent>(medplum, 'AuditEvent', { entity: chunk.join(','), _sort: 'date' })));
+    }
+  } catch (error) {
+    if (!isForbidden(error)) {
+      throw error;
+    }
+    events.length = 0;
   }
   return [root, ...records, ...events];
 }
@@ -87,6 +97,12 @@ async function searchAll<T extends Resource>(medplum: MedplumClient, resourceTyp
       return found;
     }
   }
+}
+
+/** A refusal of the server (403), recognised by its shape: an OperationOutcome of code `forbidden`. */
+function isForbidden(error: unknown): boolean {
+  const outcome = (error as { outcome?: { issue?: { code?: string }[] } } | undefined)?.outcome;
+  return outcome?.issue?.some((issue) => issue.code === 'forbidden') ?? false;
 }
 
 function chunks<T>(items: readonly T[]): T[][] {

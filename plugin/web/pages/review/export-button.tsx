@@ -21,7 +21,7 @@ export function ExportButton(props: { readonly label: string; readonly fileName:
   };
   return (
     <>
-      <Button variant="light" loading={busy} onClick={() => void run()}>
+      <Button variant="default" loading={busy} onClick={() => void run()}>
         {props.label}
       </Button>
       {error && (
