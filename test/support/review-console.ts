@@ -44,6 +44,8 @@ export async function startReviewHost(): Promise<ReviewHost> {
         jwt_secret: 'review-journey-device-signing-secret-0123456789',
         identifier_system: 'urn:fhirgate:demo:device',
         project_id: project.projectId,
+        // One failed attempt from an address is allowed; the next locks it out (the right key never is).
+        failed_attempts_per_source: 1,
       },
     }),
   });

@@ -2,7 +2,7 @@
  * The review console's filters, disclosures, device sign-ins and exports in a real browser (Debian's Chromium)
  * against the standalone host and the LLM emulator. Dr. Carter chats through the API (as any client): about Maria
  * Lopez, without a patient, and once more when the provider fails; the demo monitor exchanges its key once rightly
- * and once wrongly. Rosa Reyes, the compliance officer, finds Dr. Carter's conversation about Maria by its filters,
+ * then wrongly until it is locked out. Rosa Reyes, the compliance officer, finds Dr. Carter's conversation about Maria by its filters,
  * reads what the model was sent, its cost and latency and the disclosure, exports the conversation and Maria's
  * disclosures as FHIR Bundles, and reads the device sign-ins. Dr. Carter on the same console sees only what her
  * AccessPolicy lets her read. The screenshots are those docs/app.md shows; axe finds no violation on any page.
@@ -74,6 +74,7 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     expect((await chat(FAILING)).status).toBeGreaterThanOrEqual(500);
     expect(await review.deviceExchange(MONITOR.key)).toBe(200);
     expect(await review.deviceExchange('Not-The-Monitor-Key-0000-aaaa')).toBe(403);
+    expect(await review.deviceExchange('Not-The-Monitor-Key-0000-bbbb')).toBe(429);
     const records = (await (await review.api(`fhir/R4/Communication?part-of=Communication/${conversationId}`, 'reviewer-membership')).json()) as Bundle<Communication>;
     replyId = records.entry?.map((entry) => entry.resource).find((record) => record?.inResponseTo?.length)?.id ?? '';
     expect(replyId).not.toBe('');
@@ -177,13 +178,14 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
 
     await page.getByRole('tab', { name: 'Devices' }).click();
     await resultRows(page).filter({ hasText: 'Device token issued' }).first().waitFor();
-    await resultRows(page).filter({ hasText: 'Device token refused' }).first().waitFor();
+    await resultRows(page).filter({ hasText: 'Device token refused: wrong API key' }).waitFor();
+    await resultRows(page).filter({ hasText: 'too many failed attempts (locked out)' }).waitFor();
     await page.screenshot({ path: `${IMAGES}app-review-devices.png` });
     expect(await accessibilityViolations(page)).toEqual([]);
     await choose(page, 'Outcome', 'Refused (failed attempts, lockouts)');
     await page.getByRole('form', { name: 'Filter the device sign-ins' }).getByRole('button', { name: 'Search' }).click();
-    await rowsCount(page, 1);
-    await resultRows(page).filter({ hasText: 'Device token refused' }).waitFor();
+    await rowsCount(page, 2);
+    await expect(resultRows(page).filter({ hasText: 'Device token refused' }).count()).resolves.toBe(2);
     await context.close();
   }, 180_000);
 

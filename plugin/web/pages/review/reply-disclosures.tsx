@@ -5,7 +5,7 @@
 import { Code, List, Stack, Text } from '@mantine/core';
 import { formatDateTime } from '@medplum/core';
 import type { AuditEvent } from '@medplum/fhirtypes';
-import { ReferenceDisplay } from '@medplum/react';
+import { ResourceName } from '@medplum/react';
 import type { JSX } from 'react';
 
 export function ReplyDisclosures(props: { readonly shared: readonly string[]; readonly events: readonly AuditEvent[] }): JSX.Element {
@@ -26,12 +26,19 @@ export function ReplyDisclosures(props: { readonly shared: readonly string[]; re
       ) : (
         props.events.map((event) => (
           <Text size="sm" key={event.id}>
-            Recorded {formatDateTime(event.recorded)}, asked by{' '}
-            {event.agent.find((agent) => agent.requestor)?.who ? <ReferenceDisplay value={event.agent.find((agent) => agent.requestor)?.who} /> : 'an unknown caller'}
-            : {event.outcomeDesc}
+            Recorded {formatDateTime(event.recorded)}, asked by <Requestor event={event} />: {event.outcomeDesc}
           </Text>
         ))
       )}
     </Stack>
   );
+}
+
+/** Who asked for the disclosure, by name when the reviewer may read them, else as recorded. */
+function Requestor({ event }: { readonly event: AuditEvent }): JSX.Element {
+  const who = event.agent.find((agent) => agent.requestor)?.who;
+  if (who?.reference) {
+    return <ResourceName value={who} />;
+  }
+  return <>{who?.display ?? 'an unknown caller'}</>;
 }
