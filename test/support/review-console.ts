@@ -1,10 +1,12 @@
 /**
  * What the review console's browser journeys share: a standalone host on the LLM emulator with the demo project
- * loaded before start (so the demo monitor can exchange device tokens), the emulator's model priced (so replies record
- * a cost), the demo users' passwords set, the API as any member, sign-in to `/fhirgate/app/review`, and axe.
+ * loaded before start (so the demo monitor can exchange device tokens), two models (`openai/gpt-4o-mini`, cleared for
+ * patient data and priced, so replies record a cost; `other/gpt-4o-mini`, not cleared, to which the project sends
+ * turns about a patient de-identified), the demo users' passwords set, the API as any member, sign-in to
+ * `/fhirgate/app/review`, and axe.
  */
 import AxeBuilder from '@axe-core/playwright';
-import type { User } from '@medplum/fhirtypes';
+import type { Project, User } from '@medplum/fhirtypes';
 import type { Page } from 'playwright-core';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
@@ -15,6 +17,8 @@ import { startTestHost, type TestHost } from './test-host.ts';
 export const CLINICIAN = { email: 'alice.carter@example.org', password: 'a demo password for the clinician' };
 export const REVIEWER = { email: 'rosa.reyes@example.org', password: 'a demo password for the reviewer' };
 export const MONITOR = { id: 'demo-monitor-1', key: 'Review-Journey-Monitor-Key-7Qx' };
+/** The model not cleared for patient data: a turn about a patient goes to it de-identified. */
+export const NOT_CLEARED_MODEL = 'other/gpt-4o-mini';
 
 /** A host for the review console's journeys. */
 export interface ReviewHost {
@@ -34,11 +38,15 @@ export async function startReviewHost(): Promise<ReviewHost> {
   const host = await startTestHost({
     pluginFor: (project) => ({
       llm: {
-        providers: { openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] } },
+        providers: {
+          openai: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] },
+          other: { kind: 'openai', apiKey: 'sk-test-provider-key', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'] },
+        },
         defaultModel: CHAT_MODEL,
         patientDataModels: ['openai/*'],
       },
       governance: { prices: { [CHAT_MODEL]: { input: 0.15, output: 0.6 } } },
+      deIdentification: { dateShiftKey: 'a-review-journey-date-shift-key-of-forty-characters' },
       device_auth: {
         valid_keys: { [MONITOR.id]: MONITOR.key },
         jwt_secret: 'review-journey-device-signing-secret-0123456789',
@@ -50,6 +58,8 @@ export async function startReviewHost(): Promise<ReviewHost> {
     }),
   });
   const project = host.project as SeededProject;
+  const projectRecord = await host.store.readResource<Project>('Project', project.projectId);
+  await host.store.updateResource<Project>({ ...projectRecord, setting: [...(projectRecord.setting ?? []), { name: 'AI_PATIENT_DATA_POLICY', valueString: 'de-identify' }] });
   for (const [user, password] of [
     ['practitioner-user', CLINICIAN.password],
     ['reviewer-user', REVIEWER.password],

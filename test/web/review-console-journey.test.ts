@@ -1,7 +1,8 @@
 /**
  * The review console's filters, disclosures, device sign-ins and exports in a real browser (Debian's Chromium)
  * against the standalone host and the LLM emulator. Dr. Carter chats through the API (as any client): about Maria
- * Lopez, without a patient, and once more when the provider fails; the demo monitor exchanges its key once rightly
+ * Lopez, without a patient, once more when the provider fails, and about Maria on a model not cleared for patient
+ * data (sent de-identified); the demo monitor exchanges its key once rightly
  * then wrongly until it is locked out. Rosa Reyes, the compliance officer, finds Dr. Carter's conversation about Maria by its filters,
  * reads what the model was sent, its cost and latency and the disclosure, exports the conversation and Maria's
  * disclosures as FHIR Bundles, and reads the device sign-ins. Dr. Carter on the same console sees only what her
@@ -13,12 +14,13 @@ import type { AuditEvent, Bundle, Communication, Resource } from '@medplum/fhirt
 import type { Browser, Locator, Page } from 'playwright-core';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL } from '../support/chat-host.ts';
-import { accessibilityViolations, CLINICIAN, MONITOR, REVIEWER, startReviewHost, type ReviewHost } from '../support/review-console.ts';
+import { accessibilityViolations, CLINICIAN, MONITOR, NOT_CLEARED_MODEL, REVIEWER, startReviewHost, type ReviewHost } from '../support/review-console.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
 
 const ABOUT_MARIA = 'Is Maria due for a potassium check?';
 const NO_PATIENT = 'What is the usual adult dose of amoxicillin?';
 const FAILING = `Summarise the guideline [emulator-behaviour ${JSON.stringify({ errorStatus: 500 })}]`;
+const DE_IDENTIFIED = 'Has Maria Lopez been taking her lisinopril?';
 const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 
 /** The rows of the list on the page (its header row aside). */
@@ -53,11 +55,12 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
   let maria: string;
   let conversationId: string;
   let replyId: string;
+  let deIdentifiedId: string;
 
-  async function chat(content: string, patientId?: string): Promise<{ conversation_id: string; status: number }> {
+  async function chat(content: string, patientId?: string, model = CHAT_MODEL): Promise<{ conversation_id: string; status: number }> {
     const response = await review.api('v1/chat/completions', 'practitioner-membership', {
       method: 'POST',
-      body: JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content }], ...(patientId ? { patient_id: patientId } : {}) }),
+      body: JSON.stringify({ model, messages: [{ role: 'user', content }], ...(patientId ? { patient_id: patientId } : {}) }),
     });
     const body = (await response.json()) as { conversation_id: string };
     return { ...body, status: response.status };
@@ -72,6 +75,9 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     conversationId = aboutMaria.conversation_id;
     expect((await chat(NO_PATIENT)).status).toBe(200);
     expect((await chat(FAILING)).status).toBeGreaterThanOrEqual(500);
+    const deIdentified = await chat(DE_IDENTIFIED, maria, NOT_CLEARED_MODEL);
+    expect(deIdentified.status).toBe(200);
+    deIdentifiedId = deIdentified.conversation_id;
     expect(await review.deviceExchange(MONITOR.key)).toBe(200);
     expect(await review.deviceExchange('Not-The-Monitor-Key-0000-aaaa')).toBe(403);
     expect(await review.deviceExchange('Not-The-Monitor-Key-0000-bbbb')).toBe(429);
@@ -92,12 +98,11 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     await review.signIn(page, REVIEWER);
     const filters = page.getByRole('form', { name: 'Filter the conversations' });
 
-    // By user and patient: the conversation about Maria, not the one without a patient.
+    // By user and patient: the two conversations about Maria, not the ones without a patient.
     await choose(page, 'User', 'Alice Carter');
     await filters.getByLabel('Patient id').fill(maria);
     await filters.getByRole('button', { name: 'Search' }).click();
-    await expect(resultRows(page).count()).resolves.toBeGreaterThan(0);
-    await rowsCount(page, 1);
+    await rowsCount(page, 2);
     expect(await accessibilityViolations(page)).toEqual([]);
 
     // By outcome: the failed reply only; by model and outcome completed: the two replies that answered.
@@ -116,9 +121,10 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     await filters.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No results').waitFor();
 
-    // Back to the conversation about Maria, opened from its row.
+    // The conversation about Maria on the cleared model, opened from its reply's row.
     await filters.getByRole('button', { name: 'Clear' }).click();
     await filters.getByLabel('Patient id').fill(maria);
+    await filters.getByLabel('Model').fill(CHAT_MODEL);
     await filters.getByRole('button', { name: 'Search' }).click();
     await rowsCount(page, 1);
     await resultRows(page).first().click();
@@ -168,7 +174,10 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     const events = resourcesOf(exported).filter((record): record is AuditEvent => record.resourceType === 'AuditEvent');
     expect(events.length).toBeGreaterThan(0);
     expect(events.every((event) => event.entity?.some((entity) => entity.what?.reference === `Patient/${maria}`))).toBe(true);
-    expect(resourcesOf(exported).find((record) => record.resourceType === 'Communication')?.id).toBe(replyId);
+    // With the replies they were sent for: both of Maria's conversations, this one's among them.
+    const replies = resourcesOf(exported).filter((record) => record.resourceType === 'Communication');
+    expect(replies.map((record) => record.id)).toContain(replyId);
+    expect(replies).toHaveLength(2);
 
     // A period before the conversation holds none of them.
     await filters.getByLabel('From').fill('2020-01-01');
@@ -216,6 +225,30 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     const records = resourcesOf(exported);
     expect(records.map((record) => record.id)).toContain(replyId);
     expect(records.some((record) => record.resourceType === 'AuditEvent')).toBe(false);
+    await context.close();
+  }, 180_000);
+
+  test('a turn sent de-identified shows exactly what the model got: pseudonyms, not the patient', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    const page = await context.newPage();
+    await review.signIn(page, REVIEWER);
+    const filters = page.getByRole('form', { name: 'Filter the conversations' });
+    await filters.getByLabel('Model').fill(NOT_CLEARED_MODEL);
+    await filters.getByRole('button', { name: 'Search' }).click();
+    await rowsCount(page, 1);
+    await resultRows(page).first().click();
+    await page.waitForURL(`**/review/conversations/${deIdentifiedId}`);
+    const reply = page.getByLabel('Thread').getByRole('article', { name: 'Reply' });
+    await reply.getByText('de-identified', { exact: true }).waitFor();
+    await reply.getByText('Messages as the model got them (de-identified)').click();
+    const sent = await reply.getByLabel('Messages as the model got them (de-identified)').innerText();
+    expect(sent).toContain('lisinopril');
+    expect(sent).not.toMatch(/Maria|Lopez/);
+    await reply.getByText('Patient summary sent to the model (de-identified)').click();
+    const summary = await reply.getByLabel('Patient summary sent to the model (de-identified)').innerText();
+    expect(summary).toContain('female');
+    expect(summary).not.toMatch(/Maria|Lopez|1958-03-14/);
+    expect(await accessibilityViolations(page)).toEqual([]);
     await context.close();
   }, 180_000);
 });
