@@ -63,7 +63,7 @@ export async function collectConversation(medplum: MedplumClient, conversationId
 /** The disclosures a search finds (every page), and the replies they were sent for. */
 export async function collectDisclosures(medplum: MedplumClient, search: SearchRequest): Promise<Resource[]> {
   // A period is two filters on `date`: the query keeps both.
-  const query = new URLSearchParams(formatSearchQuery({ ...search, fields: undefined, count: undefined, offset: undefined }));
+  const query = new URLSearchParams(formatSearchQuery({ ...search, fields: undefined, count: undefined, offset: undefined, total: undefined }));
   const events = await searchAll<AuditEvent>(medplum, 'AuditEvent', query);
   const replies: Communication[] = [];
   for (const chunk of chunks(repliesOf(events))) {

@@ -45,6 +45,11 @@ export interface DeviceFilters extends Period {
 }
 
 const PAGE = 20;
+/**
+ * The count a list shows: `SearchControl` asks for an exact one unless told; an estimate is what a Medplum server
+ * can give cheaply for a large project (it counts exactly when the estimate is small; the standalone host always does).
+ */
+const TOTAL = 'estimate';
 const REST = 'http://terminology.hl7.org/CodeSystem/audit-event-type|rest';
 const USER_AUTHENTICATION = 'http://dicom.nema.org/resources/ontology/DCM|110114';
 
@@ -69,6 +74,7 @@ export function conversationSearch(filters: ConversationFilters = {}): SearchReq
       fields: ['sent', 'sender', 'subject', 'status'],
       sortRules: [{ code: 'sent', descending: true }],
       count: PAGE,
+    total: TOTAL,
     };
   }
   const model = filters.model?.trim();
@@ -86,6 +92,7 @@ export function conversationSearch(filters: ConversationFilters = {}): SearchReq
     fields: ['sent', 'recipient', 'subject', 'ai-model', 'status'],
     sortRules: [{ code: 'sent', descending: true }],
     count: PAGE,
+    total: TOTAL,
   };
 }
 
@@ -105,6 +112,7 @@ export function disclosureSearch(filters: DisclosureFilters = {}): SearchRequest
     fields: ['recorded', 'agent', 'outcomeDesc'],
     sortRules: [{ code: 'date', descending: true }],
     count: PAGE,
+    total: TOTAL,
   };
 }
 
@@ -120,13 +128,9 @@ export function deviceSearch(filters: DeviceFilters = {}): SearchRequest {
     fields: ['recorded', 'agent', 'outcome', 'outcomeDesc'],
     sortRules: [{ code: 'date', descending: true }],
     count: PAGE,
+    total: TOTAL,
   };
 }
-
-/** The conversation searches' defaults, as before any filter. */
-export const CONVERSATIONS_SEARCH: SearchRequest = conversationSearch();
-export const DISCLOSURES_SEARCH: SearchRequest = disclosureSearch();
-export const DEVICES_SEARCH: SearchRequest = deviceSearch();
 
 /** `Patient/<id>` of what the reviewer typed (an id, or a reference); undefined when empty. */
 export function patientReference(typed: string | undefined): string | undefined {
