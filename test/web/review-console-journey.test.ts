@@ -179,6 +179,12 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
     expect(replies.map((record) => record.id)).toContain(replyId);
     expect(replies).toHaveLength(2);
 
+    // A disclosure opens the thread of the reply it was sent for.
+    await resultRows(page).filter({ hasText: `Communication/${replyId}` }).click();
+    await page.waitForURL(`**/review/conversations/${conversationId}`);
+    await page.goBack();
+    await expect(filters.getByLabel('Patient id').inputValue()).resolves.toBe(maria);
+
     // A period before the conversation holds none of them.
     await filters.getByLabel('From').fill('2020-01-01');
     await filters.getByLabel('To').fill('2020-12-31');
