@@ -42,6 +42,11 @@ export function communicationIndexRows(resource: Communication): IndexRow[] {
     reference('recipient', recipient.reference);
   }
   rows.push({ param: 'status', value: resource.status.toLowerCase(), extra: '' });
+  for (const concept of resource.medium ?? []) {
+    for (const coding of concept.coding ?? []) {
+      rows.push({ param: 'medium', value: (coding.code ?? '').toLowerCase(), extra: (coding.system ?? '').toLowerCase() });
+    }
+  }
   // The sorted lookups by sent: a conversation's messages, and the conversations by category, sender and subject.
   const sorted = (filter: string, value: string | undefined): void => {
     if (value) {
@@ -55,6 +60,9 @@ export function communicationIndexRows(resource: Communication): IndexRow[] {
     sorted('category', row.value);
   }
   sorted('sender', resource.sender?.reference);
+  for (const recipient of resource.recipient ?? []) {
+    sorted('recipient', recipient.reference);
+  }
   sorted('subject', resource.subject?.reference);
   return rows;
 }

@@ -39,7 +39,11 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
     'sender',
     'recipient',
     'status',
+    // The model a reply records (its `medium`, system urn:fhirgate:ai-model), for the review console's model filter.
+    'medium',
   ],
+  // The review console's disclosures (by patient, by user) and device sign-ins (docs/app.md).
+  AuditEvent: ['type', 'subtype', 'entity', 'entity-role', 'agent', 'date', 'outcome'],
   // Every search a chat turn makes (plugin/chat/patient-context.ts, fhir-tools.ts) and every parameter of the
   // ready-made and device AccessPolicies' criteria, for the types a chart summary reads.
   Observation: ['identifier', 'device', 'subject', 'code', 'status', 'patient', 'date', 'performer', 'category'],
@@ -48,9 +52,6 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
   MedicationStatement: ['patient', 'subject', 'status', 'effective'],
   AllergyIntolerance: ['patient', 'clinical-status', 'date'],
   Device: ['identifier', 'status'],
-  // The review console's lists: disclosures to the model (by type, entity role, the patient as an entity, who
-  // asked) and the device token exchange's events, newest first.
-  AuditEvent: ['type', 'subtype', 'entity', 'entity-role', 'agent', 'date', 'outcome'],
 };
 
 /**
@@ -61,12 +62,14 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
  * long the conversation is, instead of looking up and sorting the date of every message.
  */
 export const SORTED_LOOKUPS: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>> = {
-  // A conversation's messages; and the conversations of a project, of a user and about a patient, newest first
-  // (the web app's lists: `Communication?category=ai-conversation&_sort=-sent`, with `sender` or `subject`).
+  // A conversation's messages; and the conversations (and replies) of a project, of a user and about a patient,
+  // newest first (the web app's lists: `Communication?category=ai-conversation&_sort=-sent`, with `sender`,
+  // `recipient` or `subject`).
   Communication: [
     { filter: 'part-of', sort: 'sent' },
     { filter: 'category', sort: 'sent' },
     { filter: 'sender', sort: 'sent' },
+    { filter: 'recipient', sort: 'sent' },
     { filter: 'subject', sort: 'sent' },
   ],
   // The disclosures of a patient, by a user, and all of them, newest first.
