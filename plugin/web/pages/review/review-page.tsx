@@ -10,6 +10,8 @@ import { useState, type JSX } from 'react';
 import { Route, Routes, useNavigate } from 'react-router';
 import { CONVERSATIONS_SEARCH, DISCLOSURES_SEARCH } from './review-searches.ts';
 import { ThreadPage } from './thread-page.tsx';
+import { UsageTab } from './usage-tab.tsx';
+import { GovernanceTab } from './governance-tab.tsx';
 import './review-contrast.css';
 
 export function ReviewPage(): JSX.Element {
@@ -34,6 +36,8 @@ function ReviewLists(): JSX.Element {
         <Tabs.List>
           <Tabs.Tab value="conversations">Conversations</Tabs.Tab>
           <Tabs.Tab value="disclosures">Disclosures</Tabs.Tab>
+          <Tabs.Tab value="usage">Usage and budgets</Tabs.Tab>
+          <Tabs.Tab value="governance">Governance</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="conversations" pt="md">
           <SearchControl
@@ -45,6 +49,12 @@ function ReviewLists(): JSX.Element {
         </Tabs.Panel>
         <Tabs.Panel value="disclosures" pt="md">
           <SearchControl search={disclosures} onChange={(event) => setDisclosures(event.definition)} onClick={() => undefined} hideFilters />
+        </Tabs.Panel>
+        <Tabs.Panel value="usage" pt="md">
+          <UsageTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="governance" pt="md">
+          <GovernanceTab />
         </Tabs.Panel>
       </Tabs>
     </Document>
