@@ -58,7 +58,8 @@ export async function handleGovernance(services: Pick<ChatServices, 'host' | 'go
   if (Object.keys(request.query).length > 0) {
     throw new AppError('invalid_request', 'GET /v1/governance takes no parameters.', { details: { param: Object.keys(request.query)[0].slice(0, 60) } });
   }
-  const project = caller.project;
+  // Read afresh rather than the caller's (a host may keep that a few seconds): the settings as they are now.
+  const project = await (await services.host.getSystemRepo(caller.project.id)).readResource<Project>('Project', caller.project.id);
   const problems: { setting: string; message: string }[] = [];
   const governance = readOrNote(problems, () => parseProjectGovernance(project.setting ?? [], new Map()));
   const patientData = readOrNote(problems, () => readProjectPatientData(project));

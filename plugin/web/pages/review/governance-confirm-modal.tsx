@@ -12,7 +12,7 @@ export function GovernanceConfirmModal(props: {
 }): JSX.Element {
   const { edits, saving, onConfirm, onCancel } = props;
   return (
-    <Modal opened={edits !== undefined} onClose={onCancel} title="Change the governance settings?" centered>
+    <Modal opened={edits !== undefined} onClose={onCancel} title="Change the governance settings?" centered closeButtonProps={{ 'aria-label': 'Cancel' }} transitionProps={{ duration: 0 }}>
       <Text mb="sm">These settings apply to everyone in the project from their next request:</Text>
       <List mb="md" aria-label="What changes">
         {(edits ?? []).map((edit) => (

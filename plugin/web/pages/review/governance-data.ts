@@ -10,6 +10,7 @@ import type { Project, ProjectSetting } from '@medplum/fhirtypes';
 import { useMedplum } from '@medplum/react';
 import { useCallback, useEffect, useState } from 'react';
 import { fhirgateFetch } from '../../fhirgate-api.ts';
+import { SETTINGS_CHANGE_SUBTYPE } from './governance-searches.ts';
 
 export type PatientDataTreatment = 'cleared' | 'refused' | 'de-identified';
 
@@ -81,8 +82,22 @@ export function applyEdits(current: readonly ProjectSetting[], edits: readonly S
   return [...kept, ...changed];
 }
 
-/** Sends the change: reads the project's whole list, applies the edits, sends it whole. Administrators only. */
+/**
+ * Sends the change: reads the project's whole list, applies the edits, sends it whole. Administrators only. Resolves
+ * once the server has recorded its AuditEvent (it does so right after it answers), so the list of changes shows it;
+ * if that takes longer than a few seconds, resolves anyway: the change itself is made.
+ */
 export async function changeSettings(medplum: MedplumClient, projectId: string, edits: readonly SettingEdit[]): Promise<void> {
+  const before = await latestChange(medplum);
   const { project } = await medplum.get<{ project: Project }>(`admin/projects/${projectId}`, { cache: 'no-cache' });
   await medplum.post(`admin/projects/${projectId}/settings`, applyEdits(project.setting ?? [], edits));
+  for (let attempt = 0; attempt < 20 && (await latestChange(medplum)) === before; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** The id of the latest AuditEvent of a settings change, if any. */
+async function latestChange(medplum: MedplumClient): Promise<string | undefined> {
+  const bundle = await medplum.search('AuditEvent', { subtype: `${SETTINGS_CHANGE_SUBTYPE.system}|${SETTINGS_CHANGE_SUBTYPE.code}`, _sort: '-date', _count: '1' }, { cache: 'no-cache' });
+  return bundle.entry?.[0]?.resource?.id;
 }

@@ -12,6 +12,9 @@ import { changeSettings, type Governance, type SettingEdit } from './governance-
 import { GovernanceConfirmModal } from './governance-confirm-modal.tsx';
 import { editsBetween, SETTING_FIELDS, valuesOf } from './governance-fields.ts';
 
+// Mantine's description grey is below WCAG AA contrast on white (axe's color-contrast rule).
+const DESCRIPTION_STYLES = { description: { color: 'var(--mantine-color-gray-7)' } };
+
 export function GovernanceForm({ governance, onChanged }: { readonly governance: Governance; readonly onChanged: () => void }): JSX.Element {
   const medplum = useMedplum();
   const stored = valuesOf(governance.settings);
@@ -56,6 +59,7 @@ export function GovernanceForm({ governance, onChanged }: { readonly governance:
                 value={form[field.name] ?? null}
                 onChange={(value) => setForm({ ...form, [field.name]: value ?? undefined })}
                 clearable
+                styles={DESCRIPTION_STYLES}
               />
             ) : (
               <TextInput
@@ -64,6 +68,7 @@ export function GovernanceForm({ governance, onChanged }: { readonly governance:
                 description={`${field.description} (${field.name})`}
                 value={form[field.name] ?? ''}
                 onChange={(event) => setForm({ ...form, [field.name]: event.currentTarget.value })}
+                styles={DESCRIPTION_STYLES}
               />
             )
           )}

@@ -4,9 +4,13 @@
  */
 import { Operator, type SearchRequest } from '@medplum/core';
 
+/** The subtype fhirgate marks these AuditEvents with. */
+export const SETTINGS_CHANGE_SUBTYPE = { system: 'urn:fhirgate:audit', code: 'governance-settings-change' } as const;
+
+/** The changes, newest first. */
 export const SETTINGS_CHANGES_SEARCH: SearchRequest = {
   resourceType: 'AuditEvent',
-  filters: [{ code: 'subtype', operator: Operator.EQUALS, value: 'urn:fhirgate:audit|governance-settings-change' }],
+  filters: [{ code: 'subtype', operator: Operator.EQUALS, value: `${SETTINGS_CHANGE_SUBTYPE.system}|${SETTINGS_CHANGE_SUBTYPE.code}` }],
   fields: ['recorded', 'agent', 'outcomeDesc'],
   sortRules: [{ code: 'date', descending: true }],
   count: 10,

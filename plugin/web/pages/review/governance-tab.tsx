@@ -5,7 +5,7 @@
  * gets the form that changes them; anyone else gets no control (and the server would refuse them).
  */
 import { Alert, Badge, Loader, Stack, Table, Text, Title } from '@mantine/core';
-import { SearchControl } from '@medplum/react';
+import { SearchControl, useMedplum } from '@medplum/react';
 import { useState, type JSX } from 'react';
 import { useGovernance, type Governance, type PatientDataTreatment } from './governance-data.ts';
 import { GovernanceForm } from './governance-form.tsx';
@@ -18,6 +18,7 @@ const TREATMENT: Readonly<Record<PatientDataTreatment, string>> = {
 };
 
 export function GovernanceTab(): JSX.Element {
+  const medplum = useMedplum();
   const { governance, error, reload } = useGovernance();
   const [changes, setChanges] = useState(SETTINGS_CHANGES_SEARCH);
   const [version, setVersion] = useState(0);
@@ -75,6 +76,8 @@ export function GovernanceTab(): JSX.Element {
             key={governance.settings.map((setting) => `${setting.name}=${setting.value ?? ''}`).join('\n')}
             governance={governance}
             onChanged={() => {
+              // MedplumClient keeps search results a while: the list of changes must be read again.
+              medplum.invalidateSearches('AuditEvent');
               reload();
               setVersion(version + 1);
             }}

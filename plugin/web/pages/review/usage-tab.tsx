@@ -155,14 +155,20 @@ function BudgetTable({ budgets }: { readonly budgets: readonly GovernanceBudget[
             </Table.Td>
             <Table.Td>{amount(budget, budget.limit)}</Table.Td>
             <Table.Td>
+              {budget.scope === 'user' ? 'Yours: ' : ''}
               {amount(budget, budget.spent)}
-              {budget.scope === 'user' ? ' (yours)' : ''}
             </Table.Td>
-            <Table.Td>{amount(budget, budget.remaining)}</Table.Td>
+            <Table.Td>
+              {budget.scope === 'user' ? 'Yours: ' : ''}
+              {amount(budget, budget.remaining)}
+            </Table.Td>
             <Table.Td>{new Date(budget.resets_at).toISOString().replace('T', ' ').slice(0, 16)} UTC</Table.Td>
           </Table.Tr>
         ))}
       </Table.Tbody>
+      {budgets.some((budget) => budget.scope === 'user') ? (
+        <Table.Caption style={{ color: 'var(--mantine-color-gray-7)' }}>A user budget counts each user apart: what each user has left is in the table by user.</Table.Caption>
+      ) : null}
     </Table>
   );
 }
