@@ -4,7 +4,6 @@
  * in words a clinician reads.
  */
 import { Alert, Button, Container, Grid, Group, Loader, Select, Stack, Text, Textarea, Title } from '@mantine/core';
-import { ResourceName, useMedplum, useMedplumProfile } from '@medplum/react';
 import { useState, type FormEvent, type JSX } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { ChatMessage } from './chat-message.tsx';
@@ -14,8 +13,6 @@ import { useConversations } from './use-conversations.ts';
 import { PATIENT_DATA_LABEL, useModels } from './use-models.ts';
 
 export function ChatPage(): JSX.Element {
-  const medplum = useMedplum();
-  const profile = useMedplumProfile();
   const navigate = useNavigate();
   const [search] = useSearchParams();
   const openId = search.get('conversation') ?? undefined;
@@ -52,22 +49,10 @@ export function ChatPage(): JSX.Element {
     }
   }
 
-  function signOut(): void {
-    medplum.signOut().then(() => navigate('/signin')).catch(() => navigate('/signin'));
-  }
-
   return (
     <Container size="xl" py="md">
       <Stack>
-        <Group justify="space-between">
-          <Title order={1}>Chat</Title>
-          <Group>
-            {profile && <ResourceName value={profile} />}
-            <Button variant="default" onClick={signOut}>
-              Sign out
-            </Button>
-          </Group>
-        </Group>
+        <Title order={1}>Chat</Title>
         <Grid>
           <Grid.Col span={{ base: 12, sm: 4, md: 3 }}>
             <ConversationList state={conversations} openId={openId} />

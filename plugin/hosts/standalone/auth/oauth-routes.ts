@@ -1,11 +1,13 @@
 /**
  * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, and the authorization
  * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`, and
- * `GET /auth/me`, the session `MedplumClient` reads after every login.
+ * `GET /auth/me`, the session `MedplumClient` reads after every login, and `/oauth2/logout` (GET or POST, as
+ * Medplum's), which revokes the caller's Login, so its access token authenticates nobody from then on
+ * (`MedplumClient.signOut()` calls it).
  */
 import { createReference } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ProjectMembership, Resource } from '@medplum/fhirtypes';
+import type { Login, ProjectMembership, Resource } from '@medplum/fhirtypes';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { AppError, toAppError } from '../../../errors.ts';
 import type { CallerContext, HostLogger } from '../../../host.ts';
@@ -35,7 +37,7 @@ export interface OAuthRoutesOptions {
 // A token request is a grant type, a client id and secret or a code and its verifier.
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
-/** Creates the router for `/oauth2/token`, `/.well-known/jwks.json` and `/auth/me`. */
+/** Creates the router for `/oauth2/token`, `/oauth2/logout`, `/.well-known/jwks.json` and `/auth/me`. */
 export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
   const { store, tokens, keys, callers, logger } = options;
   const router = express.Router();
@@ -66,11 +68,25 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
   router.get('/auth/me', async (request, response) => {
     const caller = await authenticateRequest(request.headers, store, tokens, callers);
     if (!caller) {
-      response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
+      sendUnauthorized(response);
       return;
     }
     response.json(await describeSession(store, caller));
   });
+  const logout = async (request: Request, response: Response): Promise<void> => {
+    const caller = await authenticateRequest(request.headers, store, tokens, callers);
+    if (!caller) {
+      sendUnauthorized(response);
+      return;
+    }
+    if (caller.login.id) {
+      const login = await store.readResource<Login>('Login', caller.login.id);
+      await store.updateResource<Login>({ ...login, revoked: true });
+    }
+    response.set('Cache-Control', 'no-store').json({ ok: true });
+  };
+  router.get('/oauth2/logout', logout);
+  router.post('/oauth2/logout', logout);
   return router;
 }
 
@@ -144,6 +160,9 @@ function readClientCredentials(request: Request, body: Record<string, unknown>):
 }
 
 
+function sendUnauthorized(response: Response): void {
+  response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
+}
 
 function sendTokenError(response: Response, status: number, error: string, description: string): void {
   response.status(status).set('Cache-Control', 'no-store').json({ error, error_description: description });
