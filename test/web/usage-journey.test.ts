@@ -95,6 +95,10 @@ const TURNS = [
     await expect(carter.getByRole('cell').allInnerTexts()).resolves.toEqual(['Dr. Alice Carter', '2', '30', '15', '45', expect.any(String), '9,955']);
     const byModel = page.getByRole('table', { name: 'Usage by model' });
     await expect(byModel.getByRole('row').filter({ hasText: CHAT_MODEL }).getByRole('cell').nth(4).innerText()).resolves.toBe('45');
+    // The day the server put the replies in (UTC), as the API says.
+    const { data } = (await (await api('v1/usage', ids['reviewer-membership'])).json()) as { data: { day: string }[] };
+    const today = data[0].day;
+    await expect(page.getByRole('table', { name: 'Usage by day' }).getByRole('row').filter({ hasText: today }).getByRole('cell').allInnerTexts()).resolves.toEqual([today, '2', '30', '15', '45', expect.any(String)]);
     const projectMonth = page.getByRole('table', { name: 'Budgets' }).getByRole('row').filter({ hasText: 'AI_BUDGET_PROJECT_MONTH_TOKENS' });
     await expect(projectMonth.getByRole('cell').allInnerTexts()).resolves.toEqual([expect.any(String), '1,000,000 tokens', '45 tokens', '999,955 tokens', expect.stringMatching(/-01 00:00 UTC$/)]);
     const userDay = page.getByRole('table', { name: 'Budgets' }).getByRole('row').filter({ hasText: 'AI_BUDGET_USER_DAY_TOKENS' });

@@ -24,7 +24,7 @@ export default function UsageChart({ report }: { readonly report: UsageReport })
         series={models.map((model, index) => ({ name: model, color: COLORS[index % COLORS.length] }))}
       />
       <figcaption style={{ fontSize: 'var(--mantine-font-size-sm)', color: 'var(--mantine-color-gray-7)' }}>
-        Tokens per day ({report.start} to {report.end}), by model. The tables below hold the same numbers.
+        Tokens per day ({report.start} to {report.end}), by model. The tables below hold the same numbers, by user, by model and by day.
       </figcaption>
     </figure>
   );

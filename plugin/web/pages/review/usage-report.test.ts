@@ -17,12 +17,16 @@ describe('the usage report in the review console', () => {
     ]);
   });
 
-  test('totals per user and per model, largest first, add up to the rows', () => {
+  test('totals per user and per model (largest first) and per day (newest first) add up to the rows', () => {
     expect(totalsBy(DATA, 'user').map((group) => [group.key, group.totals.total_tokens, group.totals.replies])).toEqual([
       ['Practitioner/b', 100, 1],
       ['Practitioner/a', 15, 2],
     ]);
     expect(totalsBy(DATA, 'model').find((group) => group.key === 'm1')?.totals.cost_usd).toBe(0.100000001);
+    expect(totalsBy(DATA, 'day').map((group) => [group.key, group.totals.total_tokens])).toEqual([
+      ['2026-05-03', 105],
+      ['2026-05-01', 10],
+    ]);
   });
 
   test("a user's spend today and this month", () => {

@@ -54,13 +54,16 @@ export function tokensByDay(report: Pick<UsageReport, 'start' | 'end' | 'data'>)
   return { days, models };
 }
 
-/** The sums per value of one dimension (`user` or `model`), largest first. */
-export function totalsBy(data: readonly UsageRow[], dimension: 'user' | 'model'): { readonly key: string; readonly totals: UsageTotals }[] {
+/** The sums per value of one dimension: per `user` or `model` largest first, per `day` newest first. */
+export function totalsBy(data: readonly UsageRow[], dimension: 'user' | 'model' | 'day'): { readonly key: string; readonly totals: UsageTotals }[] {
   const groups = new Map<string, UsageTotals>();
   for (const row of data) {
     groups.set(row[dimension], add(groups.get(row[dimension]), row));
   }
-  return [...groups.entries()].map(([key, totals]) => ({ key, totals })).sort((left, right) => right.totals.total_tokens - left.totals.total_tokens || left.key.localeCompare(right.key));
+  const sums = [...groups.entries()].map(([key, totals]) => ({ key, totals }));
+  return dimension === 'day'
+    ? sums.sort((left, right) => right.key.localeCompare(left.key))
+    : sums.sort((left, right) => right.totals.total_tokens - left.totals.total_tokens || left.key.localeCompare(right.key));
 }
 
 /** One user's tokens and cost today and in the report's month so far. */

@@ -1,7 +1,7 @@
 /**
  * The review console's usage and budgets: this month so far, from the replies the signed-in user may read
  * (`GET /v1/usage`: a project administrator's and a reviewer's are the project's, a clinician's their own), as a
- * chart of tokens per day and model and tables per user and per model, with the budgets' limits and what remains
+ * chart of tokens per day and model and tables per user, per model and per day (the days with replies), with the budgets' limits and what remains
  * (`GET /v1/governance`). The chart loads only when this tab opens.
  */
 import { Alert, Group, Loader, Stack, Table, Text, Title } from '@mantine/core';
@@ -47,6 +47,12 @@ export function UsageTab(): JSX.Element {
           By model
         </Title>
         <UsageTable label="Usage by model" first="Model" rows={totalsBy(report.data, 'model').map((group) => ({ key: group.key, name: group.key, totals: group.totals }))} />
+      </section>
+      <section aria-labelledby="usage-by-day">
+        <Title order={2} size="h4" id="usage-by-day" mb="xs">
+          By day
+        </Title>
+        <UsageTable label="Usage by day" first="Day" rows={totalsBy(report.data, 'day').map((group) => ({ key: group.key, name: group.key, totals: group.totals }))} />
       </section>
       <section aria-labelledby="usage-budgets">
         <Title order={2} size="h4" id="usage-budgets" mb="xs">
