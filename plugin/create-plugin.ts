@@ -8,6 +8,7 @@ import { AgentDevices } from './chat/agent-device.ts';
 import { authenticateCaller, PROJECT_BASE_PATH } from './chat/authenticate-caller.ts';
 import type { ChatServices } from './chat/chat-completion.ts';
 import { createChatRoutes } from './chat/chat-routes.ts';
+import { createSettingsChangeAudit, SETTINGS_ROUTE } from './governance/settings-change-audit.ts';
 import { createResponsesRoutes } from './responses/responses-routes.ts';
 import { AppError } from './errors.ts';
 import { createDeviceServices } from './devices/device-services.ts';
@@ -130,6 +131,8 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     }
     next();
   });
+  // Medplum's settings route passes through, and fhirgate records the AuditEvent of what it changed.
+  router.post(SETTINGS_ROUTE, createSettingsChangeAudit(host));
   // The API's OpenAPI description, unauthenticated, whether or not a provider is configured.
   router.use(createOpenApiRoute(host.logger));
   if (options.webApp) {
@@ -173,7 +176,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     v1.use(createChatRoutes(chat, options.operatorName));
     v1.use(createResponsesRoutes(chat));
   } else {
-    v1.use(['/chat/completions', '/responses', '/models', '/usage'], (_request, _response, next) =>
+    v1.use(['/chat/completions', '/responses', '/models', '/usage', '/governance'], (_request, _response, next) =>
       next(new AppError('not_configured', 'No LLM provider is configured on this server.'))
     );
   }

@@ -172,7 +172,7 @@ describe('budgets and the usage report', () => {
     }
   });
 
-  test("the usage report is the administrator's, and reconciles exactly with the stored replies' recorded usage", async () => {
+  test("the usage report counts what the caller may read (the administrator: everything), and reconciles exactly with the stored replies' recorded usage", async () => {
     const budgeted = await budgetedProject([]);
     const turns: [OpenAI, string, string, boolean, { promptTokens: number; completionTokens: number } | undefined][] = [
       [budgeted.alice, 'one', MINI, false, { promptTokens: 11, completionTokens: 7 }],
@@ -187,9 +187,10 @@ describe('budgets and the usage report', () => {
       await (streamed ? stream(client, message, model) : ask(client, message, model)).catch(() => undefined);
     }
 
-    const forbidden = await usageReport(budgeted, '', budgeted.alice.apiKey as string);
-    expect(forbidden.status).toBe(403);
-    expect(await forbidden.json()).toMatchObject({ error: { code: 'forbidden', type: 'permission_error' } });
+    // A practitioner's report counts the replies she may read: her own three, not Bob's.
+    const own = await usageReport(budgeted, '', budgeted.alice.apiKey as string);
+    expect(own.status).toBe(200);
+    expect(await own.json()).toMatchObject({ scope: 'readable', total: { replies: 3, prompt_tokens: 11 + 13 + 100, completion_tokens: 7 + 5 + 200 } });
 
     const response = await usageReport(budgeted, 'group_by=user,model,day');
     expect(response.status).toBe(200);

@@ -123,7 +123,7 @@ describe('the OpenAPI description holds for real requests and answers', () => {
     expect(replayed.answer.contentType).toContain('text/event-stream');
   });
 
-  test('models, one model, and the usage report', async () => {
+  test('models, one model, the usage report and the governance settings', async () => {
     const list = await exchange('GET', '/v1/models', '/v1/models', { headers: caller });
     expect((list.parsed as { data: unknown[] }).data).toHaveLength(2);
     await exchange('GET', '/v1/models/openai%2Fgpt-4o-mini', '/v1/models/{id}', { headers: caller });
@@ -133,7 +133,9 @@ describe('the OpenAPI description holds for real requests and answers', () => {
     const report = await exchange('GET', '/v1/usage', '/v1/usage', { headers: administrator });
     expect((report.parsed as { data: unknown[] }).data.length).toBeGreaterThan(0);
     await exchange('GET', '/v1/usage?group_by=', '/v1/usage', { headers: administrator });
-    expect((await exchange('GET', '/v1/usage', '/v1/usage', { headers: caller })).answer.status).toBe(403);
+    expect((await exchange('GET', '/v1/usage', '/v1/usage', { headers: caller })).answer.status).toBe(200);
+    expect((await exchange('GET', '/v1/governance', '/v1/governance', { headers: caller })).answer.status).toBe(200);
+    expect((await exchange('GET', '/v1/governance?x=1', '/v1/governance', { headers: caller })).answer.status).toBe(400);
     expect((await exchange('GET', '/v1/usage?start=yesterday', '/v1/usage', { headers: administrator })).answer.status).toBe(400);
   });
 

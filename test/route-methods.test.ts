@@ -22,6 +22,7 @@ describe('methods and paths fhirgate owns', () => {
     ['DELETE', '/v1/chat/completions', 'POST'],
     ['POST', '/v1/models', 'GET'],
     ['POST', '/v1/usage', 'GET'],
+    ['POST', '/v1/governance', 'GET'],
     ['GET', '/v1/responses', 'POST'],
     ['DELETE', '/v1/responses/resp_0b5e', 'GET'],
   ])('%s %s is 405 in the spec error body, Allow: %s', async (method, path, allowed) => {

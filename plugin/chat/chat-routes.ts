@@ -5,11 +5,12 @@ import { authenticateCaller } from './authenticate-caller.ts';
 import { modelCatalogFor } from './project-models.ts';
 import { methodNotAllowed } from '../http/method-not-allowed.ts';
 import { handleUsageReport } from '../governance/usage-route.ts';
+import { handleGovernance } from '../governance/governance-route.ts';
 import { patientDataFieldsFor } from '../governance/patient-data-egress.ts';
 import type { ModelCatalog } from '../llm/model-registry.ts';
 import type { Project } from '@medplum/fhirtypes';
 
-/** The `/v1` chat routes: `POST /chat/completions`, `GET /models`, `GET /models/{id}` and `GET /usage`. */
+/** The `/v1` chat routes: `POST /chat/completions`, `GET /models`, `GET /models/{id}`, `GET /usage` and `GET /governance`. */
 export function createChatRoutes(services: ChatServices, operatorName: string): Router {
   const router = express.Router();
   router.post('/chat/completions', async (request, response) => {
@@ -48,9 +49,13 @@ export function createChatRoutes(services: ChatServices, operatorName: string): 
   router.get('/usage', async (request, response) => {
     await handleUsageReport(services, request, response);
   });
+  router.get('/governance', async (request, response) => {
+    await handleGovernance(services, request, response);
+  });
   router.all('/chat/completions', methodNotAllowed(['POST']));
   router.all('/models', methodNotAllowed(['GET']));
   router.all('/models/*segments', methodNotAllowed(['GET']));
   router.all('/usage', methodNotAllowed(['GET']));
+  router.all('/governance', methodNotAllowed(['GET']));
   return router;
 }

@@ -64,11 +64,16 @@ export interface UsageReport {
 
 const PAGE_SIZE = 1000;
 
-/** Computes the report from the stored replies of the period (repo: the project's system repository). */
-export async function buildUsageReport(repo: FhirRepository, query: UsageQuery): Promise<UsageReport> {
+/**
+ * Computes the report from the stored replies of the period that `reader` may read: the project's system
+ * repository for all of them, or a caller's own repository (their AccessPolicy narrows the searches on the
+ * server, so the report counts exactly the replies they may read). `systemRepo` finds the project's AI agent and
+ * checks who wrote each reply read, as for any reader.
+ */
+export async function buildUsageReport(reader: FhirRepository, systemRepo: FhirRepository, query: UsageQuery): Promise<UsageReport> {
   const groups = new Map<string, UsageRow>();
   const total = emptyTotals();
-  await forEachRecordedReply(repo, query.categorySystem, `${query.start}T00:00:00.000Z`, `${nextDay(query.end)}T00:00:00.000Z`, (reply) => {
+  await forEachRecordedReply({ reader, systemRepo }, query.categorySystem, `${query.start}T00:00:00.000Z`, `${nextDay(query.end)}T00:00:00.000Z`, (reply) => {
     const key = query.groupBy.map((dimension) => reply[dimension]).join('\n');
     let row = groups.get(key);
     if (row === undefined) {
@@ -99,17 +104,31 @@ export interface RecordedUsageOf {
   readonly estimated: boolean;
 }
 
+/** Where replies are read: `reader` searches them (all, or what an AccessPolicy lets a caller read); `systemRepo` finds the agent. */
+export interface ReplyReaders {
+  readonly reader: FhirRepository;
+  readonly systemRepo: FhirRepository;
+}
+
 /**
  * Visits the genuine replies of the project (those its AI agent wrote) sent from `from` (included) to `to` (not),
- * both ISO 8601 instants, in order of `sent`: one search per 1,000 replies, one page in memory.
+ * both ISO 8601 instants, in order of `sent`: one search per 1,000 replies, one page in memory. A repository alone
+ * reads and checks with the same rights (the project's system repository: every reply).
  */
-export async function forEachRecordedReply(repo: FhirRepository, categorySystem: string, from: string, to: string, visit: (reply: RecordedReply) => void): Promise<void> {
-  const agent = await findAgent(repo);
+export async function forEachRecordedReply(
+  repos: FhirRepository | ReplyReaders,
+  categorySystem: string,
+  from: string,
+  to: string,
+  visit: (reply: RecordedReply) => void
+): Promise<void> {
+  const { reader, systemRepo } = 'reader' in repos ? repos : { reader: repos, systemRepo: repos };
+  const agent = await findAgent(systemRepo);
   if (agent === undefined) {
     return;
   }
-  for await (const page of repliesOf(repo, agent, categorySystem, from, to)) {
-    const genuine = await agentAuthored(page, agent, async () => repo);
+  for await (const page of repliesOf(reader, agent, categorySystem, from, to)) {
+    const genuine = await agentAuthored(page, agent, async () => systemRepo);
     for (const reply of page) {
       if (genuine.has(reply.id)) {
         visit({ ...dimensionsOf(reply), id: reply.id, status: reply.status, sentAt: reply.sent ? Date.parse(reply.sent) : Number.NaN, usage: recordedUsageOf(reply) });

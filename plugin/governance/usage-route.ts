@@ -1,6 +1,9 @@
 /**
- * `GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=user,model,day`: the project's usage report
- * (usage-report.ts), for the project's administrators only (Medplum's `ProjectMembership.admin`).
+ * `GET /v1/usage?start=YYYY-MM-DD&end=YYYY-MM-DD&group_by=user,model,day`: the usage report (usage-report.ts) of
+ * the replies the caller may read. A project administrator (Medplum's `ProjectMembership.admin`) reads every reply
+ * of the project, so their report is the project's; anyone else's counts the replies their own AccessPolicy lets
+ * them read (a reviewer who reads every Communication: the project's; a clinician who reads their own: their own),
+ * searched with their own repository, so the server's access rules decide and nothing new is revealed.
  */
 import type { Request, Response } from 'express';
 import { authenticateCaller } from '../chat/authenticate-caller.ts';
@@ -17,14 +20,14 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 /** Answers the usage report of the caller's project. */
 export async function handleUsageReport(services: Pick<ChatServices, 'host' | 'categorySystem'>, request: Request, response: Response): Promise<void> {
   const caller = await authenticateCaller(services.host, request);
-  if (caller.membership.admin !== true) {
-    throw new AppError('forbidden', "Forbidden: the usage report is for the project's administrators (ProjectMembership.admin).");
-  }
   const query = parseUsageQuery(request.query, services.categorySystem, new Date());
-  const report = await buildUsageReport(await services.host.getSystemRepo(caller.project.id), query);
+  const systemRepo = await services.host.getSystemRepo(caller.project.id);
+  const everything = caller.membership.admin === true;
+  const report = await buildUsageReport(everything ? systemRepo : caller.repo, systemRepo, query);
   response.json({
     object: 'usage_report',
     project_id: caller.project.id,
+    scope: everything ? 'project' : 'readable',
     start: query.start,
     end: query.end,
     group_by: query.groupBy,

@@ -129,6 +129,7 @@ export const CHAT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     {
       object: constant('usage_report'),
       project_id: text(),
+      scope: oneOfValues(['project', 'readable'], "`project`: a project administrator's report, every reply; `readable`: the replies the caller's AccessPolicy reads."),
       start: { type: 'string', format: 'date' },
       end: { type: 'string', format: 'date' },
       group_by: arrayOf(oneOfValues(['user', 'model', 'day'])),
@@ -136,7 +137,39 @@ export const CHAT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       total: ref('UsageTotals'),
     },
     [],
-    "The project's usage: replies, tokens and cost per group (docs/governance.md#usage-report)."
+    "The usage of the replies the caller may read: replies, tokens and cost per group (docs/governance.md#usage-report)."
+  ),
+  Governance: objectOf(
+    {
+      object: constant('governance'),
+      project_id: text(),
+      can_change: { type: 'boolean', description: "Whether the caller is a project administrator, who changes them with `POST /admin/projects/{id}/settings`." },
+      settings: arrayOf(objectOf({ name: text(), value: nullable(text()) }, [], 'A governance entry of Project.setting as stored.')),
+      model_access: nullable(oneOfValues(['all', 'access-policy'])),
+      patient_data: nullable(
+        objectOf({
+          policy: oneOfValues(['refuse', 'de-identify']),
+          tool_arguments: oneOfValues(['pseudonymize', 're-identify']),
+          project_models: nullable(arrayOf(text())),
+          models: arrayOf(objectOf({ id: text(), patient_data: oneOfValues(['cleared', 'refused', 'de-identified']) })),
+        })
+      ),
+      budgets: arrayOf(
+        objectOf({
+          setting: text(),
+          scope: oneOfValues(['project', 'user']),
+          period: oneOfValues(['day', 'month']),
+          measure: oneOfValues(['tokens', 'cost']),
+          limit: NUMBER,
+          spent: NUMBER,
+          remaining: NUMBER,
+          resets_at: { type: 'string', format: 'date-time' },
+        })
+      ),
+      problems: arrayOf(objectOf({ setting: text(), message: text() })),
+    },
+    [],
+    "The project's governance settings, for every member: never Project.secret (docs/governance.md#reading-the-settings-every-member)."
   ),
 };
 

@@ -74,7 +74,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
     tags: [
       { name: 'chat', description: 'Chat completions and the Responses API: each request is a turn of a conversation, recorded as FHIR Communications.' },
       { name: 'models', description: 'The models the caller may use.' },
-      { name: 'governance', description: "The project's usage report." },
+      { name: 'governance', description: "The usage report and the project's governance settings." },
       { name: 'devices', description: 'The device token exchange and GraphQL for devices.' },
       { name: 'description', description: 'This description.' },
     ],
@@ -163,7 +163,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         get: {
           operationId: 'getUsageReport',
           tags: ['governance'],
-          summary: "The project's usage report, for its administrators",
+          summary: 'The usage report of the replies the caller may read (a project administrator: every reply)',
           security: CALLER,
           parameters: [
             { name: 'start', in: 'query', required: false, schema: { type: 'string', format: 'date' }, description: 'First day (UTC); default: the first of this month.' },
@@ -171,6 +171,15 @@ export function buildOpenApiDocument(): OpenApiDocument {
             { name: 'group_by', in: 'query', required: false, schema: { type: 'string' }, description: '`user`, `model` and `day`, comma separated; default all three; empty: totals only.' },
           ],
           responses: { '200': { description: 'The report.', content: { 'application/json': { schema: ref('UsageReport') } } }, ...errorResponses([400, 401, 403, 429, 503]) },
+        },
+      },
+      '/v1/governance': {
+        get: {
+          operationId: 'getGovernance',
+          tags: ['governance'],
+          summary: "The project's governance settings, for every member",
+          security: CALLER,
+          responses: { '200': { description: 'The settings.', content: { 'application/json': { schema: ref('Governance') } } }, ...errorResponses([400, 401, 403, 429, 503]) },
         },
       },
       '/v1/openapi.json': {

@@ -212,7 +212,9 @@ export async function createMedplumStandIn(): Promise<MedplumStandIn> {
     repositoryContexts,
     logged,
     createProject: async (name) => {
-      const project = await store.createResource<Project>({ resourceType: 'Project', name });
+      // Medplum's repository files a Project under itself (repo.ts getProjectId: a Project's project is its own id).
+      const created = await store.createResource<Project>({ resourceType: 'Project', name });
+      const project = await store.updateResource<Project>({ ...created, meta: { ...created.meta, project: created.id } });
       const practitioner = await store.createResource<Practitioner>({
         resourceType: 'Practitioner',
         meta: { project: project.id },

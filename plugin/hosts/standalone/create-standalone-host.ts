@@ -21,6 +21,7 @@ import { DEFAULT_PASSWORD_CHECK_LIMITS, PasswordChecks, type PasswordCheckLimits
 import { DEFAULT_SIGN_IN_LIMITS, createSignInLimiter, type SignInLimits } from './auth/sign-in-limits.ts';
 import { createLimiterStore } from '../../devices/limiter-store.ts';
 import { createProjectAdminRoutes } from './admin/project-admin-routes.ts';
+import { createSettingsChangeAudit, SETTINGS_ROUTE } from '../../governance/settings-change-audit.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
@@ -144,6 +145,8 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   }
   app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
   app.use(createPasswordLoginRoutes(store, { unauthenticated, passwords, limits: signInLimits, maxJsonDepth: body.maxDepth, logger }));
+  // As in a Medplum server, where the plugin is mounted in front of this route: the AuditEvent of a governance change.
+  app.post(SETTINGS_ROUTE, createSettingsChangeAudit(host));
   app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
   // Without authentication, as Medplum's: FHIR clients read it before they sign in.
   app.get('/fhir/R4/metadata', createCapabilityStatementRoute({ baseUrl: options.baseUrl, cors: allowedOrigins === '*' || allowedOrigins.length > 0 }));

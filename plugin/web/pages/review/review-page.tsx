@@ -12,6 +12,8 @@ import { ConversationsPanel } from './conversations-panel.tsx';
 import { DevicesPanel } from './devices-panel.tsx';
 import { DisclosuresPanel } from './disclosures-panel.tsx';
 import { ThreadPage } from './thread-page.tsx';
+import { UsageTab } from './usage-tab.tsx';
+import { GovernanceTab } from './governance-tab.tsx';
 import './review-contrast.css';
 
 export function ReviewPage(): JSX.Element {
@@ -36,6 +38,8 @@ function ReviewLists(): JSX.Element {
           <Tabs.Tab value="conversations">Conversations</Tabs.Tab>
           <Tabs.Tab value="disclosures">Disclosures</Tabs.Tab>
           <Tabs.Tab value="devices">Devices</Tabs.Tab>
+          <Tabs.Tab value="usage">Usage and budgets</Tabs.Tab>
+          <Tabs.Tab value="governance">Governance</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="conversations" pt="md">
           <ConversationsPanel />
@@ -45,6 +49,12 @@ function ReviewLists(): JSX.Element {
         </Tabs.Panel>
         <Tabs.Panel value="devices" pt="md">
           <DevicesPanel />
+        </Tabs.Panel>
+        <Tabs.Panel value="usage" pt="md">
+          <UsageTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="governance" pt="md">
+          <GovernanceTab />
         </Tabs.Panel>
       </Tabs>
     </Document>
