@@ -1,11 +1,12 @@
 /**
  * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, and the authorization
- * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`, and
- * `GET /auth/me`, the session `MedplumClient` reads after every login.
+ * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`,
+ * `GET /auth/me`, the session `MedplumClient` reads after every login, and `POST /oauth2/logout`, which
+ * `MedplumClient.signOut()` calls (before it forgets the session) to end it.
  */
 import { createReference } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ProjectMembership, Resource } from '@medplum/fhirtypes';
+import type { Login, ProjectMembership, Resource } from '@medplum/fhirtypes';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { AppError, toAppError } from '../../../errors.ts';
 import type { CallerContext, HostLogger } from '../../../host.ts';
@@ -35,7 +36,7 @@ export interface OAuthRoutesOptions {
 // A token request is a grant type, a client id and secret or a code and its verifier.
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
-/** Creates the router for `/oauth2/token`, `/.well-known/jwks.json` and `/auth/me`. */
+/** Creates the router for `/oauth2/token`, `/oauth2/logout`, `/.well-known/jwks.json` and `/auth/me`. */
 export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
   const { store, tokens, keys, callers, logger } = options;
   const router = express.Router();
@@ -70,6 +71,19 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
       return;
     }
     response.json(await describeSession(store, caller));
+  });
+  router.post('/oauth2/logout', async (request, response) => {
+    const caller = await authenticateRequest(request.headers, store, tokens, callers);
+    if (!caller) {
+      response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
+      return;
+    }
+    // As Medplum's logout: the Login is revoked, so its access token authenticates nobody from the next request on
+    // (a cached caller's Login is read again every time). A client key has no Login to revoke: its secret is rotated.
+    if (caller.login.id) {
+      await store.updateResource<Login>({ ...caller.login, id: caller.login.id, revoked: true });
+    }
+    response.json({ resourceType: 'OperationOutcome', id: 'ok', issue: [{ severity: 'information', code: 'informational', details: { text: 'All OK' } }] });
   });
   return router;
 }
