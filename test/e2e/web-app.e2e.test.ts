@@ -86,7 +86,13 @@ function watchForFailures(page: Page): string[] {
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.getByRole('textbox', { name: 'Password' }).fill(who.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    const chat = page.getByRole('heading', { name: 'Chat' });
+    const refused = page.getByRole('alert');
+    await chat.or(refused).first().waitFor();
+    if (!(await chat.isVisible())) {
+      // Medplum allows 5 sign-ins a minute from one address by default: a run right after another is refused here.
+      throw new Error(`The sign-in of ${who.email} was refused: "${(await refused.first().innerText()).trim()}"`);
+    }
   }
 
   /** The turns of a conversation on record, read by the project administrator, oldest first. */
