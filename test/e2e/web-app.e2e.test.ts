@@ -4,9 +4,9 @@
  * email and password (the server's own login, Medplum's `SignInForm`), chats and reads the streamed reply, which the
  * project administrator reads back as stored; she reopens the conversation from her list, continues it, and signs
  * out, which ends her session. A reviewer (an AccessPolicy that reads the AI audit trail and nothing else, made by
- * the suite) opens the review console and reads that conversation's thread. Under the page's own
- * Content-Security-Policy and the server's headers, nothing is refused and no script fails. Nothing here assumes
- * which model answers: the page shows what the server streamed, and that is what was stored.
+ * the suite) opens the review console and reads that conversation's thread, also loaded afresh from its own address.
+ * Under the page's own Content-Security-Policy and the server's headers, nothing is refused and no script fails.
+ * Nothing here assumes which model answers: the page shows what the server streamed, and that is what was stored.
  */
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -179,6 +179,9 @@ function watchForFailures(page: Page): string[] {
     await thread.getByRole('article', { name: 'Prompt' }).getByText(firstPrompt(), { exact: true }).waitFor();
     await thread.getByRole('article', { name: 'Prompt' }).getByText('And after discharge?', { exact: true }).waitFor();
     await expect(thread.getByRole('article', { name: 'Reply' }).count()).resolves.toBe(2);
+    // The thread's address is a link of its own: loaded afresh, the page and its files are found under that path.
+    await page.reload();
+    await thread.getByRole('article', { name: 'Prompt' }).getByText(firstPrompt(), { exact: true }).waitFor();
     expect(failures).toEqual([]);
     await context.close();
   }, 180_000);
