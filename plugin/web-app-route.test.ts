@@ -42,6 +42,8 @@ describe('the web app route', () => {
     const app = express()
       .use((_request, response, next) => {
         response.set('Content-Security-Policy', medplumPolicy);
+        response.set('Cache-Control', 'no-store, no-cache, must-revalidate');
+        response.set('Pragma', 'no-cache');
         next();
       })
       .use(createWebAppRoute(undefined, built))
@@ -55,6 +57,22 @@ describe('the web app route', () => {
     expect(WEB_APP_CONTENT_SECURITY_POLICY).toContain("frame-ancestors 'none'");
     // The server's own routes keep the server's policy.
     expect((await request(app).get('/fhir/R4/metadata')).headers['content-security-policy']).toBe(medplumPolicy);
+  });
+
+  it('lets the browser keep the app’s files under a server that forbids caching everything (as Medplum does)', async () => {
+    const app = express()
+      .use((_request, response, next) => {
+        response.set('Cache-Control', 'no-store, no-cache, must-revalidate');
+        response.set('Pragma', 'no-cache');
+        next();
+      })
+      .use(createWebAppRoute(undefined, built));
+    const asset = await request(app).get('/fhirgate/app/assets/index-abc.js');
+    expect(asset.status).toBe(200);
+    expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(asset.headers.pragma).toBeUndefined();
+    // The page is asked for again each time, so a new build reaches the browser at its next visit.
+    expect((await request(app).get('/fhirgate/app/chat')).headers['cache-control']).toBe('no-cache');
   });
 
   it('says how to build the app when it is not built', async () => {

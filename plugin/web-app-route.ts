@@ -50,7 +50,17 @@ export function createWebAppRoute(logger: HostLogger | undefined, builtApp: stri
   });
   if (built) {
     // Hashed file names under assets/: cached for good. The page itself is asked for again each time.
-    app.use('/assets', express.static(`${builtApp}assets`, { immutable: true, maxAge: '365d', fallthrough: false, index: false }));
+    app.use(
+      '/assets',
+      (_request, response, next) => {
+        // A server that forbids caching everything (Medplum: `no-store`, right for its API) would otherwise have the
+        // browser fetch the whole app again on every page: express.static keeps a Cache-Control already set.
+        response.removeHeader('Cache-Control');
+        response.removeHeader('Pragma');
+        next();
+      },
+      express.static(`${builtApp}assets`, { immutable: true, maxAge: '365d', fallthrough: false, index: false })
+    );
     const page = readFileSync(`${builtApp}index.html`, 'utf8');
     app.get(/.*/, (request, response) => {
       response.setHeader('Cache-Control', 'no-cache');
