@@ -12,6 +12,24 @@ import type { HostLogger } from './host.ts';
 /** The path the app is served at, under the server's base. */
 export const WEB_APP_PATH = '/fhirgate/app';
 
+/**
+ * The app's Content-Security-Policy: scripts, fetches, images and fonts from the server itself only, no plugins,
+ * no framing, forms posting nowhere else. Styles may be inline: Mantine writes its theme's CSS variables in a
+ * `<style>` element and components set `style` attributes.
+ */
+export const WEB_APP_CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 // From the sources (plugin/web-app-route.ts) the build is in dist/web/; from the package (dist/plugin/), in dist/web/ too.
 const BUILT_APP = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../dist/web/' : '../web/', import.meta.url));
 
@@ -23,14 +41,26 @@ export function createWebAppRoute(logger: HostLogger | undefined, builtApp: stri
   }
   const app = express.Router();
   app.use((_request, response, next) => {
-    // The app's own files only, and no framing by other sites.
+    // The app's own files only, and no framing by other sites. The policy replaces the server's own: Medplum's
+    // (`default-src 'none'; base-uri 'none'`, right for its API) would block the page's script, styles and base.
+    response.setHeader('Content-Security-Policy', WEB_APP_CONTENT_SECURITY_POLICY);
     response.setHeader('X-Content-Type-Options', 'nosniff');
     response.setHeader('X-Frame-Options', 'DENY');
     next();
   });
   if (built) {
     // Hashed file names under assets/: cached for good. The page itself is asked for again each time.
-    app.use('/assets', express.static(`${builtApp}assets`, { immutable: true, maxAge: '365d', fallthrough: false, index: false }));
+    app.use(
+      '/assets',
+      (_request, response, next) => {
+        // A server that forbids caching everything (Medplum: `no-store`, right for its API) would otherwise have the
+        // browser fetch the whole app again on every page: express.static keeps a Cache-Control already set.
+        response.removeHeader('Cache-Control');
+        response.removeHeader('Pragma');
+        next();
+      },
+      express.static(`${builtApp}assets`, { immutable: true, maxAge: '365d', fallthrough: false, index: false })
+    );
     const page = readFileSync(`${builtApp}index.html`, 'utf8');
     app.get(/.*/, (request, response) => {
       response.setHeader('Cache-Control', 'no-cache');

@@ -8,7 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { WithId } from '@medplum/core';
-import type { Condition, Observation, Patient, ProjectMembership } from '@medplum/fhirtypes';
+import type { Condition, Observation, Patient, ProjectMembership, ProjectMembershipAccess } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { signInWithPassword } from '../support/password-sign-in.ts';
 import { isOutcomeStatus } from '../../plugin/medplum-errors.ts';
@@ -58,26 +58,14 @@ export async function createE2eFixture(target: E2eTarget): Promise<E2eFixture> {
   });
   const policies = target.provisioned.policies;
   const practitioner = async (name: string, carePatient: WithId<Patient>): Promise<E2ePractitioner> => {
-    const email = `fhirgate-e2e-${run}-${name}@example.com`;
-    const password = randomBytes(18).toString('base64url');
-    const membership = (await admin.invite(target.projectId, {
-      resourceType: 'Practitioner',
-      firstName: name,
-      lastName: `E2e-${run}`,
-      email,
-      password,
-      sendEmail: false,
-      membership: {
-        access: [
-          { policy: { reference: `AccessPolicy/${policies['policy-care-team-patient'].id}` }, parameter: [{ name: 'patient', valueReference: { reference: `Patient/${carePatient.id}` } }] },
-          { policy: { reference: `AccessPolicy/${policies['policy-own-conversations'].id}` } },
-        ],
-      },
-    })) as WithId<ProjectMembership>;
-    const accessToken = await signIn(target.baseUrl, email, password, target.projectId);
+    const invited = await invitePractitioner(target, run, name, [
+      { policy: { reference: `AccessPolicy/${policies['policy-care-team-patient'].id}` }, parameter: [{ name: 'patient', valueReference: { reference: `Patient/${carePatient.id}` } }] },
+      { policy: { reference: `AccessPolicy/${policies['policy-own-conversations'].id}` } },
+    ]);
+    const accessToken = await signIn(target.baseUrl, invited.email, invited.password, target.projectId);
     return {
-      membership,
-      profileReference: membership.profile.reference ?? '',
+      membership: invited.membership,
+      profileReference: invited.profileReference,
       accessToken,
       openai: new OpenAI({ baseURL: `${target.baseUrl}v1`, apiKey: accessToken, defaultHeaders: { 'X-Project-ID': target.projectId }, maxRetries: 0 }),
     };
@@ -91,6 +79,30 @@ export async function createE2eFixture(target: E2eTarget): Promise<E2eFixture> {
     clinician: await practitioner('Clinician', patient),
     colleague: await practitioner('Colleague', otherPatient),
   };
+}
+
+/** A practitioner invited for a run with an email and a password (Medplum's invite), not signed in yet. */
+export interface E2eInvitee {
+  readonly membership: WithId<ProjectMembership>;
+  readonly profileReference: string;
+  readonly email: string;
+  readonly password: string;
+}
+
+/** Invites a practitioner of the run, named `<name> E2e-<run>`, with the given access. */
+export async function invitePractitioner(target: E2eTarget, run: string, name: string, access: ProjectMembershipAccess[]): Promise<E2eInvitee> {
+  const email = `fhirgate-e2e-${run}-${name}@example.com`;
+  const password = randomBytes(18).toString('base64url');
+  const membership = (await target.admin.invite(target.projectId, {
+    resourceType: 'Practitioner',
+    firstName: name,
+    lastName: `E2e-${run}`,
+    email,
+    password,
+    sendEmail: false,
+    membership: { access },
+  })) as WithId<ProjectMembership>;
+  return { membership, profileReference: membership.profile.reference ?? '', email, password };
 }
 
 /** Email and password sign-in, as the Medplum app and MedplumClient do it; resolves the access token. */

@@ -8,12 +8,15 @@ import { readCommandLine, USAGE_EXIT_CODE } from '../../plugin/command-line.ts';
 const USAGE = `Usage: npm run e2e -- [--base-url <url> --client-id <id> --client-secret <secret>] [options]
 
 Runs fhirgate's end-to-end suite from the outside: practitioners sign in with email and password and chat with the
-openai SDK; a device posts an Observation through /graphql; what was stored is read back with MedplumClient.
+openai SDK; a device posts an Observation through /graphql; in Chromium (/usr/bin/chromium, or CHROMIUM_PATH;
+skipped without it), a practitioner signs in to the web app at /fhirgate/app/, chats, reopens the conversation and
+signs out, and a reviewer reads it in the review console; what was stored is read back with MedplumClient.
 Without --base-url it starts a standalone host of this checkout on the LLM emulator.
 
 With --base-url: a Medplum server with fhirgate mounted, and a project administrator's client credentials
 (also MEDPLUM_CLIENT_ID / MEDPLUM_CLIENT_SECRET). The suite runs 'fhirgate provision' on that project first, and
-creates two patients and two practitioners named for the run.
+creates two patients, four practitioners and a reviewer's AccessPolicy named for the run; it signs in four
+practitioners (Medplum allows 5 sign-ins a minute from one address by default: leave a minute between runs).
 
 Options:
   --device-auth-file <path>   the device_auth file the server reads (FHIRGATE_DEVICE_AUTH); the suite provisions

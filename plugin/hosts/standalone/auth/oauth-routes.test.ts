@@ -57,25 +57,6 @@ describe('OAuth routes', () => {
     expect(missing.body.error).toBe('invalid_request');
   });
 
-  test('signing out revokes the session: its token authenticates nobody afterwards, on every route', async () => {
-    const issued = await request(standalone.app)
-      .post('/oauth2/token')
-      .type('form')
-      .send({ grant_type: 'client_credentials', client_id: project.client?.id, client_secret: project.client?.secret });
-    const token = issued.body.access_token as string;
-    expect((await request(standalone.app).get('/auth/me').auth(token, { type: 'bearer' })).status).toBe(200);
-    const signOut = await request(standalone.app).post('/oauth2/logout').auth(token, { type: 'bearer' }).send({});
-    expect(signOut.status).toBe(200);
-    expect(signOut.body).toEqual({ ok: true });
-    expect((await request(standalone.app).get('/auth/me').auth(token, { type: 'bearer' })).status).toBe(401);
-    expect((await request(standalone.app).get('/fhir/R4/Patient').auth(token, { type: 'bearer' })).status).toBe(401);
-    expect((await request(standalone.app).post('/oauth2/logout').auth(token, { type: 'bearer' })).status).toBe(401);
-  });
-
-  test('signing out without a session is 401', async () => {
-    expect((await request(standalone.app).get('/oauth2/logout')).status).toBe(401);
-  });
-
   test('the JWKS publishes the public signing key only', async () => {
     const response = await request(standalone.app).get('/.well-known/jwks.json');
     expect(response.status).toBe(200);
@@ -87,5 +68,33 @@ describe('OAuth routes', () => {
 
   test('/auth/me without a token is 401', async () => {
     expect((await request(standalone.app).get('/auth/me')).status).toBe(401);
+  });
+
+  test('signing out (MedplumClient.signOut) ends the session: its access token is refused from then on', async () => {
+    const issued = await request(standalone.app)
+      .post('/oauth2/token')
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: project.client?.id, client_secret: project.client?.secret });
+    const token = issued.body.access_token as string;
+    const bearer = { Authorization: `Bearer ${token}`, 'X-Project-ID': project.projectId };
+    expect((await request(standalone.app).get('/auth/me').set(bearer)).status).toBe(200);
+    expect((await request(standalone.app).get('/fhir/R4/Patient').set(bearer)).status).toBe(200);
+
+    const signedOut = await request(standalone.app).post('/oauth2/logout').set(bearer).send({});
+    expect(signedOut.status).toBe(200);
+    expect(signedOut.body).toMatchObject({ resourceType: 'OperationOutcome', id: 'ok' });
+    expect((await request(standalone.app).get('/auth/me').set(bearer)).status).toBe(401);
+    expect((await request(standalone.app).get('/fhir/R4/Patient').set(bearer)).status).toBe(401);
+    // A new sign-in of the same client is a new session.
+    const again = await request(standalone.app)
+      .post('/oauth2/token')
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: project.client?.id, client_secret: project.client?.secret });
+    expect((await request(standalone.app).get('/auth/me').set({ Authorization: `Bearer ${again.body.access_token as string}` })).status).toBe(200);
+  });
+
+  test('signing out without a session is 401, by POST or GET (as Medplum answers both)', async () => {
+    expect((await request(standalone.app).post('/oauth2/logout').send({})).status).toBe(401);
+    expect((await request(standalone.app).get('/oauth2/logout')).status).toBe(401);
   });
 });

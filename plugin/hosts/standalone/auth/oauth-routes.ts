@@ -1,9 +1,9 @@
 /**
  * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, the authorization code of
- * an email and password sign-in, password-login.ts, and the refresh token of one with "Remember me", refresh-grant.ts), the public keys at `/.well-known/jwks.json`, and
- * `GET /auth/me`, the session `MedplumClient` reads after every login, and `/oauth2/logout` (GET or POST, as
- * Medplum's), which revokes the caller's Login, so its access token authenticates nobody from then on
- * (`MedplumClient.signOut()` calls it).
+ * an email and password sign-in, password-login.ts, and the refresh token of one with "Remember me",
+ * refresh-grant.ts), the public keys at `/.well-known/jwks.json`, `GET /auth/me`, the session `MedplumClient` reads
+ * after every login, and `/oauth2/logout` (GET or POST, as Medplum's), which `MedplumClient.signOut()` calls (before
+ * it forgets the session) to end it.
  */
 import { createReference } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -80,11 +80,16 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
       sendUnauthorized(response);
       return;
     }
+    // As Medplum's logout: the Login is revoked, so its access token (and refresh token) authenticates nobody from
+    // the next request on (a cached caller's Login is read again every time). A client key has no Login to revoke:
+    // its secret is rotated.
     if (caller.login.id) {
       const login = await store.readResource<Login>('Login', caller.login.id);
       await store.updateResource<Login>({ ...login, revoked: true });
     }
-    response.set('Cache-Control', 'no-store').json({ ok: true });
+    response
+      .set('Cache-Control', 'no-store')
+      .json({ resourceType: 'OperationOutcome', id: 'ok', issue: [{ severity: 'information', code: 'informational', details: { text: 'All OK' } }] });
   };
   router.get('/oauth2/logout', logout);
   router.post('/oauth2/logout', logout);
