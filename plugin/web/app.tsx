@@ -3,6 +3,7 @@ import { useMedplumContext } from '@medplum/react';
 import type { JSX } from 'react';
 import { Navigate, Route, Routes } from 'react-router';
 import { ChatPage } from './pages/chat-page.tsx';
+import { RecordPage } from './pages/record-page.tsx';
 import { ReviewPage } from './pages/review/review-page.tsx';
 import { SignInPage } from './pages/sign-in-page.tsx';
 
@@ -17,6 +18,7 @@ export function App(): JSX.Element {
       <Routes>
         <Route path="/signin" element={<SignInPage />} />
         <Route path="/chat" element={profile ? <ChatPage /> : <Navigate to="/signin" replace />} />
+        <Route path="/records/:resourceType/:id" element={profile ? <RecordPage /> : <Navigate to="/signin" replace />} />
         <Route path="/review/*" element={profile ? <ReviewPage /> : <Navigate to="/signin" replace />} />
         <Route path="*" element={<Navigate to={profile ? '/chat' : '/signin'} replace />} />
       </Routes>
