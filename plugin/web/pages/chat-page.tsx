@@ -6,13 +6,13 @@
  */
 import { Alert, Button, Container, Grid, Group, Loader, Select, Stack, Text, Textarea, Title } from '@mantine/core';
 import type { Patient } from '@medplum/fhirtypes';
-import { PatientHeader, ResourceName, useMedplum, useMedplumProfile } from '@medplum/react';
+import { ResourceName, useMedplum, useMedplumProfile } from '@medplum/react';
 import { useEffect, useState, type FormEvent, type JSX } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { ChatMessage } from './chat-message.tsx';
 import { ConversationList } from './conversation-list.tsx';
 import { PatientPicker } from './patient-picker.tsx';
-import { RecordLinks } from './record-links.tsx';
+import { PatientBanner } from './patient-banner.tsx';
 import { useChat } from './use-chat.ts';
 import { useConversations } from './use-conversations.ts';
 import { PATIENT_DATA_LABEL, useModels } from './use-models.ts';
@@ -93,11 +93,7 @@ export function ChatPage(): JSX.Element {
                 <PatientPicker key={openId ?? 'new'} label="Patient" description="Optional: the patient this conversation is about." onChange={setChosenPatient} disabled={sending} />
               )}
               {shownPatient && (
-                <section aria-label="Patient">
-                  <RecordLinks>
-                    <PatientHeader patient={shownPatient} />
-                  </RecordLinks>
-                </section>
+                <PatientBanner patient={shownPatient} />
               )}
               <Select
                 label="Model"

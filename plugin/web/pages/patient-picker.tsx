@@ -4,6 +4,7 @@
  */
 import { formatHumanName } from '@medplum/core';
 import type { Patient } from '@medplum/fhirtypes';
+import { Text } from '@mantine/core';
 import { AsyncAutocomplete, useMedplum, type AsyncAutocompleteOption } from '@medplum/react';
 import type { JSX, ReactNode } from 'react';
 import { searchPatients } from './patient-search.ts';
@@ -20,7 +21,8 @@ export function PatientPicker({ label, description, onChange, disabled }: Patien
   return (
     <AsyncAutocomplete<Patient>
       label={label}
-      description={description}
+      // Mantine's dimmed description is too faint on white for WCAG AA.
+      description={description && <Text span size="xs" c="gray.7">{description}</Text>}
       placeholder="Name, birth date or identifier"
       maxValues={1}
       clearable

@@ -53,7 +53,8 @@ export function RecordPage(): JSX.Element {
         {state.status === 'read' && (
           <Document>
             <RecordLinks>
-              <ResourceTable value={state.record} ignoreMissingValues />
+              {/* Without its id row: the table's copy button there has no accessible name (the id is in the address). */}
+              <ResourceTable value={{ ...state.record, id: undefined }} forceUseInput ignoreMissingValues />
             </RecordLinks>
           </Document>
         )}

@@ -1,11 +1,12 @@
 /**
  * The signed-in user's conversations, newest first, each titled by its first prompt, optionally only those about
  * one patient: server-side searches of the conversation roots they sent (`_sort=-_lastUpdated`, `_count`, and
- * `subject` for a patient), a page at a time (`_offset`, while the server's answer has a `next` link), then each
- * root's first prompt (`_count=1`). Nothing is fetched in bulk.
+ * `subject` for a patient), a page at a time (`_offset`; one more than a page is asked for, to know whether older
+ * ones remain, as Medplum's server does for its `next` link, which not every host gives), then each root's first
+ * prompt (`_count=1`). Nothing is fetched in bulk.
  */
 import { getReferenceString } from '@medplum/core';
-import type { Bundle, Communication } from '@medplum/fhirtypes';
+import type { Communication } from '@medplum/fhirtypes';
 import { useMedplum, useMedplumProfile } from '@medplum/react';
 import { useCallback, useEffect, useRef, useState } from 'react';
 
@@ -45,21 +46,21 @@ export function useConversations(refresh: number, patientId?: string): Conversat
 
   const readPage = useCallback(
     async (offset: number): Promise<{ conversations: ConversationSummary[]; more: boolean }> => {
-      const bundle: Bundle<Communication> = await medplum.search('Communication', {
+      const found = await medplum.searchResources('Communication', {
         category: 'ai-conversation',
         sender: profile ? getReferenceString(profile) : '',
         ...(patientId ? { subject: `Patient/${patientId}` } : {}),
         _sort: '-_lastUpdated',
-        _count: String(CONVERSATION_PAGE),
+        _count: String(CONVERSATION_PAGE + 1),
         _offset: String(offset),
       }, { cache: 'no-cache' });
-      const roots = (bundle.entry ?? []).flatMap((entry) => (entry.resource ? [entry.resource] : []));
+      const roots = found.slice(0, CONVERSATION_PAGE);
       const conversations = await Promise.all(roots.map(async (root) => summaryOf(root, await medplum.searchOne('Communication', {
         'part-of': `Communication/${root.id}`,
         category: 'ai-prompt',
         _sort: 'sent',
       }, { cache: 'no-cache' }))));
-      return { conversations, more: Boolean(bundle.link?.some((link) => link.relation === 'next')) };
+      return { conversations, more: found.length > CONVERSATION_PAGE };
     },
     [medplum, profile, patientId]
   );
