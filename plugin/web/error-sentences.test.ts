@@ -13,9 +13,9 @@ describe('errorSentence', () => {
     expect(sentence.retry).toBe(false);
   });
 
-  it('reads the reset time from the server’s message when there is no Retry-After', () => {
+  it('reads the reset time the server’s message names, exactly, before a rounded Retry-After', () => {
     const message = 'Your monthly token budget (10 tokens, AI_BUDGET_PROJECT_MONTH_TOKENS) is used up; it resets at 2026-04-01T00:00:00Z.';
-    const sentence = errorSentence(new FhirgateError(429, message, 'budget_exceeded_project_month'));
+    const sentence = errorSentence(new FhirgateError(429, message, 'budget_exceeded_project_month', 59), { now: new Date('2026-03-31T23:59:00.400Z') });
     expect(sentence.message).toBe(`Your project’s AI budget for this month is used up. It resets ${new Date('2026-04-01T00:00:00Z').toLocaleString(undefined, WHEN)}.`);
   });
 

@@ -90,13 +90,13 @@ function budgetSentence(error: FhirgateError, whose: string, now: Date): ErrorSe
   return { title: 'Budget used up', message: `${whose} is used up.${when}`, retry: false };
 }
 
-/** `Retry-After` counted from `now`, else the time the server's message names. */
+/** The time the server's message names (exact), else `Retry-After` counted from `now`. */
 function resetTime(error: FhirgateError, now: Date): Date | undefined {
-  if (error.retryAfterSeconds !== undefined) {
-    return new Date(now.getTime() + error.retryAfterSeconds * 1000);
-  }
   const named = /resets at (\d{4}-\d{2}-\d{2}T[\d:.]+Z)/.exec(error.message)?.[1];
-  return named ? new Date(named) : undefined;
+  if (named && !Number.isNaN(Date.parse(named))) {
+    return new Date(named);
+  }
+  return error.retryAfterSeconds !== undefined ? new Date(now.getTime() + error.retryAfterSeconds * 1000) : undefined;
 }
 
 function instead(models: readonly string[] | undefined): string {

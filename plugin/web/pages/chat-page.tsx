@@ -17,6 +17,9 @@ import { useChat } from './use-chat.ts';
 import { useConversations } from './use-conversations.ts';
 import { PATIENT_DATA_LABEL, useModels } from './use-models.ts';
 
+
+// Mantine's red title on its light red is too faint for WCAG AA: the title takes red 9.
+const READABLE_TITLE = { label: { color: 'var(--mantine-color-red-9)' } };
 export function ChatPage(): JSX.Element {
   const medplum = useMedplum();
   const profile = useMedplumProfile();
@@ -114,7 +117,7 @@ export function ChatPage(): JSX.Element {
                 allowDeselect={false}
                 disabled={!models?.length}
               />
-              {modelsError && <Alert color="red" title="The models could not be listed">{modelsError}</Alert>}
+              {modelsError && <Alert color="red" styles={READABLE_TITLE} title="The models could not be listed">{modelsError}</Alert>}
               <Stack aria-label="Conversation" role="log" aria-busy={sending || loading}>
                 {loading && <Loader size="sm" aria-label="Reading the conversation" />}
                 {messages.map((message, index) => (
@@ -122,7 +125,7 @@ export function ChatPage(): JSX.Element {
                 ))}
               </Stack>
               {error && (
-                <Alert color="red" title={error.title}>
+                <Alert color="red" styles={READABLE_TITLE} title={error.title}>
                   <Stack gap="xs" align="flex-start">
                     <Text size="sm">{error.message}</Text>
                     {error.retry && lastPrompt && (
