@@ -1,12 +1,15 @@
 /**
- * What the web app's browser journeys share: a demo user's password set for the test, signing in through the
- * app's sign-in page (Medplum's form), and axe's findings on a page.
+ * What the web app's browser journeys share: a demo user's password set for the test, a project setting changed
+ * as its administrator changes it (docs/governance.md), signing in through the app's sign-in page (Medplum's form),
+ * and axe's findings on a page.
  */
 import { fileURLToPath } from 'node:url';
 import AxeBuilder from '@axe-core/playwright';
-import type { User } from '@medplum/fhirtypes';
+import type { Project, ProjectSetting, User } from '@medplum/fhirtypes';
 import type { Page } from 'playwright-core';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
+import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
+import { projectAdministrator } from './project-administrator.ts';
 import type { TestHost } from './test-host.ts';
 
 /** Where the journeys write the screenshots the docs show. */
@@ -21,6 +24,17 @@ export interface WebUser {
 export async function setPassword(host: TestHost, userId: string, password: string): Promise<void> {
   const user = await host.store.readResource<User>('User', userId);
   await host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(password) });
+}
+
+/**
+ * Sets project settings as a project administrator does, through Medplum's project admin API: read the list,
+ * replace the entries named, send the whole list back.
+ */
+export async function setProjectSettings(host: TestHost, project: SeededProject, entries: readonly ProjectSetting[]): Promise<void> {
+  const admin = await projectAdministrator(host, project);
+  const { project: current } = await admin.get<{ project: Project }>(`admin/projects/${project.projectId}`);
+  const names = new Set(entries.map((entry) => entry.name));
+  await admin.post(`admin/projects/${project.projectId}/settings`, [...(current.setting ?? []).filter((entry) => !names.has(entry.name)), ...entries]);
 }
 
 /** Signs in on the app's sign-in page and waits for the chat. */

@@ -6,14 +6,13 @@
  * "Try again" and no raw answer of the server; nothing of the refused turn is stored. axe finds no violation.
  */
 import { Operator } from '@medplum/core';
-import type { Communication, Project, ProjectSetting } from '@medplum/fhirtypes';
+import type { Communication } from '@medplum/fhirtypes';
 import type { Browser } from 'playwright-core';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { startChatHost, type ChatHost } from '../support/chat-host.ts';
-import { projectAdministrator } from '../support/project-administrator.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
-import { accessibilityViolations, setPassword, signInToApp } from '../support/web-journey.ts';
+import { accessibilityViolations, setPassword, setProjectSettings, signInToApp } from '../support/web-journey.ts';
 
 const CARTER = { email: 'alice.carter@example.org', password: 'a demo password for the budget journey' };
 /** Where the browser is: its reset time is shown in this zone. */
@@ -29,11 +28,7 @@ const TIME_ZONE = 'America/New_York';
     chat = await startChatHost();
     project = await chat.host.seedProject();
     await setPassword(chat.host, project.ids['practitioner-user'], CARTER.password);
-    // As an administrator does: read the settings, add the budget, send the whole list back.
-    const admin = await projectAdministrator(chat.host, project);
-    const { project: settings } = await admin.get<{ project: Project }>(`admin/projects/${project.projectId}`);
-    const setting: ProjectSetting[] = [...(settings.setting ?? []).filter((entry) => entry.name !== 'AI_BUDGET_USER_DAY_TOKENS'), { name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: 1 }];
-    await admin.post(`admin/projects/${project.projectId}/settings`, setting);
+    await setProjectSettings(chat.host, project, [{ name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: 1 }]);
     browser = await launchChromium();
   }, 120_000);
 

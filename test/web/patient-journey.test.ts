@@ -3,7 +3,9 @@
  * emulator: Dr. Carter finds Maria Lopez in the patient picker (as her AccessPolicy lets her read her), sees her
  * header, asks about her, and under the reply reads which records of the chart were shared with the model, exactly
  * those the reply's record lists, and opens one; a record outside her care reads "not available" and names nothing
- * of it; a reopened conversation keeps its patient. Her conversations filter by patient and page on the server.
+ * of it; a reopened conversation keeps its patient. Her conversations filter by patient and page on the server. On
+ * a model her project has not cleared for patient data, her question about Maria is refused in a sentence that
+ * names the model the project allows instead, and nothing is stored.
  * axe finds no violation on any page; the screenshot is the one docs/app.md shows.
  */
 import { Operator } from '@medplum/core';
@@ -11,17 +13,23 @@ import type { Communication } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
-import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
+import { CHAT_MODEL, OTHER_PROVIDERS, startChatHost, type ChatHost } from '../support/chat-host.ts';
 import { seedChart, type SeededChart } from '../support/seeded-chart.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
-import { accessibilityViolations, DOCS_IMAGES, setPassword, signInToApp } from '../support/web-journey.ts';
+import { accessibilityViolations, DOCS_IMAGES, setPassword, setProjectSettings, signInToApp } from '../support/web-journey.ts';
 
 const CARTER = { email: 'alice.carter@example.org', password: 'a demo password for the patient journey' };
 const PROMPT = 'Is Maria due for a potassium check?';
 const ABOUT_JAMES = 'How is James’s asthma today?';
 /** More conversations than a page of the side list holds. */
 const EARLIER_NOTES = 21;
+
+/** Searches a patient picker and chooses the patient the option names. */
+async function choosePatient(page: Page, label: string, search: string, option: RegExp): Promise<void> {
+  await page.getByRole('searchbox', { name: label, exact: true }).fill(search);
+  await page.getByRole('option', { name: option }).click();
+}
 
 (browserTestsRun() ? describe : describe.skip)('a clinician chats about a patient in the web app', () => {
   let chat: ChatHost;
@@ -50,11 +58,6 @@ const EARLIER_NOTES = 21;
       ],
       count: 1000,
     });
-  }
-
-  async function choosePatient(page: Page, label: string, search: string, option: RegExp): Promise<void> {
-    await page.getByRole('searchbox', { name: label }).or(page.getByRole('textbox', { name: label })).fill(search);
-    await page.getByRole('option', { name: option }).click();
   }
 
   beforeAll(async () => {
@@ -108,7 +111,7 @@ const EARLIER_NOTES = 21;
 
     // The conversation keeps its patient: the picker is gone, the header stays.
     await page.getByText('This conversation is about this patient.').waitFor();
-    await expect(page.getByRole('textbox', { name: 'Patient', exact: true }).count()).resolves.toBe(0);
+    await expect(page.getByRole('searchbox', { name: 'Patient', exact: true }).count()).resolves.toBe(0);
     await page.getByRole('button', { name: 'Send' }).and(page.locator(':not([data-loading])')).waitFor();
     await page.screenshot({ path: `${DOCS_IMAGES}app-chat-patient.png` });
     expect(await accessibilityViolations(page)).toEqual([]);
@@ -127,7 +130,7 @@ const EARLIER_NOTES = 21;
     await page.reload();
     await page.getByRole('region', { name: 'Patient' }).getByText('Maria Lopez').waitFor();
     await log.getByLabel('Reply').first().getByRole('link', { name: 'Problem: Essential hypertension' }).waitFor();
-    await expect(page.getByRole('textbox', { name: 'Patient', exact: true }).count()).resolves.toBe(0);
+    await expect(page.getByRole('searchbox', { name: 'Patient', exact: true }).count()).resolves.toBe(0);
 
     // The patient's name in the header opens her record in the app.
     await page.getByRole('region', { name: 'Patient' }).getByRole('link', { name: 'Maria Lopez' }).click();
@@ -168,6 +171,49 @@ const EARLIER_NOTES = 21;
     expect(await accessibilityViolations(page)).toEqual([]);
     await conversations.first().click();
     await page.getByRole('region', { name: 'Patient' }).getByText('James Chen').waitFor();
+    await context.close();
+  }, 120_000);
+});
+
+(browserTestsRun() ? describe : describe.skip)('a question about a patient on a model not cleared for patient data', () => {
+  const UNCLEARED = OTHER_PROVIDERS.ollama.model;
+  let chat: ChatHost;
+  let browser: Browser;
+  let project: SeededProject;
+
+  beforeAll(async () => {
+    await ensureWebAppBuilt();
+    chat = await startChatHost({ withProviders: ['ollama'] });
+    project = await chat.host.seedProject();
+    await setPassword(chat.host, project.ids['practitioner-user'], CARTER.password);
+    // The project clears only the openai models for patient data (the operator cleared both providers).
+    await setProjectSettings(chat.host, project, [{ name: 'AI_PATIENT_DATA_MODELS', valueString: 'openai/*' }]);
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await chat?.close();
+  });
+
+  test('Dr. Carter reads which model her project allows instead, and nothing is stored', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    await signInToApp(page, chat.host, CARTER);
+    await choosePatient(page, 'Patient', 'Lopez', /Maria Lopez/);
+    await page.getByRole('textbox', { name: 'Model' }).click();
+    await page.getByRole('option', { name: new RegExp(UNCLEARED) }).getByText('patient data: not allowed').waitFor();
+    await page.getByRole('option', { name: new RegExp(UNCLEARED) }).click();
+    await page.getByRole('textbox', { name: 'Message', exact: true }).fill(PROMPT);
+    await page.getByRole('button', { name: 'Send' }).click();
+
+    const alert = page.getByRole('alert').filter({ hasText: 'Model not cleared for patient data' });
+    await alert.waitFor();
+    await expect(alert.textContent()).resolves.toContain(`Choose one your project allows for patient data: ${CHAT_MODEL}.`);
+    await expect(alert.getByRole('button', { name: 'Try again' }).count()).resolves.toBe(0);
+    expect(await accessibilityViolations(page)).toEqual([]);
+    const stored = await chat.host.store.searchResources<Communication>({ resourceType: 'Communication', filters: [{ code: '_project', operator: Operator.EQUALS, value: project.projectId }] });
+    expect(stored).toEqual([]);
     await context.close();
   }, 120_000);
 });
