@@ -22,8 +22,30 @@ import { accessibilityViolations, DOCS_IMAGES, setPassword, setProjectSettings, 
 const CARTER = { email: 'alice.carter@example.org', password: 'a demo password for the patient journey' };
 const PROMPT = 'Is Maria due for a potassium check?';
 const ABOUT_JAMES = 'How is James’s asthma today?';
-/** More conversations than a page of the side list holds. */
-const EARLIER_NOTES = 21;
+/** Earlier questions about no patient, oldest first: more conversations than a page of the side list holds. */
+const EARLIER_QUESTIONS = [
+  'Which vaccines are due this autumn?',
+  'Summarise the new hypertension guideline.',
+  'What is the usual dose of amoxicillin for adults?',
+  'Draft a leaflet on low-salt diets.',
+  'How often should HbA1c be checked?',
+  'What are the red flags of back pain?',
+  'Explain the CHA2DS2-VASc score.',
+  'Which statins interact with clarithromycin?',
+  'What does a raised ferritin suggest?',
+  'How do I taper prednisolone?',
+  'What are the signs of lithium toxicity?',
+  'List the causes of hyponatraemia.',
+  'When is a D-dimer useful?',
+  'How should gout flares be treated?',
+  'What is the target blood pressure over 80?',
+  'Explain the eGFR stages.',
+  'Which antibiotics are safe in pregnancy?',
+  'How is iron deficiency treated?',
+  'What is the QRISK3 score?',
+  'Draft a sick note template.',
+  'What are the side effects of metformin?',
+];
 
 /** Searches a patient picker and chooses the patient the option names. */
 async function choosePatient(page: Page, label: string, search: string, option: RegExp): Promise<void> {
@@ -68,8 +90,8 @@ async function choosePatient(page: Page, label: string, search: string, option: 
     chart = await seedChart(await chat.host.standalone.host.getSystemRepo(project.projectId), project);
     // Earlier conversations: one about James Chen, and more about no patient than a page of the list holds.
     await chatAsCarter(ABOUT_JAMES, project.ids['patient-in-care-team-2']);
-    for (let note = 1; note <= EARLIER_NOTES; note++) {
-      await chatAsCarter(`Earlier note ${note}`);
+    for (const question of EARLIER_QUESTIONS) {
+      await chatAsCarter(question);
     }
     browser = await launchChromium();
   }, 180_000);
@@ -162,7 +184,7 @@ async function choosePatient(page: Page, label: string, search: string, option: 
     await list.getByRole('button', { name: 'Show older' }).click();
     await waitFor(async () => (await conversations.count()) === total.length || undefined, 10_000);
     await expect(list.getByRole('button', { name: 'Show older' }).count()).resolves.toBe(0);
-    await list.getByRole('link', { name: /^Earlier note 1\b/ }).waitFor();
+    await list.getByRole('link', { name: EARLIER_QUESTIONS[0] }).waitFor();
 
     // Only James Chen's.
     await choosePatient(page, 'Conversations about', 'Chen', /James Chen/);
