@@ -167,6 +167,15 @@ async function choosePatient(page: Page, label: string, search: string, option: 
     expect(await accessibilityViolations(page)).toEqual([]);
     await page.goto(`${chat.host.url}fhirgate/app/records/Patient/00000000-0000-4000-8000-000000000000`);
     await page.getByText('This record is not available to you').waitFor();
+
+    // A shared record removed since reads as not available under the reply, with no link.
+    const system = await chat.host.standalone.host.getSystemRepo(project.projectId);
+    await system.deleteResource('Observation', chart.hba1c.id);
+    await page.goto(conversationUrl);
+    const reopened = log.getByLabel('Reply').first().getByRole('region', { name: 'Records shared with the model' });
+    await reopened.getByText('Observation: not available to you').waitFor();
+    await expect(reopened.getByRole('link').count()).resolves.toBe(about.length - 1);
+    await expect(reopened.textContent()).resolves.not.toContain('HbA1c');
     await context.close();
   }, 180_000);
 

@@ -6,7 +6,7 @@ import { Anchor, List, Stack, Text } from '@mantine/core';
 import { getDisplayString, isOk } from '@medplum/core';
 import type { OperationOutcome } from '@medplum/fhirtypes';
 import { useResource } from '@medplum/react';
-import { useState, type JSX } from 'react';
+import { useMemo, useState, type JSX } from 'react';
 import { Link, useLocation } from 'react-router';
 import { recordKind, recordPath, type SharedRecord } from './shared-records.ts';
 
@@ -30,7 +30,9 @@ export function SharedRecordsList({ records }: { readonly records: readonly Shar
 
 function SharedRecordLink({ record }: { readonly record: SharedRecord }): JSX.Element {
   const [outcome, setOutcome] = useState<OperationOutcome>();
-  const resource = useResource({ reference: record.reference }, setOutcome);
+  // One reference object per record: useResource reads again whenever its value changes identity.
+  const reference = useMemo(() => ({ reference: record.reference }), [record.reference]);
+  const resource = useResource(reference, setOutcome);
   const kind = recordKind(record.resourceType);
   const here = useLocation();
   if (outcome && !isOk(outcome)) {
