@@ -20,6 +20,7 @@ import { PATIENT_DATA_LABEL, useModels } from './use-models.ts';
 
 // Mantine's red title on its light red is too faint for WCAG AA: the title takes red 9.
 const READABLE_TITLE = { label: { color: 'var(--mantine-color-red-9)' } };
+
 export function ChatPage(): JSX.Element {
   const medplum = useMedplum();
   const profile = useMedplumProfile();

@@ -20,6 +20,7 @@ export interface ConversationListProps {
 
 // Mantine's red title on its light red is too faint for WCAG AA: the title takes red 9.
 const READABLE_TITLE = { label: { color: 'var(--mantine-color-red-9)' } };
+
 export function ConversationList({ state, openId, onFilter, filtered }: ConversationListProps): JSX.Element {
   return (
     <nav aria-label="Your conversations">
