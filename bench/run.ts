@@ -53,7 +53,7 @@ const { values } = parseArgs({
 });
 const smoke = values.smoke ?? false;
 const soakOnly = values.soak ?? false;
-const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10').split(',').map((part) => part.trim()));
+const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -76,6 +76,7 @@ const EXTERNAL_SCENARIOS = [
   { id: '0', title: '0. Start-up and the first /graphql', script: 'bench/cold-start.ts' },
   { id: '9', title: '9. Governance: patient data egress', script: 'bench/patient-data-egress.ts' },
   { id: '10', title: '10. Governance: model access and budgets', script: 'bench/model-access-and-budgets.ts' },
+  { id: '11', title: '11. Web app', script: 'bench/web-app.ts' },
 ];
 /** The soak: with --soak alone (its own report file), and in every smoke run. */
 const SOAK = { id: 'Soak', title: 'Soak', script: 'bench/soak.ts' };
@@ -139,7 +140,7 @@ async function runExternalScenarios(sections: ScenarioSection[], missing: Missin
     log(`scenario ${scenario.id} (${scenario.script})`);
     const soak = scenario === SOAK;
     // The soak runs as long as it is asked to, plus start-up and the final count; scenario 7 seeds a large store.
-    const timeoutMs = smoke ? 180_000 : soak ? (soakMinutes + 10) * 60_000 : scenario.id === '7' ? 1_800_000 : 600_000;
+    const timeoutMs = smoke ? 180_000 : soak ? (soakMinutes + 10) * 60_000 : scenario.id === '7' || scenario.id === '11' ? 1_800_000 : 600_000;
     const extraArgs = soak && !smoke ? ['--minutes', String(soakMinutes)] : [];
     const outcome = await runExternalScenario(scenario.script, join(rawDirectory, `scenario-${scenario.id}.json`), smoke, timeoutMs, extraArgs);
     if ('section' in outcome) sections.push(outcome.section);

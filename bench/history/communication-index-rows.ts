@@ -42,12 +42,28 @@ export function communicationIndexRows(resource: Communication): IndexRow[] {
     reference('recipient', recipient.reference);
   }
   rows.push({ param: 'status', value: resource.status.toLowerCase(), extra: '' });
-  // The sorted lookup of a conversation's messages by sent.
-  for (const part of resource.partOf ?? []) {
-    if (part.reference) {
-      rows.push({ param: sortedLookupParam('part-of', 'sent'), value: part.reference, extra: resource.sent ?? NO_SORT_VALUE });
+  for (const concept of resource.medium ?? []) {
+    for (const coding of concept.coding ?? []) {
+      rows.push({ param: 'medium', value: (coding.code ?? '').toLowerCase(), extra: (coding.system ?? '').toLowerCase() });
     }
   }
+  // The sorted lookups by sent: a conversation's messages, and the conversations by category, sender and subject.
+  const sorted = (filter: string, value: string | undefined): void => {
+    if (value) {
+      rows.push({ param: sortedLookupParam(filter, 'sent'), value, extra: resource.sent ?? NO_SORT_VALUE });
+    }
+  };
+  for (const part of resource.partOf ?? []) {
+    sorted('part-of', part.reference);
+  }
+  for (const row of rows.filter((candidate) => candidate.param === 'category')) {
+    sorted('category', row.value);
+  }
+  sorted('sender', resource.sender?.reference);
+  for (const recipient of resource.recipient ?? []) {
+    sorted('recipient', recipient.reference);
+  }
+  sorted('subject', resource.subject?.reference);
   return rows;
 }
 

@@ -5,7 +5,7 @@
 import type { Communication, Device, Extension, Patient, Reference } from '@medplum/fhirtypes';
 import type { ChatFinishReason, ChatMessage, ChatToolCall } from '../llm/chat-model.ts';
 import type { RecordedUsage } from '../governance/usage-estimate.ts';
-import { CATEGORY, ERROR_CODE_SYSTEM, EXTENSION, SIDE_REQUEST_CATEGORY } from './fhir-vocabulary.ts';
+import { CATEGORY, ERROR_CODE_SYSTEM, EXTENSION, MODEL_MEDIUM_SYSTEM, SIDE_REQUEST_CATEGORY } from './fhir-vocabulary.ts';
 import { textPayload, textPieces } from './fhir-text.ts';
 import { moneyOf } from '../governance/model-prices.ts';
 import { promptContentOf } from './prompt-messages.ts';
@@ -169,6 +169,7 @@ export function buildReply(parties: ConversationParties, reply: ReplyRecord): Co
     status: reply.status,
     statusReason: reply.reason || reply.errorCode ? statusReasonOf(reply.reason, reply.errorCode) : undefined,
     category: categories(parties.categorySystem, CATEGORY.response, reply.sideRequest),
+    medium: [{ coding: [{ system: MODEL_MEDIUM_SYSTEM, code: reply.modelId }] }],
     subject: parties.subject,
     sender: parties.agent,
     recipient: [parties.caller],

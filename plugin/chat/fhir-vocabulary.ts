@@ -69,5 +69,12 @@ export const EXTENSION = {
  */
 export const ERROR_CODE_SYSTEM = 'urn:fhirgate:error-code';
 
+/**
+ * System of the code in a reply's `medium`: the model that answered (`provider/model`), so replies can be searched
+ * by model with the R4 `medium` search parameter on any FHIR server (`Communication?medium=urn:fhirgate:ai-model|...`):
+ * a Medplum server does not search by SearchParameters a project adds.
+ */
+export const MODEL_MEDIUM_SYSTEM = 'urn:fhirgate:ai-model';
+
 /** Identifier of the AI agent's Device in each project. */
 export const AGENT_DEVICE_IDENTIFIER = { system: 'urn:fhirgate:agent', value: 'fhirgate-ai-agent' } as const;

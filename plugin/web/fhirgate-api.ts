@@ -26,6 +26,11 @@ export async function fhirgateFetch(medplum: MedplumClient, path: string, init: 
     headers.set('X-Project-ID', projectId);
   }
   const response = await fetch(new URL(path, medplum.getBaseUrl()), { ...init, headers });
+  if (response.status === 401) {
+    // The session was revoked or has expired: as MedplumClient does on a 401, end it here, so the app sends the
+    // user to sign in (and back to this page afterwards).
+    medplum.clear();
+  }
   if (!response.ok) {
     throw await errorOf(response);
   }

@@ -17,7 +17,9 @@ import { appLocation } from './app-location.ts';
 import { theme } from './theme.ts';
 
 const location = appLocation(document.baseURI, import.meta.url);
-const medplum = new MedplumClient({ baseUrl: location.serverUrl, onUnauthenticated: () => window.location.assign(location.appPath) });
+// A request the server answers 401 (a session revoked or expired, and not refreshed) clears the session; the app's
+// routes then send the user to sign in and back to the page they were on (app.tsx).
+const medplum = new MedplumClient({ baseUrl: location.serverUrl });
 
 const root = document.getElementById('root');
 if (root) {

@@ -97,7 +97,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     await expect(reply.getByText(/^Tokens: \d+ in, \d+ out, \d+ in all$/).count()).resolves.toBe(1);
     await reply.getByText('Patient summary sent to the model').click();
     await expect(reply.locator('pre').innerText()).resolves.toContain('Maria');
-    await page.screenshot({ path: `${IMAGES}app-review-thread.png`, fullPage: true });
+    // The thread's screenshot, with a priced model's cost, is review-console-journey.test.ts's.
     expect(await accessibilityViolations(page)).toEqual([]);
 
     await page.getByRole('link', { name: 'Back to the review' }).click();

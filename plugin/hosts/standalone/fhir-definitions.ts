@@ -6,7 +6,8 @@ let loaded = false;
 
 /**
  * Search parameters fhirgate adds: R4 has none for `Communication.inResponseTo`, which threads a reply to its
- * prompt. A Medplum server gets the same SearchParameter resource (see docs/mounting.md).
+ * prompt. (A reply's model is searched with R4's `medium`, where fhirgate records it, so the review console's model
+ * filter works on any server.)
  */
 export const FHIRGATE_SEARCH_PARAMETERS: SearchParameter[] = [
   {

@@ -6,7 +6,6 @@
  */
 import { Alert, Button, Container, Grid, Group, Loader, Select, Stack, Text, Textarea, Title } from '@mantine/core';
 import type { Patient } from '@medplum/fhirtypes';
-import { ResourceName, useMedplum, useMedplumProfile } from '@medplum/react';
 import { useEffect, useState, type FormEvent, type JSX } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { ChatMessage } from './chat-message.tsx';
@@ -17,13 +16,10 @@ import { useChat } from './use-chat.ts';
 import { useConversations } from './use-conversations.ts';
 import { PATIENT_DATA_LABEL, useModels } from './use-models.ts';
 
-
 // Mantine's red title on its light red is too faint for WCAG AA: the title takes red 9.
 const READABLE_TITLE = { label: { color: 'var(--mantine-color-red-9)' } };
 
 export function ChatPage(): JSX.Element {
-  const medplum = useMedplum();
-  const profile = useMedplumProfile();
   const navigate = useNavigate();
   const [search] = useSearchParams();
   const openId = search.get('conversation') ?? undefined;
@@ -66,22 +62,10 @@ export function ChatPage(): JSX.Element {
     }
   }
 
-  function signOut(): void {
-    medplum.signOut().then(() => navigate('/signin')).catch(() => navigate('/signin'));
-  }
-
   return (
     <Container size="xl" py="md">
       <Stack>
-        <Group justify="space-between">
-          <Title order={1}>Chat</Title>
-          <Group>
-            {profile && <ResourceName value={profile} />}
-            <Button variant="default" onClick={signOut}>
-              Sign out
-            </Button>
-          </Group>
-        </Group>
+        <Title order={1}>Chat</Title>
         <Grid>
           <Grid.Col span={{ base: 12, sm: 4, md: 3 }}>
             <ConversationList state={conversations} openId={openId} onFilter={setFilterPatient} filtered={Boolean(filterPatient)} />

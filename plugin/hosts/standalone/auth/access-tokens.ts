@@ -1,6 +1,7 @@
 /**
  * Access tokens in Medplum's format: RS256 JWTs with header `kid` and `typ: JWT`, claims `login_id`, `sub`,
- * `username`, `scope`, `profile`, `client_id`, issued by the host's issuer URL, one hour by default.
+ * `username`, `scope`, `profile`, `client_id`, issued by the host's issuer URL, one hour by default; and, as
+ * Medplum's, refresh tokens (claims `login_id`, `refresh_secret`) for a sign-in with "Remember me".
  */
 import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
 import type { SigningKeys } from './signing-keys.ts';
@@ -16,12 +17,22 @@ export interface AccessTokenClaims extends JWTPayload {
   readonly client_id?: string;
 }
 
-/** Signs and verifies access tokens for one issuer. */
+/** Claims of a Medplum refresh token: the Login it renews and the Login's current refresh secret. */
+export interface RefreshTokenClaims extends JWTPayload {
+  readonly login_id: string;
+  readonly refresh_secret: string;
+}
+
+/** Signs and verifies access tokens (and the refresh tokens of "Remember me" sign-ins) for one issuer. */
 export interface AccessTokenService {
   readonly lifetimeSeconds: number;
   sign(claims: AccessTokenClaims): Promise<string>;
   /** The token's claims when its signature, issuer, algorithm and expiry check out; otherwise undefined. */
   verify(token: string): Promise<AccessTokenClaims | undefined>;
+  /** A refresh token for a Login and its refresh secret, valid two weeks (Medplum's default). */
+  signRefresh(loginId: string, refreshSecret: string): Promise<string>;
+  /** A refresh token's claims when it checks out; never the claims of an access token, nor an access token of these. */
+  verifyRefresh(token: string): Promise<RefreshTokenClaims | undefined>;
 }
 
 /** Options of the access token service. */
@@ -31,6 +42,9 @@ export interface AccessTokenServiceOptions {
   readonly issuer: string;
   readonly lifetimeSeconds?: number;
 }
+
+/** Medplum's default refresh token lifetime. */
+const REFRESH_LIFETIME_SECONDS = 14 * 24 * 3600;
 
 /** Creates the access token service. */
 export function createAccessTokenService(options: AccessTokenServiceOptions): AccessTokenService {
@@ -57,6 +71,30 @@ export function createAccessTokenService(options: AccessTokenServiceOptions): Ac
         const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
         const expected = typeof payload.client_id === 'string' ? payload.client_id : issuer;
         return isAccessTokenClaims(payload) && audiences.includes(expected) ? payload : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    signRefresh: (loginId, refreshSecret) =>
+      new SignJWT({ login_id: loginId, refresh_secret: refreshSecret })
+        .setProtectedHeader({ alg: keys.algorithm, kid: keys.keyId, typ: 'JWT' })
+        .setIssuedAt()
+        .setIssuer(issuer)
+        .setAudience(issuer)
+        .setExpirationTime(`${REFRESH_LIFETIME_SECONDS}s`)
+        .sign(keys.privateKey),
+    verifyRefresh: async (token) => {
+      try {
+        const { payload } = await jwtVerify(token, keys.resolveVerificationKey, {
+          issuer,
+          audience: issuer,
+          algorithms: [keys.algorithm],
+          requiredClaims: ['exp', 'login_id', 'refresh_secret'],
+        });
+        // An access token names a profile and a subject; a refresh token neither.
+        return typeof payload.login_id === 'string' && typeof payload.refresh_secret === 'string' && payload.profile === undefined && payload.sub === undefined
+          ? (payload as RefreshTokenClaims)
+          : undefined;
       } catch {
         return undefined;
       }

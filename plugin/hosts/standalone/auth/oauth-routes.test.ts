@@ -57,6 +57,25 @@ describe('OAuth routes', () => {
     expect(missing.body.error).toBe('invalid_request');
   });
 
+  test('signing out revokes the session: its token authenticates nobody afterwards, on every route', async () => {
+    const issued = await request(standalone.app)
+      .post('/oauth2/token')
+      .type('form')
+      .send({ grant_type: 'client_credentials', client_id: project.client?.id, client_secret: project.client?.secret });
+    const token = issued.body.access_token as string;
+    expect((await request(standalone.app).get('/auth/me').auth(token, { type: 'bearer' })).status).toBe(200);
+    const signOut = await request(standalone.app).post('/oauth2/logout').auth(token, { type: 'bearer' }).send({});
+    expect(signOut.status).toBe(200);
+    expect(signOut.body).toEqual({ ok: true });
+    expect((await request(standalone.app).get('/auth/me').auth(token, { type: 'bearer' })).status).toBe(401);
+    expect((await request(standalone.app).get('/fhir/R4/Patient').auth(token, { type: 'bearer' })).status).toBe(401);
+    expect((await request(standalone.app).post('/oauth2/logout').auth(token, { type: 'bearer' })).status).toBe(401);
+  });
+
+  test('signing out without a session is 401', async () => {
+    expect((await request(standalone.app).get('/oauth2/logout')).status).toBe(401);
+  });
+
   test('the JWKS publishes the public signing key only', async () => {
     const response = await request(standalone.app).get('/.well-known/jwks.json');
     expect(response.status).toBe(200);

@@ -1,11 +1,13 @@
 /**
- * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, and the authorization
- * code of an email and password sign-in, password-login.ts), the public keys at `/.well-known/jwks.json`, and
- * `GET /auth/me`, the session `MedplumClient` reads after every login.
+ * The OAuth surface real Medplum clients need: `POST /oauth2/token` (client credentials, the authorization code of
+ * an email and password sign-in, password-login.ts, and the refresh token of one with "Remember me", refresh-grant.ts), the public keys at `/.well-known/jwks.json`, and
+ * `GET /auth/me`, the session `MedplumClient` reads after every login, and `/oauth2/logout` (GET or POST, as
+ * Medplum's), which revokes the caller's Login, so its access token authenticates nobody from then on
+ * (`MedplumClient.signOut()` calls it).
  */
 import { createReference } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { ProjectMembership, Resource } from '@medplum/fhirtypes';
+import type { Login, ProjectMembership, Resource } from '@medplum/fhirtypes';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { AppError, toAppError } from '../../../errors.ts';
 import type { CallerContext, HostLogger } from '../../../host.ts';
@@ -17,6 +19,7 @@ import type { CallerCache } from './caller-cache.ts';
 import { startLogin } from './logins.ts';
 import { findClientMembership, readKeyClient } from './client-keys.ts';
 import { exchangeAuthorizationCode } from './password-login.ts';
+import { refreshLogin } from './refresh-grant.ts';
 import type { SigningKeys } from './signing-keys.ts';
 
 /** What the OAuth routes work with. */
@@ -35,7 +38,7 @@ export interface OAuthRoutesOptions {
 // A token request is a grant type, a client id and secret or a code and its verifier.
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
-/** Creates the router for `/oauth2/token`, `/.well-known/jwks.json` and `/auth/me`. */
+/** Creates the router for `/oauth2/token`, `/oauth2/logout`, `/.well-known/jwks.json` and `/auth/me`. */
 export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
   const { store, tokens, keys, callers, logger } = options;
   const router = express.Router();
@@ -66,11 +69,25 @@ export function createOAuthRoutes(options: OAuthRoutesOptions): Router {
   router.get('/auth/me', async (request, response) => {
     const caller = await authenticateRequest(request.headers, store, tokens, callers);
     if (!caller) {
-      response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
+      sendUnauthorized(response);
       return;
     }
     response.json(await describeSession(store, caller));
   });
+  const logout = async (request: Request, response: Response): Promise<void> => {
+    const caller = await authenticateRequest(request.headers, store, tokens, callers);
+    if (!caller) {
+      sendUnauthorized(response);
+      return;
+    }
+    if (caller.login.id) {
+      const login = await store.readResource<Login>('Login', caller.login.id);
+      await store.updateResource<Login>({ ...login, revoked: true });
+    }
+    response.set('Cache-Control', 'no-store').json({ ok: true });
+  };
+  router.get('/oauth2/logout', logout);
+  router.post('/oauth2/logout', logout);
   return router;
 }
 
@@ -82,11 +99,22 @@ async function handleTokenRequest(request: Request, response: Response, store: F
       sendTokenError(response, 400, exchanged.error, exchanged.description);
       return;
     }
-    sendTokens(response, exchanged.accessToken, exchanged.expiresInSeconds, exchanged.login.scope ?? 'openid', exchanged.membership);
+    const { login } = exchanged;
+    const refreshToken = login.refreshSecret ? await tokens.signRefresh(login.id, login.refreshSecret) : undefined;
+    sendTokens(response, exchanged.accessToken, exchanged.expiresInSeconds, login.scope ?? 'openid', exchanged.membership, refreshToken);
+    return;
+  }
+  if (body.grant_type === 'refresh_token') {
+    const refreshed = await refreshLogin(store, tokens, body.refresh_token);
+    if ('error' in refreshed) {
+      sendTokenError(response, 400, refreshed.error, refreshed.description);
+      return;
+    }
+    sendTokens(response, refreshed.accessToken, refreshed.expiresInSeconds, refreshed.login.scope ?? 'openid', refreshed.membership, refreshed.refreshToken);
     return;
   }
   if (body.grant_type !== 'client_credentials') {
-    sendTokenError(response, 400, 'unsupported_grant_type', 'This host supports the client_credentials and authorization_code grants.');
+    sendTokenError(response, 400, 'unsupported_grant_type', 'This host supports the client_credentials, authorization_code and refresh_token grants.');
     return;
   }
   const credentials = readClientCredentials(request, body);
@@ -115,10 +143,11 @@ async function handleTokenRequest(request: Request, response: Response, store: F
   sendTokens(response, issued.accessToken, issued.expiresInSeconds, scope, membership);
 }
 
-function sendTokens(response: Response, accessToken: string, expiresInSeconds: number, scope: string, membership: ProjectMembership): void {
+function sendTokens(response: Response, accessToken: string, expiresInSeconds: number, scope: string, membership: ProjectMembership, refreshToken?: string): void {
   response.set('Cache-Control', 'no-store').json({
     token_type: 'Bearer',
     access_token: accessToken,
+    ...(refreshToken ? { refresh_token: refreshToken } : {}),
     expires_in: expiresInSeconds,
     scope,
     project: membership.project,
@@ -144,6 +173,9 @@ function readClientCredentials(request: Request, body: Record<string, unknown>):
 }
 
 
+function sendUnauthorized(response: Response): void {
+  response.status(401).json({ resourceType: 'OperationOutcome', issue: [{ severity: 'error', code: 'login', details: { text: 'Unauthorized' } }] });
+}
 
 function sendTokenError(response: Response, status: number, error: string, description: string): void {
   response.status(status).set('Cache-Control', 'no-store').json({ error, error_description: description });

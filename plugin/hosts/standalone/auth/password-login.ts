@@ -115,6 +115,8 @@ export function createPasswordLoginRoutes(store: FhirRepository, options: Passwo
       codeChallenge: body.data.codeChallenge,
       codeChallengeMethod: body.data.codeChallengeMethod,
       scope: body.data.scope ?? 'openid',
+      // "Remember me", as Medplum: the session can be renewed with a refresh token (grant_type=refresh_token).
+      refreshSecret: body.data.remember ? randomBytes(32).toString('hex') : undefined,
       granted: false,
       remoteAddress: request.ip,
     });

@@ -23,7 +23,7 @@ import {
 } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
 import type { SQLOutputValue } from 'node:sqlite';
-import { countUpTo, indexRange, lookupSources, toCandidateRow, typeScan, type CandidateSource, type Cursor } from './candidate-sources.ts';
+import { countCandidates, countUpTo, indexRange, lookupSources, toCandidateRow, typeScan, type CandidateSource, type Cursor } from './candidate-sources.ts';
 import { toNumber, type ResourceStore } from './resource-store.ts';
 import type { IndexedParameter } from './search-index.ts';
 import { planSearch, type PolicyAlternative, type SearchPlan, type SqlFragment } from './search-plan.ts';
@@ -77,10 +77,21 @@ export async function executeSearch<T extends Resource>(
   const window: PageWindow = {
     offset: nonNegative(searchRequest.offset, 0),
     count: nonNegative(searchRequest.count, DEFAULT_SEARCH_COUNT),
-    // Medplum's server counts only when asked; 'estimate' is answered with the exact count.
-    wantsTotal: searchRequest.total === 'accurate' || searchRequest.total === 'estimate',
+    // Medplum's server counts only when asked. 'estimate' is answered from the index (below) when the caller's
+    // AccessPolicy does not narrow the search; under one that does, with the exact count, so an estimate never
+    // counts what the caller may not see.
+    wantsTotal: searchRequest.total === 'accurate' || (searchRequest.total === 'estimate' && alternatives !== undefined),
   };
   const plan = planSearch(resourceType, searchRequest.filters ?? [], alternatives, indexed);
+  if (searchRequest.total === 'estimate' && alternatives === undefined && !plan.matchesNothing) {
+    // As a Medplum server's estimate: cheap, approximate (here an upper bound: the rows of the search's most
+    // selective indexed parameter), exact when that is its only filter.
+    const page = await executeSearch(store, indexed, { ...searchRequest, total: 'none' }, alternatives, sortedLookups);
+    const query = countCandidates(plan.driver, resourceType, plan.project);
+    const estimate = await store.read(() => toNumber(store.rows.queryAll(query.sql, query.params)[0]?.total));
+    // Never fewer than the page shows.
+    return { ...page, total: Math.max(estimate, nonNegative(searchRequest.offset, 0) + page.resources.length) };
+  }
   const rules = resolveSortRules(resourceType, searchRequest.sortRules);
   if (plan.matchesNothing || (window.count === 0 && !window.wantsTotal)) {
     return { resources: [], total: window.wantsTotal ? 0 : undefined };
@@ -104,7 +115,7 @@ async function orderedSource(
   sortedLookups: SortedLookups
 ): Promise<CandidateSource | undefined> {
   const { driver } = plan;
-  if (driver?.kind === 'index' && driver.reference && driver.values.length === 1 && rules.length === 1) {
+  if (driver?.kind === 'index' && driver.values.length === 1 && rules.length === 1) {
     const pair = sortedLookups(driver.param, rules[0].code);
     if (pair) {
       return indexRange(resourceType, pair, driver.values[0], rules[0].descending);

@@ -39,7 +39,11 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
     'sender',
     'recipient',
     'status',
+    // The model a reply records (its `medium`, system urn:fhirgate:ai-model), for the review console's model filter.
+    'medium',
   ],
+  // The review console's disclosures (by patient, by user) and device sign-ins (docs/app.md).
+  AuditEvent: ['type', 'subtype', 'entity', 'entity-role', 'agent', 'date', 'outcome'],
   // Every search a chat turn makes (plugin/chat/patient-context.ts, fhir-tools.ts) and every parameter of the
   // ready-made and device AccessPolicies' criteria, for the types a chart summary reads.
   Observation: ['identifier', 'device', 'subject', 'code', 'status', 'patient', 'date', 'performer', 'category'],
@@ -51,13 +55,29 @@ export const INDEXED_SEARCH_PARAMETERS: Readonly<Record<string, readonly string[
 };
 
 /**
- * Searches the index answers in order in one range read: a reference parameter's value, sorted by a date
- * parameter. For each pair the store keeps rows `<filter>><sort>` (value: the reference, extra: the date), so
+ * Searches the index answers in order in one range read: a reference or token parameter's value, sorted by a date
+ * parameter. For each pair the store keeps rows `<filter>><sort>` (value: the reference, or the token's code or
+ * text, whatever its system, so a range holds every match and the matcher confirms each; extra: the date), so
  * "a conversation's newest messages" (`Communication?part-of=...&_sort=-sent`) reads one page of index rows however
  * long the conversation is, instead of looking up and sorting the date of every message.
  */
 export const SORTED_LOOKUPS: Readonly<Record<string, readonly { readonly filter: string; readonly sort: string }[]>> = {
-  Communication: [{ filter: 'part-of', sort: 'sent' }],
+  // A conversation's messages; and the conversations (and replies) of a project, of a user and about a patient,
+  // newest first (the web app's lists: `Communication?category=ai-conversation&_sort=-sent`, with `sender`,
+  // `recipient` or `subject`).
+  Communication: [
+    { filter: 'part-of', sort: 'sent' },
+    { filter: 'category', sort: 'sent' },
+    { filter: 'sender', sort: 'sent' },
+    { filter: 'recipient', sort: 'sent' },
+    { filter: 'subject', sort: 'sent' },
+  ],
+  // The disclosures of a patient, by a user, and all of them, newest first.
+  AuditEvent: [
+    { filter: 'entity', sort: 'date' },
+    { filter: 'agent', sort: 'date' },
+    { filter: 'type', sort: 'date' },
+  ],
   // A chart's newest records: the chart summary's searches, and what a model's FHIR tool asks most.
   Observation: [
     { filter: 'patient', sort: 'date' },
@@ -195,7 +215,7 @@ export class SearchIndexSpec {
     return rows;
   }
 
-  /** The sorted lookups of a type whose two parameters are indexed: a reference, and a date (resolved once per type). */
+  /** The sorted lookups of a type whose two parameters are indexed: a reference or a token, and a date (resolved once per type). */
   #pairsOf(resourceType: string): readonly SortedPair[] {
     let pairs = this.#pairsByType.get(resourceType);
     if (!pairs) {
@@ -203,7 +223,9 @@ export class SearchIndexSpec {
       pairs = (this.#sorted[resourceType] ?? []).flatMap(({ filter, sort }) => {
         const filterParameter = parameters.get(filter);
         const sortParameter = parameters.get(sort);
-        return filterParameter?.type === 'reference' && sortParameter?.type === 'date' ? [{ filter: filterParameter, sort: sortParameter }] : [];
+        return (filterParameter?.type === 'reference' || filterParameter?.type === 'token') && sortParameter?.type === 'date'
+          ? [{ filter: filterParameter, sort: sortParameter }]
+          : [];
       });
       this.#pairsByType.set(resourceType, pairs);
     }

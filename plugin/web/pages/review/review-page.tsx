@@ -1,14 +1,16 @@
 /**
- * The review console, for the people accountable for the AI: the project's conversations and the disclosures of
- * patient data, each a `SearchControl` over a FHIR search in a `Document` (as Medplum's AuditEvent page), run with
- * the reviewer's own token, so their AccessPolicy decides what it lists. A conversation opens its thread.
+ * The review console, for the people accountable for the AI: the project's conversations, the disclosures of
+ * patient data and the device sign-ins, each a `SearchControl` over a FHIR search in a `Document` (as Medplum's
+ * AuditEvent page), run with the reviewer's own token, so their AccessPolicy decides what it lists. A conversation
+ * opens its thread. The tab (and a patient's disclosures) can be linked: `?tab=disclosures&patient=<id>`.
  */
 import { Tabs, Title } from '@mantine/core';
-import type { SearchRequest } from '@medplum/core';
-import { Document, SearchControl } from '@medplum/react';
-import { useState, type JSX } from 'react';
-import { Route, Routes, useNavigate } from 'react-router';
-import { CONVERSATIONS_SEARCH, DISCLOSURES_SEARCH } from './review-searches.ts';
+import { Document } from '@medplum/react';
+import type { JSX } from 'react';
+import { Route, Routes, useSearchParams } from 'react-router';
+import { ConversationsPanel } from './conversations-panel.tsx';
+import { DevicesPanel } from './devices-panel.tsx';
+import { DisclosuresPanel } from './disclosures-panel.tsx';
 import { ThreadPage } from './thread-page.tsx';
 import './review-contrast.css';
 
@@ -22,29 +24,27 @@ export function ReviewPage(): JSX.Element {
 }
 
 function ReviewLists(): JSX.Element {
-  const navigate = useNavigate();
-  const [conversations, setConversations] = useState<SearchRequest>(CONVERSATIONS_SEARCH);
-  const [disclosures, setDisclosures] = useState<SearchRequest>(DISCLOSURES_SEARCH);
+  const [params, setParams] = useSearchParams();
+  const patient = params.get('patient') ?? undefined;
   return (
     <Document className="fhirgate-review">
       <Title order={1} mb="md">
         Review
       </Title>
-      <Tabs defaultValue="conversations" keepMounted={false}>
+      <Tabs value={params.get('tab') ?? 'conversations'} onChange={(tab) => setParams(tab ? { tab } : {})} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="conversations">Conversations</Tabs.Tab>
           <Tabs.Tab value="disclosures">Disclosures</Tabs.Tab>
+          <Tabs.Tab value="devices">Devices</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="conversations" pt="md">
-          <SearchControl
-            search={conversations}
-            onChange={(event) => setConversations(event.definition)}
-            onClick={(event) => navigate(`/review/conversations/${event.resource.id ?? ''}`)}
-            hideFilters
-          />
+          <ConversationsPanel />
         </Tabs.Panel>
         <Tabs.Panel value="disclosures" pt="md">
-          <SearchControl search={disclosures} onChange={(event) => setDisclosures(event.definition)} onClick={() => undefined} hideFilters />
+          <DisclosuresPanel initial={patient ? { patient } : undefined} />
+        </Tabs.Panel>
+        <Tabs.Panel value="devices" pt="md">
+          <DevicesPanel />
         </Tabs.Panel>
       </Tabs>
     </Document>

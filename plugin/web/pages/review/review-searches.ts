@@ -1,29 +1,164 @@
 /**
  * The review console's lists as FHIR searches, run on the server (paged, sorted, filtered there) by
- * `@medplum/react`'s `SearchControl`: the project's conversations (their root records, category `ai-conversation`)
- * and the AuditEvents of disclosures of patient data to a model (type `rest`, purpose treatment, a patient entity:
- * plugin/chat/disclosure-audit.ts), newest first.
+ * `@medplum/react`'s `SearchControl`, each filter a search parameter the server indexes (docs/app.md):
+ * - conversations (their root records, category `ai-conversation`) by user (`sender`), patient (`subject`) and date
+ *   (`sent`); a filter on the outcome or the model lists replies instead (category `ai-response`), since a reply is what
+ *   records them: its `status` (`completed`, `stopped`, `not-done`) and its model (the code of its `medium` in `urn:fhirgate:ai-model`);
+ * - disclosures of patient data to a model (AuditEvents of type `rest` with a patient entity:
+ *   plugin/chat/disclosure-audit.ts) by patient (`entity`), user (`agent`) and date;
+ * - device sign-ins (AuditEvents of the device token exchange, DICOM `110114`: plugin/devices/device-audit.ts) by
+ *   outcome and date.
  */
-import { Operator, type SearchRequest } from '@medplum/core';
-import { CATEGORY } from '../../../chat/fhir-vocabulary.ts';
+import { Operator, type Filter, type SearchRequest } from '@medplum/core';
+import { CATEGORY, MODEL_MEDIUM_SYSTEM } from '../../../chat/fhir-vocabulary.ts';
 
-/** Conversation roots across the project, newest first. */
-export const CONVERSATIONS_SEARCH: SearchRequest = {
-  resourceType: 'Communication',
-  filters: [{ code: 'category', operator: Operator.EQUALS, value: CATEGORY.conversation.code }],
-  fields: ['sent', 'sender', 'subject', 'status'],
-  sortRules: [{ code: 'sent', descending: true }],
-  count: 20,
-};
+/** How a reply ended, as the console names it, and the reply's `status`. */
+export const OUTCOMES = { completed: 'completed', stopped: 'stopped', failed: 'not-done' } as const;
+export type Outcome = keyof typeof OUTCOMES;
+
+/** A period of whole UTC days, `YYYY-MM-DD`, both included; either may be open. */
+export interface Period {
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/** What the reviewer filters conversations by; every field optional. */
+export interface ConversationFilters extends Period {
+  /** The user who started it, a reference (`Practitioner/<id>`). */
+  readonly user?: string;
+  /** The patient it is about: an id, or `Patient/<id>`. */
+  readonly patient?: string;
+  readonly outcome?: Outcome;
+  /** `provider/model`. */
+  readonly model?: string;
+}
+
+/** What the reviewer filters disclosures by. */
+export interface DisclosureFilters extends Period {
+  readonly patient?: string;
+  readonly user?: string;
+}
+
+/** What the reviewer filters device sign-ins by. */
+export interface DeviceFilters extends Period {
+  readonly outcome?: 'issued' | 'refused';
+}
+
+const PAGE = 20;
+/**
+ * The count a list shows: `SearchControl` asks for an exact one unless told; an estimate is what a Medplum server
+ * can give cheaply for a large project (it counts exactly when the estimate is small; the standalone host always does).
+ */
+const TOTAL = 'estimate';
+const REST = 'http://terminology.hl7.org/CodeSystem/audit-event-type|rest';
+const USER_AUTHENTICATION = 'http://dicom.nema.org/resources/ontology/DCM|110114';
+
+/** Whether the filters ask about replies (outcome, model) rather than conversations. */
+export function listsReplies(filters: ConversationFilters): boolean {
+  return Boolean(filters.outcome || filters.model?.trim());
+}
+
+/** Conversation roots across the project, newest first; or, filtered by outcome or model, the replies. */
+export function conversationSearch(filters: ConversationFilters = {}): SearchRequest {
+  const patient = patientReference(filters.patient);
+  const user = filters.user?.trim();
+  if (!listsReplies(filters)) {
+    return {
+      resourceType: 'Communication',
+      filters: [
+        equals('category', CATEGORY.conversation.code),
+        ...(user ? [equals('sender', user)] : []),
+        ...(patient ? [equals('subject', patient)] : []),
+        ...periodFilters('sent', filters),
+      ],
+      fields: ['sent', 'sender', 'subject', 'status'],
+      sortRules: [{ code: 'sent', descending: true }],
+      count: PAGE,
+    total: TOTAL,
+    };
+  }
+  const model = filters.model?.trim();
+  return {
+    resourceType: 'Communication',
+    filters: [
+      equals('category', CATEGORY.response.code),
+      ...(filters.outcome ? [equals('status', OUTCOMES[filters.outcome])] : []),
+      ...(model ? [equals('medium', `${MODEL_MEDIUM_SYSTEM}|${model}`)] : []),
+      // The AI agent answers the user: a reply's recipient is the user who asked.
+      ...(user ? [equals('recipient', user)] : []),
+      ...(patient ? [equals('subject', patient)] : []),
+      ...periodFilters('sent', filters),
+    ],
+    fields: ['sent', 'recipient', 'subject', 'medium', 'status'],
+    sortRules: [{ code: 'sent', descending: true }],
+    count: PAGE,
+    total: TOTAL,
+  };
+}
 
 /** Disclosures of patient records to a model, newest first. */
-export const DISCLOSURES_SEARCH: SearchRequest = {
-  resourceType: 'AuditEvent',
-  filters: [
-    { code: 'type', operator: Operator.EQUALS, value: 'http://terminology.hl7.org/CodeSystem/audit-event-type|rest' },
-    { code: 'entity-role', operator: Operator.EQUALS, value: '1' },
-  ],
-  fields: ['recorded', 'agent', 'outcomeDesc'],
-  sortRules: [{ code: 'date', descending: true }],
-  count: 20,
-};
+export function disclosureSearch(filters: DisclosureFilters = {}): SearchRequest {
+  const patient = patientReference(filters.patient);
+  const user = filters.user?.trim();
+  return {
+    resourceType: 'AuditEvent',
+    filters: [
+      equals('type', REST),
+      equals('entity-role', '1'),
+      ...(patient ? [equals('entity', patient)] : []),
+      ...(user ? [equals('agent', user)] : []),
+      ...periodFilters('date', filters),
+    ],
+    fields: ['recorded', 'agent', 'outcomeDesc'],
+    sortRules: [{ code: 'date', descending: true }],
+    count: PAGE,
+    total: TOTAL,
+  };
+}
+
+/** Device token exchanges: tokens issued, refusals (a wrong key, an unknown device, a lockout), newest first. */
+export function deviceSearch(filters: DeviceFilters = {}): SearchRequest {
+  return {
+    resourceType: 'AuditEvent',
+    filters: [
+      equals('type', USER_AUTHENTICATION),
+      ...(filters.outcome ? [equals('outcome', filters.outcome === 'issued' ? '0' : '4')] : []),
+      ...periodFilters('date', filters),
+    ],
+    fields: ['recorded', 'agent', 'outcome', 'outcomeDesc'],
+    sortRules: [{ code: 'date', descending: true }],
+    count: PAGE,
+    total: TOTAL,
+  };
+}
+
+/** `Patient/<id>` of what the reviewer typed (an id, or a reference); undefined when empty. */
+export function patientReference(typed: string | undefined): string | undefined {
+  const value = typed?.trim();
+  if (!value) {
+    return undefined;
+  }
+  return value.startsWith('Patient/') ? value : `Patient/${value}`;
+}
+
+/** The filters of a period of whole UTC days on a date parameter: from its first instant, before the day after it. */
+export function periodFilters(code: string, period: Period): Filter[] {
+  const filters: Filter[] = [];
+  if (period.from) {
+    filters.push({ code, operator: Operator.GREATER_THAN_OR_EQUALS, value: `${period.from}T00:00:00.000Z` });
+  }
+  if (period.to) {
+    filters.push({ code, operator: Operator.LESS_THAN, value: `${nextDay(period.to)}T00:00:00.000Z` });
+  }
+  return filters;
+}
+
+function nextDay(day: string): string {
+  const date = new Date(`${day}T00:00:00.000Z`);
+  date.setUTCDate(date.getUTCDate() + 1);
+  return date.toISOString().slice(0, 10);
+}
+
+function equals(code: string, value: string): Filter {
+  return { code, operator: Operator.EQUALS, value };
+}

@@ -1,30 +1,45 @@
 /**
  * One conversation's whole thread for a reviewer: the conversation (who, about whom, when), then each prompt and
- * reply in order; for a reply its model, tokens and status, and for each turn exactly what the model was sent.
- * Read with the reviewer's token: a record their AccessPolicy hides is not shown.
+ * reply in order; for a reply its model, tokens, cost, latency and outcome, exactly what the model was sent (the
+ * de-identified form where it was de-identified), and the records it disclosed with their AuditEvents. The
+ * conversation exports as a FHIR Bundle. Read with the reviewer's token: a record their AccessPolicy hides is not
+ * shown.
  */
 import { Alert, Anchor, Badge, Code, Group, Loader, Paper, Stack, Text, Title } from '@mantine/core';
 import { formatDateTime } from '@medplum/core';
-import type { Communication } from '@medplum/fhirtypes';
-import { Document, ResourceName, useResource, useSearchResources } from '@medplum/react';
+import type { AuditEvent, Communication } from '@medplum/fhirtypes';
+import { Document, ResourceName, useMedplum, useResource, useSearchResources } from '@medplum/react';
 import type { JSX } from 'react';
 import { Link, useParams } from 'react-router';
+import { ExportButton } from './export-button.tsx';
+import { buildExportBundle, collectConversation, repliesOf } from './export-bundle.ts';
+import { PatientDisclosuresLink } from './disclosures-panel.tsx';
+import { ReplyDisclosures } from './reply-disclosures.tsx';
 import { threadEntries, type ThreadEntry } from './thread-records.ts';
 import './review-contrast.css';
 
 export function ThreadPage(): JSX.Element {
   const { id = '' } = useParams();
+  const medplum = useMedplum();
   const conversation = useResource<Communication>({ reference: `Communication/${id}` });
   const [records, loading, outcome] = useSearchResources('Communication', { 'part-of': `Communication/${id}`, _sort: 'sent', _count: '200' });
   const entries = threadEntries(records ?? []);
+  const disclosed = entries.filter((entry) => entry.shared?.length).map((entry) => `Communication/${entry.id}`);
+  const [events] = useSearchResources('AuditEvent', disclosed.length ? { entity: disclosed.join(','), _count: '200', _sort: 'date' } : undefined);
+  const patient = conversation?.subject?.reference;
   return (
     <Document className="fhirgate-review">
       <Anchor component={Link} to="/review">
         Back to the review
       </Anchor>
-      <Title order={1} my="md">
-        Conversation
-      </Title>
+      <Group justify="space-between" my="md">
+        <Title order={1}>Conversation</Title>
+        <ExportButton
+          label="Export this conversation"
+          fileName={`conversation-${id}.json`}
+          build={async () => buildExportBundle(medplum.getBaseUrl(), await collectConversation(medplum, id))}
+        />
+      </Group>
       {conversation && (
         <Group gap="xs" mb="md">
           <Text>Started {conversation.sent ? formatDateTime(conversation.sent) : ''} by</Text>
@@ -35,27 +50,30 @@ export function ThreadPage(): JSX.Element {
               <Text fw={500}>{conversation.subject.display ?? conversation.subject.reference}</Text>
             </>
           )}
+          {patient?.startsWith('Patient/') && <PatientDisclosuresLink patient={patient} />}
         </Group>
       )}
       {loading && <Loader aria-label="Loading the thread" />}
       {outcome && !records?.length && <Alert color="red" title="The thread could not be read">{outcome.issue?.[0]?.details?.text ?? 'You may not read this conversation.'}</Alert>}
       <Stack aria-label="Thread">
         {entries.map((entry) => (
-          <ThreadRecord key={entry.id} entry={entry} />
+          <ThreadRecord key={entry.id} entry={entry} events={(events ?? []).filter((event) => repliesOf([event]).includes(`Communication/${entry.id}`))} />
         ))}
       </Stack>
     </Document>
   );
 }
 
-function ThreadRecord({ entry }: { readonly entry: ThreadEntry }): JSX.Element {
+function ThreadRecord({ entry, events }: { readonly entry: ThreadEntry; readonly events: readonly AuditEvent[] }): JSX.Element {
   const label = entry.kind === 'prompt' ? 'Prompt' : 'Reply';
+  const deIdentified = entry.deIdentifiedRequest !== undefined;
   return (
     <Paper withBorder p="md" aria-label={label} component="article">
       <Group justify="space-between" mb="xs">
         <Text fw={700}>{label}</Text>
         <Group gap="xs">
           {entry.model && <Badge variant="light">{entry.model}</Badge>}
+          {deIdentified && <Badge variant="light">de-identified</Badge>}
           <Badge color={entry.status === 'completed' ? 'green' : 'orange'} variant="light">
             {entry.status}
           </Badge>
@@ -69,8 +87,16 @@ function ThreadRecord({ entry }: { readonly entry: ThreadEntry }): JSX.Element {
           {entry.tokens.estimated ? ' (estimated)' : ''}
         </Text>
       )}
-      {entry.patientContext && <SentText title="Patient summary sent to the model" text={entry.patientContext} />}
+      {entry.kind === 'reply' && (
+        <Text size="sm">
+          Cost: {entry.costUsd === undefined ? 'no price set for this model' : formatUsd(entry.costUsd)} · Answered in:{' '}
+          {entry.latencyMs === undefined ? 'not measured' : formatSeconds(entry.latencyMs)}
+        </Text>
+      )}
+      {entry.patientContext && <SentText title={deIdentified ? 'Patient summary sent to the model (de-identified)' : 'Patient summary sent to the model'} text={entry.patientContext} />}
+      {entry.deIdentifiedRequest && <SentText title="Messages as the model got them (de-identified)" text={entry.deIdentifiedRequest} />}
       {entry.request && <SentText title="Request sent by the client" text={entry.request} />}
+      {entry.shared && <ReplyDisclosures shared={entry.shared} events={events} />}
     </Paper>
   );
 }
@@ -84,4 +110,12 @@ function SentText({ title, text }: { readonly title: string; readonly text: stri
       </Code>
     </details>
   );
+}
+
+function formatUsd(value: number): string {
+  return `$${value.toFixed(value < 0.01 ? 6 : 4)}`;
+}
+
+function formatSeconds(milliseconds: number): string {
+  return `${(milliseconds / 1000).toFixed(milliseconds < 10_000 ? 2 : 1)} s`;
 }

@@ -35,4 +35,30 @@ describe("a conversation's thread for a reviewer", () => {
     expect(entries[0].request).toBe(JSON.stringify({ model: 'm', messages: [] }, undefined, 2));
     expect(entries[1]).toMatchObject({ status: 'stopped', model: 'openai/gpt-4o-mini', tokens: { prompt: 5, completion: 2, total: 7, estimated: true }, patientContext: 'Patient: Maria Lopez' });
   });
+
+  test('a reply shows its cost, its latency from its prompt, the de-identified request and the records it shared', () => {
+    const prompt: Communication = { resourceType: 'Communication', id: 'p', status: 'completed', category: category('ai-prompt'), sent: '2026-01-01T10:00:00.000Z' };
+    const reply: Communication = {
+      resourceType: 'Communication',
+      id: 'r',
+      status: 'completed',
+      category: category('ai-response'),
+      sent: '2026-01-01T10:00:01.250Z',
+      inResponseTo: [{ reference: 'Communication/p' }],
+      about: [{ reference: 'Patient/maria' }, { reference: 'Observation/k' }],
+      extension: [
+        { url: 'urn:fhirgate:extension:usage', extension: [{ url: 'total-tokens', valueInteger: 9 }, { url: 'cost', valueMoney: { value: 0.0042, currency: 'USD' } }] },
+        { url: 'urn:fhirgate:extension:de-identified', extension: [{ url: 'date-shift-days', valueInteger: 12 }, { url: 'request', valueString: '[{"role":"user",' }, { url: 'request', valueString: '"content":"Is PT-1 due?"}]' }] },
+      ],
+    };
+    const journalled: Communication = { ...reply, id: 'j', sent: '2026-01-01T10:00:00.001Z', extension: [] };
+
+    const entries = threadEntries([journalled, reply, prompt]);
+    const entry = entries.find((candidate) => candidate.id === 'r');
+    const fromJournal = entries.find((candidate) => candidate.id === 'j');
+
+    expect(entry).toMatchObject({ id: 'r', costUsd: 0.0042, latencyMs: 1250, shared: ['Patient/maria', 'Observation/k'], promptReference: 'Communication/p' });
+    expect(entry?.deIdentifiedRequest).toBe(JSON.stringify([{ role: 'user', content: 'Is PT-1 due?' }], undefined, 2));
+    expect(fromJournal).toMatchObject({ id: 'j', latencyMs: undefined, costUsd: undefined, deIdentifiedRequest: undefined });
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * What a reviewer reads of a conversation's stored records (docs/api.md, "What is stored"): each prompt's words and
- * the request exactly as the client sent it; each reply's text, model, tokens, status and the patient summary the
- * model was given.
+ * the request exactly as the client sent it; each reply's text, model, tokens, cost, latency, status, the patient
+ * summary the model was given and, for a turn sent de-identified, the request as the model got it.
  */
 import type { Communication, Extension } from '@medplum/fhirtypes';
 import { CATEGORY, EXTENSION } from '../../../chat/fhir-vocabulary.ts';
@@ -17,16 +17,30 @@ export interface ThreadEntry {
   readonly request?: string;
   readonly model?: string;
   readonly tokens?: { readonly prompt?: number; readonly completion?: number; readonly total?: number; readonly estimated: boolean };
-  /** The patient summary sent to the model with a reply's turn. */
+  /** The reply's cost in US dollars, as recorded (a model with a price). */
+  readonly costUsd?: number;
+  /**
+   * Milliseconds from the prompt's record to the reply's: how long the turn took to be answered. Undefined when the
+   * reply was written after a restart from the journal (its time is then its prompt's plus one millisecond).
+   */
+  readonly latencyMs?: number;
+  /** The patient summary sent to the model with a reply's turn (de-identified, for a turn sent de-identified). */
   readonly patientContext?: string;
+  /** For a turn sent de-identified: the request's messages exactly as the model got them (JSON), pretty-printed. */
+  readonly deIdentifiedRequest?: string;
+  /** For a reply about a patient: the records its model was given (the reply's `about`), as references. */
+  readonly shared?: readonly string[];
+  /** A reply's prompt (`inResponseTo`), `Communication/<id>`. */
+  readonly promptReference?: string;
 }
 
 /** The thread's prompts and replies, in the order they were sent. */
 export function threadEntries(records: readonly Communication[]): ThreadEntry[] {
+  const sentById = new Map(records.map((record) => [`Communication/${record.id ?? ''}`, record.sent]));
   return records
     .filter((record) => kindOf(record) !== undefined)
     .sort((first, second) => (first.sent ?? '').localeCompare(second.sent ?? ''))
-    .map((record) => entryOf(record, kindOf(record) ?? 'prompt'));
+    .map((record) => entryOf(record, kindOf(record) ?? 'prompt', sentById));
 }
 
 function kindOf(record: Communication): ThreadEntry['kind'] | undefined {
@@ -34,10 +48,13 @@ function kindOf(record: Communication): ThreadEntry['kind'] | undefined {
   return codes.has(CATEGORY.prompt.code) ? 'prompt' : codes.has(CATEGORY.response.code) ? 'reply' : undefined;
 }
 
-function entryOf(record: Communication, kind: ThreadEntry['kind']): ThreadEntry {
+function entryOf(record: Communication, kind: ThreadEntry['kind'], sentById: ReadonlyMap<string, string | undefined>): ThreadEntry {
   const extensions = record.extension ?? [];
   const usage = extensions.find((extension) => extension.url === EXTENSION.usage)?.extension ?? [];
   const request = stringValue(extensions, EXTENSION.chatRequest);
+  const deIdentified = extensions.find((extension) => extension.url === EXTENSION.deIdentified)?.extension ?? [];
+  const deIdentifiedRequest = deIdentified.filter((part) => part.url === 'request').map((part) => part.valueString ?? '');
+  const promptReference = record.inResponseTo?.[0]?.reference;
   return {
     id: record.id ?? '',
     kind,
@@ -54,8 +71,19 @@ function entryOf(record: Communication, kind: ThreadEntry['kind']): ThreadEntry 
           estimated: usage.some((part) => part.url === 'estimated' && part.valueBoolean === true),
         }
       : undefined,
+    costUsd: usage.find((part) => part.url === 'cost')?.valueMoney?.value,
+    latencyMs: kind === 'reply' ? latencyOf(sentById.get(promptReference ?? ''), record.sent) : undefined,
     patientContext: stringValue(extensions, EXTENSION.patientContext),
+    deIdentifiedRequest: deIdentifiedRequest.length ? prettyJson(deIdentifiedRequest.join('')) : undefined,
+    shared: kind === 'reply' && record.about?.length ? record.about.flatMap((reference) => (reference.reference ? [reference.reference] : [])) : undefined,
+    promptReference,
   };
+}
+
+function latencyOf(promptSent: string | undefined, replySent: string | undefined): number | undefined {
+  const latency = Date.parse(replySent ?? '') - Date.parse(promptSent ?? '');
+  // A reply written from the journal after a restart is dated a millisecond after its prompt: no measured latency.
+  return Number.isFinite(latency) && latency > 1 ? latency : undefined;
 }
 
 function stringValue(extensions: readonly Extension[], url: string): string | undefined {

@@ -1,0 +1,199 @@
+/**
+ * A session in the web app, in a real browser (Debian's Chromium) against the standalone host: a link to a page of
+ * the app opened before signing in leads through sign-in back to that page; the header moves between the chat and
+ * the review console; a session ended elsewhere sends the user to sign in and back to where they were; Sign out
+ * ends the session on the server, so its token opens nothing afterwards.
+ */
+import AxeBuilder from '@axe-core/playwright';
+import type { User } from '@medplum/fhirtypes';
+import type { Browser, Page } from 'playwright-core';
+import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
+import { browserTestsRun, launchChromium } from '../support/browser.ts';
+import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
+import { ensureWebAppBuilt } from '../support/web-app-build.ts';
+
+const CLINICIAN = { email: 'alice.carter@example.org', password: 'a demo password for the clinician' };
+const PROMPT = 'Which of my patients need a flu vaccine this month?';
+
+async function accessibilityViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
+}
+
+/** The access token of the app's session, as MedplumClient keeps it in the page's storage. */
+async function sessionToken(page: Page): Promise<string> {
+  const token = await page.evaluate(() => {
+    const active = localStorage.getItem('activeLogin');
+    return active ? (JSON.parse(active) as { accessToken?: string }).accessToken : undefined;
+  });
+  if (!token) {
+    throw new Error('The page holds no session.');
+  }
+  return token;
+}
+
+async function fillSignIn(page: Page): Promise<void> {
+  await page.getByLabel('Email').fill(CLINICIAN.email);
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByRole('textbox', { name: 'Password' }).fill(CLINICIAN.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+(browserTestsRun() ? describe : describe.skip)('a session in the web app', () => {
+  let chat: ChatHost;
+  let browser: Browser;
+  let projectId: string;
+  let conversationId: string;
+
+  beforeAll(async () => {
+    await ensureWebAppBuilt();
+    chat = await startChatHost();
+    const project = await chat.host.seedProject();
+    projectId = project.projectId;
+    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
+    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(CLINICIAN.password) });
+    const token = await chat.host.accessTokenFor(project.ids['practitioner-membership']);
+    const response = await fetch(`${chat.host.url}v1/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'X-Project-ID': projectId, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: PROMPT }] }),
+    });
+    expect(response.status).toBe(200);
+    conversationId = ((await response.json()) as { conversation_id: string }).conversation_id;
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await chat?.close();
+  });
+
+  test('a link opened before signing in returns there after sign-in; the header moves between chat and review', async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    const page = await context.newPage();
+    await page.goto(`${chat.host.url}fhirgate/app/chat?conversation=${conversationId}`);
+    await page.waitForURL(/\/signin\?next=/);
+    await fillSignIn(page);
+    await page.waitForURL(`**/fhirgate/app/chat?conversation=${conversationId}`);
+    await page.getByRole('log', { name: 'Conversation' }).getByText(PROMPT, { exact: true }).waitFor();
+
+    const places = page.getByRole('navigation', { name: 'fhirgate' });
+    // By keyboard: the header's links are reachable with Tab and followed with Enter.
+    await places.getByRole('link', { name: 'Review' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Review' }).waitFor();
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await places.getByRole('link', { name: 'Chat' }).click();
+    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await context.close();
+  }, 120_000);
+
+  test('a session ended elsewhere sends the user to sign in, and back to the page they were on', async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    const page = await context.newPage();
+    await page.goto(`${chat.host.url}fhirgate/app/`);
+    await fillSignIn(page);
+    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
+    await page.getByRole('heading', { name: 'Review' }).waitFor();
+
+    // Signed out in another place (the same session's token, as another tab of the app would).
+    const token = await sessionToken(page);
+    expect((await fetch(`${chat.host.url}oauth2/logout`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
+
+    await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Chat' }).click();
+    await page.waitForURL(/\/signin\?next=%2Fchat/);
+    await fillSignIn(page);
+    await page.waitForURL('**/fhirgate/app/chat');
+    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    await context.close();
+  }, 120_000);
+
+  test('Sign out ends the session on the server: its token opens nothing afterwards', async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    const page = await context.newPage();
+    await page.goto(`${chat.host.url}fhirgate/app/`);
+    await fillSignIn(page);
+    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    const token = await sessionToken(page);
+    const headers = { Authorization: `Bearer ${token}`, 'X-Project-ID': projectId };
+    expect((await fetch(`${chat.host.url}v1/models`, { headers })).status).toBe(200);
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to fhirgate' }).waitFor();
+    expect((await fetch(`${chat.host.url}v1/models`, { headers })).status).toBe(401);
+    expect((await fetch(`${chat.host.url}fhir/R4/Communication?_count=1`, { headers })).status).toBe(401);
+    // The page keeps no session: the chat sends the user to sign in.
+    await page.goto(`${chat.host.url}fhirgate/app/chat`);
+    await page.waitForURL(/\/signin\?next=%2Fchat/);
+    await context.close();
+  }, 120_000);
+});
+
+/** A host whose access tokens live `lifetimeSeconds`, Dr. Carter with a password, and a browser. */
+function expiringSessions(lifetimeSeconds: number): { chat: () => ChatHost; browser: () => Browser; signIn: (page: Page, remember: boolean) => Promise<void> } {
+  let chat: ChatHost;
+  let browser: Browser;
+  beforeAll(async () => {
+    await ensureWebAppBuilt();
+    chat = await startChatHost({ host: { accessTokenLifetimeSeconds: lifetimeSeconds } });
+    const project = await chat.host.seedProject();
+    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
+    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(CLINICIAN.password) });
+    browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await chat?.close();
+  });
+  return {
+    chat: () => chat,
+    browser: () => browser,
+    signIn: async (page, remember) => {
+      await page.goto(`${chat.host.url}fhirgate/app/`);
+      await page.getByLabel('Email').fill(CLINICIAN.email);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('textbox', { name: 'Password' }).fill(CLINICIAN.password);
+      if (remember) {
+        await page.getByLabel('Remember me').check();
+      }
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    },
+  };
+}
+
+(browserTestsRun() ? describe : describe.skip)('a remembered session', () => {
+  // MedplumClient renews a token in its last five minutes: this one is in them 5 seconds after it is issued.
+  const sessions = expiringSessions(305);
+
+  test('with "Remember me" the session is renewed with its refresh token before it expires, as in a Medplum server', async () => {
+    const context = await sessions.browser().newContext();
+    const page = await context.newPage();
+    await sessions.signIn(page, true);
+    const first = await sessionToken(page);
+    await page.waitForTimeout(6000);
+    await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
+    await page.getByRole('heading', { name: 'Review' }).waitFor();
+    await page.waitForFunction((issued) => (JSON.parse(localStorage.getItem('activeLogin') ?? '{}') as { accessToken?: string }).accessToken !== issued, first);
+    expect(await sessionToken(page)).not.toBe(first);
+    expect(page.url()).toMatch(/\/review$/);
+    await context.close();
+  }, 120_000);
+});
+
+(browserTestsRun() ? describe : describe.skip)('a session whose access token expires', () => {
+  // Access tokens of 3 seconds: the step below outlives the one it starts with.
+  const sessions = expiringSessions(3);
+
+  test('without "Remember me" the session ends with its access token, and sign-in returns to the page', async () => {
+    const context = await sessions.browser().newContext();
+    const page = await context.newPage();
+    await sessions.signIn(page, false);
+    await page.waitForTimeout(4000);
+    await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
+    await page.waitForURL(/\/signin\?next=%2Freview/);
+    await context.close();
+  }, 120_000);
+});
