@@ -1,6 +1,6 @@
 /**
  * The signed-in user's conversations, newest first, each titled by its first prompt, optionally only those about
- * one patient: server-side searches of the conversation roots they sent (`_sort=-_lastUpdated`, `_count`, and
+ * one patient: server-side searches of the conversation roots they sent (`_sort=-sent`, `_count`, and
  * `subject` for a patient), a page at a time (`_offset`; one more than a page is asked for, to know whether older
  * ones remain, as Medplum's server does for its `next` link, which not every host gives), then each root's first
  * prompt (`_count=1`). Nothing is fetched in bulk.
@@ -50,7 +50,7 @@ export function useConversations(refresh: number, patientId?: string): Conversat
         category: 'ai-conversation',
         sender: profile ? getReferenceString(profile) : '',
         ...(patientId ? { subject: `Patient/${patientId}` } : {}),
-        _sort: '-_lastUpdated',
+        _sort: '-sent',
         _count: String(CONVERSATION_PAGE + 1),
         _offset: String(offset),
       }, { cache: 'no-cache' });
@@ -83,7 +83,7 @@ export function useConversations(refresh: number, patientId?: string): Conversat
     readPage(listed.length)
       .then((page) => {
         if (reading === generation.current) {
-          // A conversation continued meanwhile moves up the list: it is listed once, where it was.
+          // A conversation started meanwhile shifts the pages by one: a conversation already listed is listed once.
           const seen = new Set(listed.map((conversation) => conversation.id));
           setListing({ conversations: [...listed, ...page.conversations.filter((conversation) => !seen.has(conversation.id))], error: undefined, more: page.more, loadingMore: false });
         }
