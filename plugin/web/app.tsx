@@ -7,6 +7,7 @@ import type { JSX } from 'react';
 import { Navigate, Outlet, Route, Routes, useLocation } from 'react-router';
 import { AppHeader } from './app-header.tsx';
 import { ChatPage } from './pages/chat-page.tsx';
+import { RecordPage } from './pages/record-page.tsx';
 import { ReviewPage } from './pages/review/review-page.tsx';
 import { SignInPage } from './pages/sign-in-page.tsx';
 import { signInPathFor } from './sign-in-return.ts';
@@ -29,6 +30,7 @@ export function App(): JSX.Element {
       />
       <Route element={<SignedInLayout />}>
         <Route path="/chat" element={<ChatPage />} />
+        <Route path="/records/:resourceType/:id" element={<RecordPage />} />
         <Route path="/review/*" element={<ReviewPage />} />
       </Route>
       <Route path="*" element={<Navigate to={profile ? '/chat' : '/signin'} replace />} />

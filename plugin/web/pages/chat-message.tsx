@@ -1,7 +1,11 @@
-/** One message of the conversation: who said it, its text (a reply's as Markdown), whether a reply was stopped, and a copy button. */
+/**
+ * One message of the conversation: who said it, its text (a reply's as Markdown), whether a reply was stopped, a
+ * copy button, and under a reply about a patient the records of the chart the model was given.
+ */
 import { Badge, Button, CopyButton, Group, Paper, Text } from '@mantine/core';
 import type { JSX } from 'react';
 import { ReplyMarkdown } from './reply-markdown.tsx';
+import { SharedRecordsList } from './shared-records-list.tsx';
 import type { ChatMessage as Message } from './use-chat.ts';
 
 export function ChatMessage({ message, streaming }: { readonly message: Message; readonly streaming?: boolean }): JSX.Element {
@@ -27,6 +31,7 @@ export function ChatMessage({ message, streaming }: { readonly message: Message;
         )}
       </Group>
       {fromUser ? <Text style={{ whiteSpace: 'pre-wrap' }}>{message.text}</Text> : <ReplyMarkdown text={message.text} />}
+      {!fromUser && message.shared && <SharedRecordsList records={message.shared} />}
     </Paper>
   );
 }

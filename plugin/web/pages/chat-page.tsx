@@ -1,16 +1,23 @@
 /**
- * The clinician's chat: their conversations in a side list (open one to read and continue it), a model picker
- * that says what a turn about a patient does on each model, the reply as it streams in, a stop button, and errors
- * in words a clinician reads.
+ * The clinician's chat: their conversations in a side list (open one to read and continue it, or list one
+ * patient's), a patient picker (a conversation about a patient keeps that patient, shown as Medplum's header), a
+ * model picker that says what a turn about a patient does on each model, the reply as it streams in with the
+ * records of the chart the model was given, a stop button, and errors in words a clinician reads.
  */
 import { Alert, Button, Container, Grid, Group, Loader, Select, Stack, Text, Textarea, Title } from '@mantine/core';
-import { useState, type FormEvent, type JSX } from 'react';
+import type { Patient } from '@medplum/fhirtypes';
+import { useEffect, useState, type FormEvent, type JSX } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { ChatMessage } from './chat-message.tsx';
 import { ConversationList } from './conversation-list.tsx';
+import { PatientPicker } from './patient-picker.tsx';
+import { PatientBanner } from './patient-banner.tsx';
 import { useChat } from './use-chat.ts';
 import { useConversations } from './use-conversations.ts';
 import { PATIENT_DATA_LABEL, useModels } from './use-models.ts';
+
+// Mantine's red title on its light red is too faint for WCAG AA: the title takes red 9.
+const READABLE_TITLE = { label: { color: 'var(--mantine-color-red-9)' } };
 
 export function ChatPage(): JSX.Element {
   const navigate = useNavigate();
@@ -20,9 +27,15 @@ export function ChatPage(): JSX.Element {
   const [chosenModel, setChosenModel] = useState<string | null>(null);
   const model = chosenModel ?? models?.[0]?.id ?? null;
   const patientData = models?.find((candidate) => candidate.id === model)?.patientData;
-  const { messages, loading, sending, error, send, stop } = useChat(openId);
+  const { messages, patient, loading, sending, error, send, stop } = useChat(openId);
+  const [chosenPatient, setChosenPatient] = useState<Patient>();
+  const [filterPatient, setFilterPatient] = useState<Patient>();
+  useEffect(() => setChosenPatient(undefined), [openId]);
   const [turns, setTurns] = useState(0);
-  const conversations = useConversations(turns);
+  const conversations = useConversations(turns, filterPatient?.id);
+  const patientDataModels = models?.filter((candidate) => candidate.patientData === 'cleared' || candidate.patientData === 'de-identified').map((candidate) => candidate.id);
+  // A conversation about a patient stays about them; otherwise the patient chosen for the next turn, if any.
+  const shownPatient = patient ?? (chosenPatient?.id ? { reference: `Patient/${chosenPatient.id}` } : undefined);
   const [prompt, setPrompt] = useState('');
   const [lastPrompt, setLastPrompt] = useState('');
 
@@ -31,7 +44,7 @@ export function ChatPage(): JSX.Element {
       return;
     }
     setLastPrompt(text);
-    send(model, text)
+    send(model, text, { patientId: chosenPatient?.id, patientDataModels })
       .then((id) => {
         setTurns((count) => count + 1);
         if (id && id !== openId) {
@@ -55,10 +68,21 @@ export function ChatPage(): JSX.Element {
         <Title order={1}>Chat</Title>
         <Grid>
           <Grid.Col span={{ base: 12, sm: 4, md: 3 }}>
-            <ConversationList state={conversations} openId={openId} />
+            <ConversationList state={conversations} openId={openId} onFilter={setFilterPatient} filtered={Boolean(filterPatient)} />
           </Grid.Col>
           <Grid.Col span={{ base: 12, sm: 8, md: 9 }}>
             <Stack>
+              {patient ? (
+                <Text size="sm" c="gray.7">
+                  This conversation is about this patient. To ask about another, start a new conversation.
+                </Text>
+              ) : (
+                // A new conversation (or one about no patient yet) starts with no patient chosen.
+                <PatientPicker key={openId ?? 'new'} label="Patient" description="Optional: the patient this conversation is about." onChange={setChosenPatient} disabled={sending} />
+              )}
+              {shownPatient && (
+                <PatientBanner patient={shownPatient} />
+              )}
               <Select
                 label="Model"
                 styles={{ description: { color: 'var(--mantine-color-gray-7)' } }}
@@ -78,7 +102,7 @@ export function ChatPage(): JSX.Element {
                 allowDeselect={false}
                 disabled={!models?.length}
               />
-              {modelsError && <Alert color="red" title="The models could not be listed">{modelsError}</Alert>}
+              {modelsError && <Alert color="red" styles={READABLE_TITLE} title="The models could not be listed">{modelsError}</Alert>}
               <Stack aria-label="Conversation" role="log" aria-busy={sending || loading}>
                 {loading && <Loader size="sm" aria-label="Reading the conversation" />}
                 {messages.map((message, index) => (
@@ -86,7 +110,7 @@ export function ChatPage(): JSX.Element {
                 ))}
               </Stack>
               {error && (
-                <Alert color="red" title={error.title}>
+                <Alert color="red" styles={READABLE_TITLE} title={error.title}>
                   <Stack gap="xs" align="flex-start">
                     <Text size="sm">{error.message}</Text>
                     {error.retry && lastPrompt && (

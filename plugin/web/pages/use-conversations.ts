@@ -1,13 +1,16 @@
 /**
- * The signed-in user's conversations, newest first, each titled by its first prompt: one server-side search of the
- * conversation roots they sent (`_sort=-_lastUpdated`, `_count`), then each root's first prompt (`_count=1`).
+ * The signed-in user's conversations, newest first, each titled by its first prompt, optionally only those about
+ * one patient: server-side searches of the conversation roots they sent (`_sort=-sent`, `_count`, and
+ * `subject` for a patient), a page at a time (`_offset`; one more than a page is asked for, to know whether older
+ * ones remain, as Medplum's server does for its `next` link, which not every host gives), then each root's first
+ * prompt (`_count=1`). Nothing is fetched in bulk.
  */
 import { getReferenceString } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { useMedplum, useMedplumProfile } from '@medplum/react';
-import { useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 
-/** How many conversations the side list shows. */
+/** How many conversations a page of the side list shows. */
 export const CONVERSATION_PAGE = 20;
 
 export interface ConversationSummary {
@@ -19,39 +22,76 @@ export interface ConversationSummary {
 export interface ConversationsState {
   readonly conversations: readonly ConversationSummary[] | undefined;
   readonly error: string | undefined;
+  /** Whether the server has older conversations than those listed. */
+  readonly more: boolean;
+  readonly loadingMore: boolean;
+  /** Reads the next page of older conversations and adds it to the list. */
+  showOlder(): void;
 }
 
-/** The list; `refresh` changes when it should be read again (after a turn). */
-export function useConversations(refresh: number): ConversationsState {
+interface Listing {
+  readonly conversations: readonly ConversationSummary[] | undefined;
+  readonly error: string | undefined;
+  readonly more: boolean;
+  readonly loadingMore: boolean;
+}
+
+/** The list; `refresh` changes when it should be read again (after a turn); `patientId` keeps those about that patient. */
+export function useConversations(refresh: number, patientId?: string): ConversationsState {
   const medplum = useMedplum();
   const profile = useMedplumProfile();
-  const [state, setState] = useState<ConversationsState>({ conversations: undefined, error: undefined });
-  useEffect(() => {
-    if (!profile) {
-      return undefined;
-    }
-    let current = true;
-    const read = async (): Promise<ConversationSummary[]> => {
-      const roots = await medplum.searchResources('Communication', {
+  const [listing, setListing] = useState<Listing>({ conversations: undefined, error: undefined, more: false, loadingMore: false });
+  // Which reading of the list a page belongs to: a page that arrives after the filter changed is dropped.
+  const generation = useRef(0);
+
+  const readPage = useCallback(
+    async (offset: number): Promise<{ conversations: ConversationSummary[]; more: boolean }> => {
+      const found = await medplum.searchResources('Communication', {
         category: 'ai-conversation',
-        sender: getReferenceString(profile),
-        _sort: '-_lastUpdated',
-        _count: String(CONVERSATION_PAGE),
+        sender: profile ? getReferenceString(profile) : '',
+        ...(patientId ? { subject: `Patient/${patientId}` } : {}),
+        _sort: '-sent',
+        _count: String(CONVERSATION_PAGE + 1),
+        _offset: String(offset),
       }, { cache: 'no-cache' });
-      return Promise.all(roots.map(async (root) => summaryOf(root, await medplum.searchOne('Communication', {
+      const roots = found.slice(0, CONVERSATION_PAGE);
+      const conversations = await Promise.all(roots.map(async (root) => summaryOf(root, await medplum.searchOne('Communication', {
         'part-of': `Communication/${root.id}`,
         category: 'ai-prompt',
         _sort: 'sent',
       }, { cache: 'no-cache' }))));
-    };
-    read()
-      .then((conversations) => current && setState({ conversations, error: undefined }))
-      .catch((error: unknown) => current && setState({ conversations: [], error: (error as Error).message }));
-    return () => {
-      current = false;
-    };
-  }, [medplum, profile, refresh]);
-  return state;
+      return { conversations, more: found.length > CONVERSATION_PAGE };
+    },
+    [medplum, profile, patientId]
+  );
+
+  useEffect(() => {
+    if (!profile) {
+      return undefined;
+    }
+    const reading = ++generation.current;
+    readPage(0)
+      .then((page) => reading === generation.current && setListing({ conversations: page.conversations, error: undefined, more: page.more, loadingMore: false }))
+      .catch((error: unknown) => reading === generation.current && setListing({ conversations: [], error: (error as Error).message, more: false, loadingMore: false }));
+    return undefined;
+  }, [profile, readPage, refresh]);
+
+  const showOlder = useCallback(() => {
+    const reading = generation.current;
+    const listed = listing.conversations ?? [];
+    setListing((current) => ({ ...current, loadingMore: true }));
+    readPage(listed.length)
+      .then((page) => {
+        if (reading === generation.current) {
+          // A conversation started meanwhile shifts the pages by one: a conversation already listed is listed once.
+          const seen = new Set(listed.map((conversation) => conversation.id));
+          setListing({ conversations: [...listed, ...page.conversations.filter((conversation) => !seen.has(conversation.id))], error: undefined, more: page.more, loadingMore: false });
+        }
+      })
+      .catch((error: unknown) => reading === generation.current && setListing((current) => ({ ...current, error: (error as Error).message, loadingMore: false })));
+  }, [listing.conversations, readPage]);
+
+  return { ...listing, showOlder };
 }
 
 function summaryOf(root: Communication, firstPrompt: Communication | undefined): ConversationSummary {

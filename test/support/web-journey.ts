@@ -1,0 +1,54 @@
+/**
+ * What the web app's browser journeys share: a demo user's password set for the test, a project setting changed
+ * as its administrator changes it (docs/governance.md), signing in through the app's sign-in page (Medplum's form),
+ * and axe's findings on a page.
+ */
+import { fileURLToPath } from 'node:url';
+import AxeBuilder from '@axe-core/playwright';
+import type { Project, ProjectSetting, User } from '@medplum/fhirtypes';
+import type { Page } from 'playwright-core';
+import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
+import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
+import { projectAdministrator } from './project-administrator.ts';
+import type { TestHost } from './test-host.ts';
+
+/** Where the journeys write the screenshots the docs show. */
+export const DOCS_IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
+
+export interface WebUser {
+  readonly email: string;
+  readonly password: string;
+}
+
+/** Gives a seeded user (by its id) a password. */
+export async function setPassword(host: TestHost, userId: string, password: string): Promise<void> {
+  const user = await host.store.readResource<User>('User', userId);
+  await host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(password) });
+}
+
+/**
+ * Sets project settings as a project administrator does, through Medplum's project admin API: read the list,
+ * replace the entries named, send the whole list back.
+ */
+export async function setProjectSettings(host: TestHost, project: SeededProject, entries: readonly ProjectSetting[]): Promise<void> {
+  const admin = await projectAdministrator(host, project);
+  const { project: current } = await admin.get<{ project: Project }>(`admin/projects/${project.projectId}`);
+  const names = new Set(entries.map((entry) => entry.name));
+  await admin.post(`admin/projects/${project.projectId}/settings`, [...(current.setting ?? []).filter((entry) => !names.has(entry.name)), ...entries]);
+}
+
+/** Signs in on the app's sign-in page and waits for the chat. */
+export async function signInToApp(page: Page, host: TestHost, who: WebUser): Promise<void> {
+  await page.goto(`${host.url}fhirgate/app/`);
+  await page.getByLabel('Email').fill(who.email);
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByRole('textbox', { name: 'Password' }).fill(who.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Chat' }).waitFor();
+}
+
+/** The accessibility violations axe finds on the page, by rule and element. */
+export async function accessibilityViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).analyze();
+  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
+}
