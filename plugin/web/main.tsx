@@ -9,11 +9,12 @@ import { MantineProvider } from '@mantine/core';
 import { Notifications } from '@mantine/notifications';
 import { MedplumClient } from '@medplum/core';
 import { MedplumProvider } from '@medplum/react';
-import { StrictMode } from 'react';
+import { StrictMode, type JSX } from 'react';
 import { createRoot } from 'react-dom/client';
-import { BrowserRouter } from 'react-router';
+import { BrowserRouter, useNavigate } from 'react-router';
 import { App } from './app.tsx';
 import { appLocation } from './app-location.ts';
+import { appPathOf } from './record-navigation.ts';
 import { theme } from './theme.ts';
 
 const location = appLocation(document.baseURI, import.meta.url);
@@ -21,17 +22,25 @@ const location = appLocation(document.baseURI, import.meta.url);
 // routes then send the user to sign in and back to the page they were on (app.tsx).
 const medplum = new MedplumClient({ baseUrl: location.serverUrl });
 
+/** Medplum's client, with its components' links (a record, `/Patient/<id>`) followed inside the app; Mantine. */
+function AppProviders(): JSX.Element {
+  const navigate = useNavigate();
+  return (
+    <MedplumProvider medplum={medplum} navigate={(path) => navigate(appPathOf(path))}>
+      <MantineProvider theme={theme}>
+        <Notifications />
+        <App />
+      </MantineProvider>
+    </MedplumProvider>
+  );
+}
+
 const root = document.getElementById('root');
 if (root) {
   createRoot(root).render(
     <StrictMode>
       <BrowserRouter basename={location.appPath}>
-        <MedplumProvider medplum={medplum}>
-          <MantineProvider theme={theme}>
-            <Notifications />
-            <App />
-          </MantineProvider>
-        </MedplumProvider>
+        <AppProviders />
       </BrowserRouter>
     </StrictMode>
   );

@@ -83,6 +83,12 @@ async function fillSignIn(page: Page): Promise<void> {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Review' }).waitFor();
     expect(await accessibilityViolations(page)).toEqual([]);
+    // A name in the console's lists is a link of Medplum's components: it opens the record in the app.
+    await page.getByRole('row').filter({ hasText: 'Alice Carter' }).first().getByRole('link', { name: /Alice Carter/ }).first().click();
+    await page.waitForURL(/\/fhirgate\/app\/records\/Practitioner\//);
+    await page.getByRole('heading', { name: /Alice Carter/ }).waitFor();
+    await page.goBack();
+    await page.getByRole('heading', { name: 'Review' }).waitFor();
     await places.getByRole('link', { name: 'Chat' }).click();
     await page.getByRole('heading', { name: 'Chat' }).waitFor();
     expect(await accessibilityViolations(page)).toEqual([]);

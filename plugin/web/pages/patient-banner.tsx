@@ -5,7 +5,6 @@
 import type { Patient, Reference } from '@medplum/fhirtypes';
 import { PatientHeader } from '@medplum/react';
 import type { CSSProperties, JSX } from 'react';
-import { RecordLinks } from './record-links.tsx';
 
 // The header's labels are Mantine's gray 6, too faint on white for WCAG AA: here they take gray 7.
 const READABLE_LABELS = { '--mantine-color-gray-6': 'var(--mantine-color-gray-7)' } as CSSProperties;
@@ -13,9 +12,7 @@ const READABLE_LABELS = { '--mantine-color-gray-6': 'var(--mantine-color-gray-7)
 export function PatientBanner({ patient }: { readonly patient: Reference<Patient> }): JSX.Element {
   return (
     <section aria-label="Patient" style={READABLE_LABELS}>
-      <RecordLinks>
-        <PatientHeader patient={patient} />
-      </RecordLinks>
+      <PatientHeader patient={patient} />
     </section>
   );
 }

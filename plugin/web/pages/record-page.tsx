@@ -9,7 +9,6 @@ import type { Resource } from '@medplum/fhirtypes';
 import { Document, ResourceTable, useMedplum } from '@medplum/react';
 import { useEffect, useState, type JSX } from 'react';
 import { Link, useLocation, useParams } from 'react-router';
-import { RecordLinks } from './record-links.tsx';
 import { isRecordAddress, recordKind } from './shared-records.ts';
 
 type RecordState = { readonly status: 'loading' } | { readonly status: 'read'; readonly record: Resource } | { readonly status: 'not-available' };
@@ -52,10 +51,8 @@ export function RecordPage(): JSX.Element {
         )}
         {state.status === 'read' && (
           <Document>
-            <RecordLinks>
-              {/* Without its id row: the table's copy button there has no accessible name (the id is in the address). */}
-              <ResourceTable value={{ ...state.record, id: undefined }} forceUseInput ignoreMissingValues />
-            </RecordLinks>
+            {/* Without its id row: the table's copy button there has no accessible name (the id is in the address). */}
+            <ResourceTable value={{ ...state.record, id: undefined }} forceUseInput ignoreMissingValues />
           </Document>
         )}
       </Stack>
