@@ -18,7 +18,7 @@ import { layout, startHost, type RunningHost } from './history/processes.ts';
 import { RAW_DIRECTORY, STORE_SOURCES, cachedSeed, copyForRun } from './history/store-cache.ts';
 import { startEmulator } from './lib/emulator-process.ts';
 import { stopProcess } from './lib/processes.ts';
-import { STREAM_PROBE, streamDelays, timeView, type ViewTiming } from './web-app/page-timings.ts';
+import { STREAM_PROBE, streamDelays, timeView, untilOnScreen, type ViewTiming } from './web-app/page-timings.ts';
 import { seedProjectConversations, type ProjectConversationsPlan } from './web-app/seed-project-conversations.ts';
 import { buildWebAppSection, type StoreViews, type WebAppRunSize } from './web-app/web-app-section.ts';
 
@@ -95,7 +95,7 @@ async function measureStore(label: 'small' | 'large', plan: ProjectConversations
       record('reviewer: the next page of conversations', await timeView(reviewer, () => nextPage(reviewer), READY.otherFirstRow(firstRow ?? ''), false));
       record('reviewer: disclosures listed', await timeView(reviewer, () => reviewer.getByRole('tab', { name: 'Disclosures' }).click(), READY.disclosureRows, false));
       await reviewer.goto(`${appUrl}review`);
-      await reviewer.waitForFunction(READY.reviewRows, undefined, { polling: 'raf', timeout: 120_000 });
+      await untilOnScreen(reviewer, READY.reviewRows);
       record('reviewer: a conversation\'s thread', await timeView(reviewer, () => reviewer.locator('[role="tabpanel"] tbody tr').first().click(), READY.thread, false));
     }
     const stream = label === 'large' ? await measureStream(clinician, appUrl) : undefined;
@@ -142,7 +142,7 @@ async function measureStream(page: Page, appUrl: string): Promise<{ delays: read
     await page.goto(`${appUrl}chat`);
     await page.getByRole('textbox', { name: 'Message' }).fill('Stream a long answer, please.');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.waitForFunction(`(document.querySelector('[role="log"]')?.textContent ?? '').includes('word${size.streamedWords}')`, undefined, { timeout: 120_000 });
+    await untilOnScreen(page, `(document.querySelector('[role="log"]')?.textContent ?? '').includes('word${size.streamedWords}')`);
     await page.getByRole('button', { name: 'Send' }).waitFor({ state: 'visible' });
     const { delays, unseen } = await streamDelays(page);
     return { delays, unseen, chunks: delays.length + unseen };

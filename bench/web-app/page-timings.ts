@@ -30,11 +30,7 @@ export async function timeView(page: Page, act: () => Promise<unknown>, ready: s
     return performance.now();
   });
   await act();
-  const handle = await page.waitForFunction(`(() => { if (!(${ready})) return false; return performance.now(); })()`, undefined, {
-    polling: 'raf',
-    timeout: 120_000,
-  });
-  const end = (await handle.jsonValue()) as number;
+  const end = await untilOnScreen(page, ready);
   const requests = await page.evaluate((from) => {
     return performance
       .getEntriesByType('resource')
@@ -42,6 +38,27 @@ export async function timeView(page: Page, act: () => Promise<unknown>, ready: s
       .map((entry) => entry.duration);
   }, start);
   return { ms: end - start, requests: requests.length, slowestRequestMs: requests.length ? Math.max(...requests) : 0 };
+}
+
+/**
+ * Resolves with the page's clock once `ready` (an expression) holds, checked on every animation frame. Built here
+ * and sent as a function: the app's Content-Security-Policy lets no string be evaluated in the page, which is how
+ * Playwright's `waitForFunction` runs its predicate.
+ */
+export async function untilOnScreen(page: Page, ready: string, timeoutMs = 120_000): Promise<number> {
+  const waitOnFrames = new Function(
+    'timeoutMs',
+    `return new Promise((resolve, reject) => {
+      const started = performance.now();
+      const check = () => {
+        if (${ready}) resolve(performance.now());
+        else if (performance.now() - started > timeoutMs) reject(new Error('Not on screen: ' + ${JSON.stringify(ready)}));
+        else requestAnimationFrame(check);
+      };
+      check();
+    });`
+  ) as (timeoutMs: number) => Promise<number>;
+  return page.evaluate(waitOnFrames, timeoutMs);
 }
 
 /** A page script: records the arrival of every chunk of a chat completion stream and every change of the conversation log. */

@@ -15,6 +15,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL } from '../support/chat-host.ts';
 import { accessibilityViolations, CLINICIAN, MONITOR, NOT_CLEARED_MODEL, REVIEWER, startReviewHost, type ReviewHost } from '../support/review-console.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
 
 const ABOUT_MARIA = 'Is Maria due for a potassium check?';
@@ -30,7 +31,8 @@ function resultRows(page: Page): Locator {
 
 /** Waits until the list shows `count` rows (the server's answer to the last search). */
 async function rowsCount(page: Page, count: number): Promise<void> {
-  await page.waitForFunction(`document.querySelectorAll('table tbody tr').length === ${count}`);
+  // Polled from the test: the app's Content-Security-Policy lets no string be evaluated in the page.
+  await waitFor(async () => ((await resultRows(page).count()) === count ? true : undefined), 30_000);
 }
 
 /** Clicks `button` and reads the Bundle the browser downloads. */

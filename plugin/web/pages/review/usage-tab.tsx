@@ -30,7 +30,7 @@ export function UsageTab(): JSX.Element {
         {report.scope === 'project' ? 'Every reply of the project' : 'The replies you may read'}, {report.start} to {report.end}:{' '}
         <strong>{formatTokens(report.total.total_tokens)} tokens</strong> in {report.total.replies} replies, {formatDollars(report.total.cost_usd)}.
       </Text>
-      <Suspense fallback={<Loader aria-label="Drawing the chart" />}>{report.data.length > 0 ? <UsageChart report={report} /> : <Text>No replies in this period.</Text>}</Suspense>
+      <Suspense fallback={<Loader role="status" aria-label="Drawing the chart" />}>{report.data.length > 0 ? <UsageChart report={report} /> : <Text>No replies in this period.</Text>}</Suspense>
       <section aria-labelledby="usage-by-user">
         <Title order={2} size="h4" id="usage-by-user" mb="xs">
           By user
