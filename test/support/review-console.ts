@@ -5,9 +5,9 @@
  * turns about a patient de-identified), the demo users' passwords set, the API as any member, sign-in to
  * `/fhirgate/app/review`, and axe.
  */
-import AxeBuilder from '@axe-core/playwright';
 import type { Project, User } from '@medplum/fhirtypes';
 import type { Page } from 'playwright-core';
+import { signInAt, type WebUser } from './web-journey.ts';
 import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from '../emulator/index.ts';
@@ -91,26 +91,12 @@ export async function startReviewHost(): Promise<ReviewHost> {
   };
 }
 
-/** A user of the journeys: their email and the password the test set. */
-export interface SignInUser {
-  readonly email: string;
-  readonly password: string;
-}
-
-/** The accessibility violations axe finds on the page, by rule and element. */
-export async function accessibilityViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
-}
+export { accessibilityViolations } from './web-journey.ts';
+export type { WebUser as SignInUser } from './web-journey.ts';
 
 /** Signs in with the app's sign-in form (email, then password) and opens the review console. */
-export async function signInToReview(page: Page, serverUrl: string, who: SignInUser): Promise<void> {
-  await page.goto(`${serverUrl}fhirgate/app/`);
-  await page.getByLabel('Email').fill(who.email);
-  await page.getByRole('button', { name: 'Continue' }).click();
-  await page.getByRole('textbox', { name: 'Password' }).fill(who.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Chat' }).waitFor();
+export async function signInToReview(page: Page, serverUrl: string, who: WebUser): Promise<void> {
+  await signInAt(page, serverUrl, who);
   await page.goto(`${serverUrl}fhirgate/app/review`);
   await page.getByRole('heading', { name: 'Review' }).waitFor();
 }

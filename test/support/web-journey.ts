@@ -37,14 +37,27 @@ export async function setProjectSettings(host: TestHost, project: SeededProject,
   await admin.post(`admin/projects/${project.projectId}/settings`, [...(current.setting ?? []).filter((entry) => !names.has(entry.name)), ...entries]);
 }
 
-/** Signs in on the app's sign-in page and waits for the chat. */
-export async function signInToApp(page: Page, host: TestHost, who: WebUser): Promise<void> {
-  await page.goto(`${host.url}fhirgate/app/`);
+/** Fills in the sign-in page on screen (Medplum's form: email, then password; "Remember me" when asked) and signs in. */
+export async function fillSignInForm(page: Page, who: WebUser, options: { readonly remember?: boolean } = {}): Promise<void> {
   await page.getByLabel('Email').fill(who.email);
   await page.getByRole('button', { name: 'Continue' }).click();
   await page.getByRole('textbox', { name: 'Password' }).fill(who.password);
+  if (options.remember) {
+    await page.getByLabel('Remember me').check();
+  }
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Signs in on the sign-in page of the app of the server at `serverUrl` and waits for the chat. */
+export async function signInAt(page: Page, serverUrl: string, who: WebUser, options: { readonly remember?: boolean } = {}): Promise<void> {
+  await page.goto(`${serverUrl}fhirgate/app/`);
+  await fillSignInForm(page, who, options);
   await page.getByRole('heading', { name: 'Chat' }).waitFor();
+}
+
+/** Signs in on the app's sign-in page and waits for the chat. */
+export async function signInToApp(page: Page, host: TestHost, who: WebUser): Promise<void> {
+  await signInAt(page, host.url, who);
 }
 
 /** The accessibility violations axe finds on the page, by rule and element. */

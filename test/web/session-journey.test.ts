@@ -4,22 +4,15 @@
  * the review console; a session ended elsewhere sends the user to sign in and back to where they were; Sign out
  * ends the session on the server, so its token opens nothing afterwards.
  */
-import AxeBuilder from '@axe-core/playwright';
-import type { User } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
-import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
+import { accessibilityViolations, fillSignInForm, setPassword, signInAt } from '../support/web-journey.ts';
 
 const CLINICIAN = { email: 'alice.carter@example.org', password: 'a demo password for the clinician' };
 const PROMPT = 'Which of my patients need a flu vaccine this month?';
-
-async function accessibilityViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
-}
 
 /** The access token of the app's session, as MedplumClient keeps it in the page's storage. */
 async function sessionToken(page: Page): Promise<string> {
@@ -33,13 +26,6 @@ async function sessionToken(page: Page): Promise<string> {
   return token;
 }
 
-async function fillSignIn(page: Page): Promise<void> {
-  await page.getByLabel('Email').fill(CLINICIAN.email);
-  await page.getByRole('button', { name: 'Continue' }).click();
-  await page.getByRole('textbox', { name: 'Password' }).fill(CLINICIAN.password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
-
 (browserTestsRun() ? describe : describe.skip)('a session in the web app', () => {
   let chat: ChatHost;
   let browser: Browser;
@@ -51,8 +37,7 @@ async function fillSignIn(page: Page): Promise<void> {
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;
-    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
-    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(CLINICIAN.password) });
+    await setPassword(chat.host, project.ids['practitioner-user'], CLINICIAN.password);
     const token = await chat.host.accessTokenFor(project.ids['practitioner-membership']);
     const response = await fetch(`${chat.host.url}v1/chat/completions`, {
       method: 'POST',
@@ -74,7 +59,7 @@ async function fillSignIn(page: Page): Promise<void> {
     const page = await context.newPage();
     await page.goto(`${chat.host.url}fhirgate/app/chat?conversation=${conversationId}`);
     await page.waitForURL(/\/signin\?next=/);
-    await fillSignIn(page);
+    await fillSignInForm(page, CLINICIAN);
     await page.waitForURL(`**/fhirgate/app/chat?conversation=${conversationId}`);
     await page.getByRole('log', { name: 'Conversation' }).getByText(PROMPT, { exact: true }).waitFor();
 
@@ -99,9 +84,7 @@ async function fillSignIn(page: Page): Promise<void> {
   test('a session ended elsewhere sends the user to sign in, and back to the page they were on', async () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
     const page = await context.newPage();
-    await page.goto(`${chat.host.url}fhirgate/app/`);
-    await fillSignIn(page);
-    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    await signInAt(page, chat.host.url, CLINICIAN);
     await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
     await page.getByRole('heading', { name: 'Review' }).waitFor();
 
@@ -111,7 +94,7 @@ async function fillSignIn(page: Page): Promise<void> {
 
     await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Chat' }).click();
     await page.waitForURL(/\/signin\?next=%2Fchat/);
-    await fillSignIn(page);
+    await fillSignInForm(page, CLINICIAN);
     await page.waitForURL('**/fhirgate/app/chat');
     await page.getByRole('heading', { name: 'Chat' }).waitFor();
     await context.close();
@@ -120,9 +103,7 @@ async function fillSignIn(page: Page): Promise<void> {
   test('Sign out ends the session on the server: its token opens nothing afterwards', async () => {
     const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
     const page = await context.newPage();
-    await page.goto(`${chat.host.url}fhirgate/app/`);
-    await fillSignIn(page);
-    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    await signInAt(page, chat.host.url, CLINICIAN);
     const token = await sessionToken(page);
     const headers = { Authorization: `Bearer ${token}`, 'X-Project-ID': projectId };
     expect((await fetch(`${chat.host.url}v1/models`, { headers })).status).toBe(200);
@@ -146,8 +127,7 @@ function expiringSessions(lifetimeSeconds: number): { chat: () => ChatHost; brow
     await ensureWebAppBuilt();
     chat = await startChatHost({ host: { accessTokenLifetimeSeconds: lifetimeSeconds } });
     const project = await chat.host.seedProject();
-    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
-    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(CLINICIAN.password) });
+    await setPassword(chat.host, project.ids['practitioner-user'], CLINICIAN.password);
     browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
@@ -157,17 +137,7 @@ function expiringSessions(lifetimeSeconds: number): { chat: () => ChatHost; brow
   return {
     chat: () => chat,
     browser: () => browser,
-    signIn: async (page, remember) => {
-      await page.goto(`${chat.host.url}fhirgate/app/`);
-      await page.getByLabel('Email').fill(CLINICIAN.email);
-      await page.getByRole('button', { name: 'Continue' }).click();
-      await page.getByRole('textbox', { name: 'Password' }).fill(CLINICIAN.password);
-      if (remember) {
-        await page.getByLabel('Remember me').check();
-      }
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Chat' }).waitFor();
-    },
+    signIn: (page, remember) => signInAt(page, chat.host.url, CLINICIAN, { remember }),
   };
 }
 

@@ -107,29 +107,6 @@ export function countUpTo(lookup: Lookup, resourceType: string, cap: number): Sq
   };
 }
 
-/**
- * The rows of `lookup` (a search's most selective lookup): a cheap upper bound of how many resources the search
- * matches, exact when the lookup is its only filter. Without a lookup, the type's resources (in `project`).
- */
-export function countCandidates(lookup: Lookup | undefined, resourceType: string, project: string | undefined): SqlFragment {
-  if (!lookup) {
-    return project === undefined
-      ? { sql: 'SELECT COUNT(*) AS total FROM resources WHERE resource_type = ? AND deleted = 0', params: [resourceType] }
-      : { sql: 'SELECT COUNT(*) AS total FROM resources WHERE resource_type = ? AND project = ? AND deleted = 0', params: [resourceType, project] };
-  }
-  if (lookup.kind === 'id') {
-    return { sql: 'SELECT ? AS total', params: [lookup.values.length] };
-  }
-  const rows = `FROM search_index s WHERE s.resource_type = ? AND s.param = ? AND s.value IN (${placeholders(lookup.values.length)})`;
-  // Only the project's resources count: the index holds every project's rows.
-  return project === undefined
-    ? { sql: `SELECT COUNT(DISTINCT s.resource_pk) AS total ${rows}`, params: [resourceType, lookup.param, ...lookup.values] }
-    : {
-        sql: `SELECT COUNT(DISTINCT s.resource_pk) AS total ${rows} AND EXISTS (SELECT 1 FROM resources r WHERE r.pk = s.resource_pk AND r.project = ? AND r.deleted = 0)`,
-        params: [resourceType, lookup.param, ...lookup.values, project],
-      };
-}
-
 /** A whole number of rows, safe to write into SQL. */
 function rowLimit(limit: number): number {
   if (!Number.isSafeInteger(limit) || limit < 0) {

@@ -4,11 +4,16 @@
  * the search, so an estimate never counts what the caller may not see. The conversations of a project, newest
  * first, are one range of the index however many there are.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { parseSearchRequest } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { ResourceStore } from './resource-store.ts';
+import { openStoreDatabase } from './schema.ts';
+import { estimateMatches } from './search-estimate.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
 
 const CATEGORY = { coding: [{ system: 'urn:fhirgate:communication-category', code: 'ai-conversation' }] };
@@ -74,4 +79,31 @@ test("a project's newest conversations are read as one range of the index, not b
   const bundle = await repository.search(search('category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'estimate'));
   expect(bundle.entry).toHaveLength(20);
   expect(rows).toBeLessThan(120);
+});
+
+test("past the exact count, the estimate extrapolates from the project's own rows, within a tenth of the truth", async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'fhirgate-estimate-'));
+  const path = join(directory, 'store.sqlite');
+  const file = SqliteRepository.open(path);
+  // Project A: one conversation in four of its Communications; project B: conversations only, interleaved.
+  const resources: Communication[] = [];
+  for (let index = 0; index < 1200; index++) {
+    resources.push(index % 4 === 0 ? conversation('project-a', 'Practitioner/carter', index) : { ...conversation('project-a', 'Practitioner/carter', index), category: [] });
+    resources.push(conversation('project-b', 'Practitioner/other', index));
+  }
+  for (const resource of resources) {
+    await file.createResource(resource);
+  }
+  file.close();
+  const database = openStoreDatabase(path);
+  try {
+    const store = { rows: new ResourceStore(database), read: async <R>(work: () => R): Promise<R> => work() };
+    const lookup = { kind: 'index' as const, param: 'category', values: ['ai-conversation'], rank: 1, reference: false };
+    const estimate = await estimateMatches(store, 'Communication', lookup, 'project-a', 100);
+    expect(Math.abs(estimate - 300)).toBeLessThanOrEqual(30);
+    expect(await estimateMatches(store, 'Communication', lookup, 'project-a', 1000)).toBe(300);
+  } finally {
+    database.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
 });

@@ -23,9 +23,10 @@ import {
 } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
 import type { SQLOutputValue } from 'node:sqlite';
-import { countCandidates, countUpTo, indexRange, lookupSources, toCandidateRow, typeScan, type CandidateSource, type Cursor } from './candidate-sources.ts';
+import { countUpTo, indexRange, lookupSources, toCandidateRow, typeScan, type CandidateSource, type Cursor } from './candidate-sources.ts';
 import { toNumber, type ResourceStore } from './resource-store.ts';
 import type { IndexedParameter } from './search-index.ts';
+import { estimateMatches } from './search-estimate.ts';
 import { planSearch, type PolicyAlternative, type SearchPlan, type SqlFragment } from './search-plan.ts';
 import { compareSortKeys, resolveSortRules, sortKey, sqlSortKey, type ResolvedSortRule, type SortKey } from './sort.ts';
 
@@ -84,11 +85,9 @@ export async function executeSearch<T extends Resource>(
   };
   const plan = planSearch(resourceType, searchRequest.filters ?? [], alternatives, indexed);
   if (searchRequest.total === 'estimate' && alternatives === undefined && !plan.matchesNothing) {
-    // As a Medplum server's estimate: cheap, approximate (here an upper bound: the rows of the search's most
-    // selective indexed parameter), exact when that is its only filter.
+    // As a Medplum server's estimate: cheap and approximate (search-estimate.ts), from the project's own rows.
     const page = await executeSearch(store, indexed, { ...searchRequest, total: 'none' }, alternatives, sortedLookups);
-    const query = countCandidates(plan.driver, resourceType, plan.project);
-    const estimate = await store.read(() => toNumber(store.rows.queryAll(query.sql, query.params)[0]?.total));
+    const estimate = await estimateMatches(store, resourceType, plan.driver, plan.project);
     // Never fewer than the page shows.
     return { ...page, total: Math.max(estimate, nonNegative(searchRequest.offset, 0) + page.resources.length) };
   }
