@@ -107,3 +107,20 @@ test("past the exact count, the estimate extrapolates from the project's own row
     rmSync(directory, { recursive: true, force: true });
   }
 });
+
+test("a search's order is read from the sorted lookup of any of its equally selective filters, whichever comes first", async () => {
+  let rows = 0;
+  const queryAll = ResourceStore.prototype.queryAll;
+  jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
+    const result = queryAll.call(this, sql, params);
+    rows += result.length;
+    return result;
+  });
+  // `status` (no sorted lookup) before `category` (sorted by sent): the page is still one range of the index.
+  const bundle = await repository.search(search('status=in-progress&category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'accurate'));
+  expect(bundle.entry).toHaveLength(20);
+  expect(bundle.entry?.[0].resource?.sent).toBe(new Date(Date.UTC(2026, 0, 1) + 299 * 60_000).toISOString());
+  rows = 0;
+  await repository.search({ ...search('status=in-progress&category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'accurate'), total: undefined });
+  expect(rows).toBeLessThan(120);
+});

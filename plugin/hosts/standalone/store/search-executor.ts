@@ -114,10 +114,12 @@ async function orderedSource(
   sortedLookups: SortedLookups
 ): Promise<CandidateSource | undefined> {
   const { driver } = plan;
-  if (driver?.kind === 'index' && driver.values.length === 1 && rules.length === 1) {
-    const pair = sortedLookups(driver.param, rules[0].code);
+  // The driver's sorted lookup, or that of a filter as selective as the driver (`type=...&entity-role=1&_sort=-date`
+  // holds its order in `type>date` whichever of the two the request names first).
+  for (const lookup of rules.length === 1 && driver ? [driver, ...(plan.peers ?? [])] : []) {
+    const pair = lookup.kind === 'index' && lookup.values.length === 1 ? sortedLookups(lookup.param, rules[0].code) : undefined;
     if (pair) {
-      return indexRange(resourceType, pair, driver.values[0], rules[0].descending);
+      return indexRange(resourceType, pair, lookup.values[0], rules[0].descending);
     }
   }
   const byLastUpdated = rules.length === 0 || (rules.length === 1 && rules[0].code === '_lastUpdated');

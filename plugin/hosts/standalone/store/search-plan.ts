@@ -40,6 +40,8 @@ export interface SearchPlan {
   readonly where: SqlFragment;
   /** The request's most selective lookup. */
   readonly driver?: Lookup;
+  /** The request's other lookups as selective as the driver (one of them may hold the search's order). */
+  readonly peers?: readonly Lookup[];
   /** When the policy narrows and each of its alternatives has a lookup: those lookups, whose union holds every match. */
   readonly policyDrivers?: readonly Lookup[];
   /** The one project `_project` asks for (lower-cased), when it asks for one. */
@@ -77,11 +79,13 @@ export function planSearch(
     }
     policyDrivers = policy.drivers;
   }
+  const driver = bestLookup(request);
   return {
     matchesNothing: false,
     exact,
     where: all(conditions),
-    driver: bestLookup(request),
+    driver,
+    peers: request.flatMap((translation) => (translation.lookup && translation.lookup !== driver && translation.lookup.rank === driver?.rank ? [translation.lookup] : [])),
     policyDrivers,
     project: request.find((translation) => translation.project !== undefined)?.project,
   };
