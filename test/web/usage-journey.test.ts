@@ -119,6 +119,17 @@ const TURNS = [
     await page.screenshot({ path: `${IMAGES}app-review-usage.png`, fullPage: true });
     expect(await accessibilityViolations(page)).toEqual([]);
 
+    // Another period: the report of those days, from the server (none of these replies in it).
+    await page.getByRole('textbox', { name: 'From', exact: true }).fill('2025-01-01');
+    await page.getByRole('textbox', { name: 'To', exact: true }).fill('2025-01-31');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText(/^The replies you may read, 2025-01-01 to 2025-01-31: 0 tokens in 0 replies/).waitFor();
+    await page.getByText('No replies in this period.').waitFor();
+    // More than the report allows (366 days): the server's reason, as a sentence.
+    await page.getByRole('textbox', { name: 'From', exact: true }).fill('2020-01-01');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The usage could not be read' }).waitFor();
+
     await page.getByRole('tab', { name: 'Governance' }).click();
     await page.getByRole('table', { name: 'Governance settings as stored' }).getByRole('row').filter({ hasText: 'AI_BUDGET_USER_DAY_TOKENS' }).waitFor();
     await expect(page.getByRole('table', { name: 'What a question about a patient does on each model' }).getByRole('row').filter({ hasText: CHAT_MODEL }).innerText()).resolves.toMatch(/sent as it is/i);

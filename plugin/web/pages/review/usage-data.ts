@@ -7,6 +7,7 @@ import { formatHumanName, type MedplumClient } from '@medplum/core';
 import type { HumanName, ResourceType } from '@medplum/fhirtypes';
 import { useMedplum } from '@medplum/react';
 import { useEffect, useState } from 'react';
+import type { Period } from './review-searches.ts';
 import { fhirgateFetch } from '../../fhirgate-api.ts';
 import type { UsageReport } from './usage-report.ts';
 
@@ -15,20 +16,34 @@ export interface UsageState {
   readonly error: string | undefined;
 }
 
-export function useUsageReport(): UsageState {
+export function useUsageReport(period: Period = {}): UsageState {
   const medplum = useMedplum();
   const [state, setState] = useState<UsageState>({ report: undefined, error: undefined });
+  const path = usagePath(period);
   useEffect(() => {
     let current = true;
-    fhirgateFetch(medplum, 'v1/usage?group_by=user,model,day')
+    setState({ report: undefined, error: undefined });
+    fhirgateFetch(medplum, path)
       .then((response) => response.json() as Promise<UsageReport>)
       .then((report) => current && setState({ report, error: undefined }))
       .catch((error: unknown) => current && setState({ report: undefined, error: (error as Error).message }));
     return () => {
       current = false;
     };
-  }, [medplum]);
+  }, [medplum, path]);
   return state;
+}
+
+/** The usage report's address for a period (UTC days, both included); without one, this month so far. */
+export function usagePath(period: Period): string {
+  const query = new URLSearchParams({ group_by: 'user,model,day' });
+  if (period.from) {
+    query.set('start', period.from);
+  }
+  if (period.to) {
+    query.set('end', period.to);
+  }
+  return `v1/usage?${query.toString()}`;
 }
 
 /**

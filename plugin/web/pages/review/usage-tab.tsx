@@ -1,11 +1,13 @@
 /**
- * The review console's usage and budgets: this month so far, from the replies the signed-in user may read
+ * The review console's usage and budgets: this month so far, or the period chosen, from the replies the signed-in user may read
  * (`GET /v1/usage`: a project administrator's and a reviewer's are the project's, a clinician's their own), as a
  * chart of tokens per day and model and tables per user, per model and per day (the days with replies), with the budgets' limits and what remains
  * (`GET /v1/governance`). The chart loads only when this tab opens.
  */
-import { Alert, Group, Loader, Stack, Table, Text, Title } from '@mantine/core';
-import { lazy, Suspense, type JSX } from 'react';
+import { Alert, Button, Group, Loader, Stack, Table, Text, Title } from '@mantine/core';
+import { lazy, Suspense, useState, type FormEvent, type JSX } from 'react';
+import { PeriodInputs } from './period-inputs.tsx';
+import type { Period } from './review-searches.ts';
 import { useGovernance, type GovernanceBudget } from './governance-data.ts';
 import { useDisplayNames, useUsageReport } from './usage-data.ts';
 import { formatDollars, formatTokens, spendOf, totalsBy, type UsageReport, type UsageTotals } from './usage-report.ts';
@@ -13,7 +15,27 @@ import { formatDollars, formatTokens, spendOf, totalsBy, type UsageReport, type 
 const UsageChart = lazy(() => import('./usage-chart.tsx'));
 
 export function UsageTab(): JSX.Element {
-  const { report, error } = useUsageReport();
+  const [period, setPeriod] = useState<Period>({});
+  const [shown, setShown] = useState<Period>({});
+  function show(event: FormEvent): void {
+    event.preventDefault();
+    setShown(period);
+  }
+  return (
+    <Stack gap="lg">
+      <form onSubmit={show} aria-label="Usage period">
+        <Group align="flex-end">
+          <PeriodInputs value={period} onChange={setPeriod} />
+          <Button type="submit">Show</Button>
+        </Group>
+      </form>
+      <UsageOfPeriod period={shown} />
+    </Stack>
+  );
+}
+
+function UsageOfPeriod({ period }: { readonly period: Period }): JSX.Element {
+  const { report, error } = useUsageReport(period);
   const { governance } = useGovernance();
   const users = report ? totalsBy(report.data, 'user') : [];
   const names = useDisplayNames(users.map((group) => group.key));
@@ -21,7 +43,7 @@ export function UsageTab(): JSX.Element {
     return <Alert color="red" title="The usage could not be read">{error}</Alert>;
   }
   if (!report) {
-    return <Loader aria-label="Reading the usage" />;
+    return <Loader role="status" aria-label="Reading the usage" />;
   }
   const budgets = governance?.budgets ?? [];
   return (
