@@ -12,6 +12,7 @@ import { parseSearchRequest } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
 import { ResourceStore } from './resource-store.ts';
+import { rowsRead } from '../../../../test/support/store-rows-read.ts';
 import { openStoreDatabase } from './schema.ts';
 import { estimateMatches } from './search-estimate.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
@@ -69,15 +70,10 @@ test('under an AccessPolicy that narrows the search, the estimate is the exact c
 });
 
 test("a project's newest conversations are read as one range of the index, not by reading every conversation", async () => {
-  let rows = 0;
-  const queryAll = ResourceStore.prototype.queryAll;
-  jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
-    const result = queryAll.call(this, sql, params);
-    rows += result.length;
-    return result;
+  const rows = await rowsRead(async () => {
+    const bundle = await repository.search(search('category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'estimate'));
+    expect(bundle.entry).toHaveLength(20);
   });
-  const bundle = await repository.search(search('category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'estimate'));
-  expect(bundle.entry).toHaveLength(20);
   expect(rows).toBeLessThan(120);
 });
 
@@ -109,18 +105,12 @@ test("past the exact count, the estimate extrapolates from the project's own row
 });
 
 test("a search's order is read from the sorted lookup of any of its equally selective filters, whichever comes first", async () => {
-  let rows = 0;
-  const queryAll = ResourceStore.prototype.queryAll;
-  jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
-    const result = queryAll.call(this, sql, params);
-    rows += result.length;
-    return result;
-  });
   // `status` (no sorted lookup) before `category` (sorted by sent): the page is still one range of the index.
-  const bundle = await repository.search(search('status=in-progress&category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'accurate'));
-  expect(bundle.entry).toHaveLength(20);
-  expect(bundle.entry?.[0].resource?.sent).toBe(new Date(Date.UTC(2026, 0, 1) + 299 * 60_000).toISOString());
-  rows = 0;
-  await repository.search({ ...search('status=in-progress&category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'accurate'), total: undefined });
+  const query = search('status=in-progress&category=ai-conversation&_project=project-a&_sort=-sent&_count=20', 'accurate');
+  const rows = await rowsRead(async () => {
+    const bundle = await repository.search<Communication>({ ...query, total: undefined });
+    expect(bundle.entry).toHaveLength(20);
+    expect(bundle.entry?.[0].resource?.sent).toBe(new Date(Date.UTC(2026, 0, 1) + 299 * 60_000).toISOString());
+  });
   expect(rows).toBeLessThan(120);
 });

@@ -8,7 +8,7 @@ import { jest } from '@jest/globals';
 import { parseSearchRequest } from '@medplum/core';
 import type { Observation, Patient } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../fhir-definitions.ts';
-import { ResourceStore } from './resource-store.ts';
+import { rowsRead } from '../../../../test/support/store-rows-read.ts';
 import type { PolicyAlternative } from './search-plan.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
 
@@ -50,24 +50,6 @@ async function createAll(observations: readonly Observation[]): Promise<void> {
   }
 }
 
-/** Rows the store's statements returned while `search` ran (index rows of slices, and resources loaded). */
-async function rowsRead(search: () => Promise<unknown>): Promise<number> {
-  let rows = 0;
-  const queryAll = ResourceStore.prototype.queryAll;
-  jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
-    const result = queryAll.call(this, sql, params);
-    rows += result.length;
-    return result;
-  });
-  const contentsOf = ResourceStore.prototype.contentsOf;
-  jest.spyOn(ResourceStore.prototype, 'contentsOf').mockImplementation(function (this: ResourceStore, pks) {
-    const result = contentsOf.call(this, pks);
-    rows += result.size;
-    return result;
-  });
-  await search();
-  return rows;
-}
 
 describe('a search narrowed by an AccessPolicy', () => {
   test("a page of a patient's newest Observations reads about one page, however many the chart and the project hold", async () => {
