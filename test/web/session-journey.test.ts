@@ -4,6 +4,7 @@
  * the review console; a session ended elsewhere sends the user to sign in and back to where they were; Sign out
  * ends the session on the server, so its token opens nothing afterwards.
  */
+import type { Project, ProjectMembership } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
@@ -171,6 +172,49 @@ function expiringSessions(lifetimeSeconds: number): { chat: () => ChatHost; brow
     await page.waitForTimeout(4000);
     await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
     await page.waitForURL(/\/signin\?next=%2Freview/);
+    await context.close();
+  }, 120_000);
+});
+
+(browserTestsRun() ? describe : describe.skip)('a user with several projects', () => {
+  let chat: ChatHost;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    await ensureWebAppBuilt();
+    chat = await startChatHost();
+    const project = await chat.host.seedProject();
+    await setPassword(chat.host, project.ids['practitioner-user'], CLINICIAN.password);
+    // Dr. Carter also works at a second clinic: a project of its own, where she is a member too.
+    const second = await chat.host.store.createResource<Project>({ resourceType: 'Project', name: 'Northside Clinic' });
+    const membership = await chat.host.store.readResource<ProjectMembership>('ProjectMembership', project.ids['practitioner-membership']);
+    await chat.host.store.createResource<ProjectMembership>({
+      resourceType: 'ProjectMembership',
+      project: { reference: `Project/${second.id}`, display: 'Northside Clinic' },
+      user: membership.user,
+      profile: membership.profile,
+      meta: { project: second.id },
+    });
+    browser = await launchChromium();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await chat?.close();
+  });
+
+  test('signs in to the project she picks, as Medplum asks her to', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${chat.host.url}fhirgate/app/`);
+    await fillSignInForm(page, CLINICIAN);
+    await page.getByText('Northside Clinic').waitFor();
+    expect(await accessibilityViolations(page)).toEqual([]);
+    await page.getByText(/fhirgate demo/i).first().click();
+    await page.getByRole('heading', { name: 'Chat' }).waitFor();
+    // The app speaks for the project she chose: its models are listed for her there.
+    await page.getByRole('textbox', { name: 'Model' }).or(page.getByLabel('Model')).first().waitFor();
+    await expect(page.getByLabel('Model').first().inputValue()).resolves.toBe(CHAT_MODEL);
     await context.close();
   }, 120_000);
 });

@@ -14,9 +14,9 @@
  * password-checks.ts): a flood of sign-ins can neither guess on nor starve the host.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { Operator, badRequest, createReference, type WithId } from '@medplum/core';
+import { Operator, badRequest, createReference, getDisplayString, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
-import type { Login, OperationOutcome, ProjectMembership, User } from '@medplum/fhirtypes';
+import type { Login, OperationOutcome, ProjectMembership, Reference, Resource, User } from '@medplum/fhirtypes';
 import express, { type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { HostLogger } from '../../../host.ts';
@@ -124,7 +124,7 @@ export function createPasswordLoginRoutes(store: FhirRepository, options: Passwo
       response.json(await withMembership(store, login, memberships[0]));
       return;
     }
-    response.json({ login: login.id, memberships });
+    response.json({ login: login.id, memberships: await Promise.all(memberships.map((membership) => withDisplays(store, membership))) });
   });
   router.post('/auth/profile', async (request, response) => {
     const body = profileBody.safeParse(request.body);
@@ -186,6 +186,20 @@ function verifierMatches(login: Login, verifier: unknown): boolean {
 async function withMembership(store: FhirRepository, login: WithId<Login>, membership: WithId<ProjectMembership>): Promise<{ login: string; code?: string }> {
   const updated = await store.updateResource<Login>({ ...login, membership: createReference(membership), project: membership.project, profileType: membership.profile.reference?.split('/')[0] as Login['profileType'], meta: { ...login.meta, project: membership.project.reference?.replace('Project/', '') } });
   return { login: updated.id, code: updated.code };
+}
+
+/**
+ * A membership as the project chooser shows it (`@medplum/react`'s `ChooseProfileForm`): its project and profile
+ * named, as Medplum's memberships carry their references' displays.
+ */
+async function withDisplays(store: FhirRepository, membership: WithId<ProjectMembership>): Promise<ProjectMembership> {
+  const display = async (reference: Reference | undefined): Promise<string | undefined> =>
+    reference?.display ?? (reference ? getDisplayString(await store.readReference(reference).catch(() => ({ resourceType: 'Basic' }) as Resource)) : undefined);
+  return {
+    ...membership,
+    project: { ...membership.project, display: await display(membership.project) },
+    profile: { ...membership.profile, display: await display(membership.profile) },
+  };
 }
 
 async function findUser(store: FhirRepository, email: string): Promise<WithId<User> | undefined> {
