@@ -204,6 +204,34 @@ async function choosePatient(page: Page, label: string, search: string, option: 
     await page.getByRole('region', { name: 'Patient' }).getByText('James Chen').waitFor();
     await context.close();
   }, 120_000);
+
+  test('a reply about Maria Lopez stopped mid-way still lists the records the model was given', async () => {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    await signInToApp(page, chat.host, CARTER);
+    await choosePatient(page, 'Patient', 'Lopez', /Maria Lopez, born 1958-03-14/);
+    chat.emulator.setBehaviour({ replyTokens: 400, tokensPerSecond: 20 });
+    try {
+      await page.getByRole('textbox', { name: 'Message', exact: true }).fill('Walk me through her last year, slowly.');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const reply = page.getByRole('log', { name: 'Conversation' }).getByLabel('Reply').last();
+      await page.getByRole('button', { name: 'Stop' }).waitFor();
+      await waitFor(async () => ((await reply.innerText()).length > 40 ? true : undefined), 30_000);
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await reply.getByText('Stopped', { exact: true }).waitFor();
+      // The stopped reply's record names what the model was given; the page lists exactly that.
+      const shared = reply.getByRole('region', { name: 'Records shared with the model' });
+      await shared.getByRole('link', { name: 'Problem: Essential hypertension' }).waitFor();
+      const stopped = await waitFor(
+        async () => (await records('ai-response', project.ids['patient-in-care-team-1'])).find((record) => record.status === 'stopped'),
+        30_000
+      );
+      await expect(shared.getByRole('link').count()).resolves.toBe(stopped.about?.length);
+    } finally {
+      chat.emulator.setBehaviour({});
+    }
+    await context.close();
+  }, 120_000);
 });
 
 (browserTestsRun() ? describe : describe.skip)('a question about a patient on a model not cleared for patient data', () => {

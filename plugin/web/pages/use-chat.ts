@@ -4,7 +4,8 @@
  * patient, the records of the chart it was given (read from the reply's record once it is written).
  */
 import { useMedplum } from '@medplum/react';
-import type { Patient, Reference } from '@medplum/fhirtypes';
+import type { MedplumClient } from '@medplum/core';
+import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { errorSentence, type ErrorSentence } from '../error-sentences.ts';
 import { readConversation } from './read-conversation.ts';
@@ -85,6 +86,7 @@ export function useChat(openId: string | undefined): ChatState {
     async (model: string, prompt: string, options: SendOptions = {}) => {
       const turn = new AbortController();
       controller.current = turn;
+      const startedAt = new Date().toISOString();
       const patientId = patient?.reference?.split('/')[1] ?? options.patientId;
       setSending(true);
       setError(undefined);
@@ -99,13 +101,16 @@ export function useChat(openId: string | undefined): ChatState {
         setConversationId(result.conversationId);
         if (patientId) {
           setPatient({ reference: `Patient/${patientId}` });
-          if (result.communicationId) {
-            // The reply's record is written before its last chunk: what it lists is what the model was given.
-            const record = await medplum.readResource('Communication', result.communicationId, { cache: 'no-cache' }).catch(() => undefined);
-            const shared = record ? sharedRecordsOf(record) : [];
-            if (shared.length) {
-              updateReply((reply) => ({ ...reply, shared }));
-            }
+          // The reply's record is written before its last chunk; a reply stopped mid-way is recorded once the server
+          // sees the stop, and named by no chunk: it is the conversation's newest reply since the turn began.
+          const record = result.communicationId
+            ? await medplum.readResource('Communication', result.communicationId, { cache: 'no-cache' }).catch(() => undefined)
+            : turn.signal.aborted && result.conversationId
+              ? await stoppedReply(medplum, result.conversationId, startedAt)
+              : undefined;
+          const shared = record ? sharedRecordsOf(record) : [];
+          if (shared.length) {
+            updateReply((reply) => ({ ...reply, shared }));
           }
         }
         return result.conversationId;
@@ -129,4 +134,21 @@ export function useChat(openId: string | undefined): ChatState {
   const stop = useCallback(() => controller.current?.abort(), []);
 
   return { messages, conversationId, patient, loading, sending, error, send, stop };
+}
+
+/** How long a stopped reply's record is waited for: the server records it once it sees the client go. */
+const STOPPED_REPLY_WAIT_MS = 5000;
+
+/** The conversation's newest stopped reply recorded since `since`, read as the user (up to a few seconds after a stop). */
+async function stoppedReply(medplum: MedplumClient, conversationId: string, since: string): Promise<Communication | undefined> {
+  const deadline = Date.now() + STOPPED_REPLY_WAIT_MS;
+  for (;;) {
+    const reply = await medplum
+      .searchOne('Communication', { 'part-of': `Communication/${conversationId}`, category: 'ai-response', status: 'stopped', sent: `ge${since}`, _sort: '-sent' }, { cache: 'no-cache' })
+      .catch(() => undefined);
+    if (reply || Date.now() > deadline) {
+      return reply;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
