@@ -199,6 +199,8 @@ async function choosePatient(page: Page, label: string, search: string, option: 
     await choosePatient(page, 'Conversations about', 'Chen', /James Chen/);
     await waitFor(async () => (await conversations.count()) === 1 || undefined, 10_000);
     await conversations.getByText(ABOUT_JAMES).waitFor();
+    // Each conversation names its patient, read with her access.
+    await conversations.first().getByText('James Chen').waitFor();
     expect(await accessibilityViolations(page)).toEqual([]);
     await conversations.first().click();
     await page.getByRole('region', { name: 'Patient' }).getByText('James Chen').waitFor();

@@ -4,6 +4,7 @@
  */
 import { Alert, Button, NavLink, Stack, Text } from '@mantine/core';
 import type { Patient } from '@medplum/fhirtypes';
+import { ResourceName } from '@medplum/react';
 import type { JSX } from 'react';
 import { Link } from 'react-router';
 import { PatientPicker } from './patient-picker.tsx';
@@ -35,7 +36,17 @@ export function ConversationList({ state, openId, onFilter, filtered }: Conversa
             component={Link}
             to={`/chat?conversation=${conversation.id}`}
             label={conversation.title}
-            description={conversation.started ? new Date(conversation.started).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : undefined}
+            description={
+              <>
+                {conversation.patient && (
+                  <>
+                    <ResourceName value={conversation.patient} span inherit />
+                    {conversation.started ? ' · ' : ''}
+                  </>
+                )}
+                {conversation.started ? new Date(conversation.started).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : ''}
+              </>
+            }
             active={conversation.id === openId}
             variant="filled"
             // Mantine's dimmed grey is too faint on white for WCAG AA; the active link's is its label's, at full strength.

@@ -6,7 +6,7 @@
  * prompt (`_count=1`). Nothing is fetched in bulk.
  */
 import { getReferenceString } from '@medplum/core';
-import type { Communication } from '@medplum/fhirtypes';
+import type { Communication, Patient, Reference } from '@medplum/fhirtypes';
 import { useMedplum, useMedplumProfile } from '@medplum/react';
 import { useCallback, useEffect, useRef, useState } from 'react';
 
@@ -17,6 +17,8 @@ export interface ConversationSummary {
   readonly id: string;
   readonly title: string;
   readonly started: string | undefined;
+  /** The patient the conversation is about, when it is about one. */
+  readonly patient?: Reference<Patient>;
 }
 
 export interface ConversationsState {
@@ -96,5 +98,6 @@ export function useConversations(refresh: number, patientId?: string): Conversat
 
 function summaryOf(root: Communication, firstPrompt: Communication | undefined): ConversationSummary {
   const text = firstPrompt?.payload?.find((part) => part.contentString)?.contentString?.trim();
-  return { id: root.id as string, title: text ? text.split('\n')[0].slice(0, 80) : 'Untitled conversation', started: root.sent };
+  const patient = root.subject?.reference?.startsWith('Patient/') ? (root.subject as Reference<Patient>) : undefined;
+  return { id: root.id as string, title: text ? text.split('\n')[0].slice(0, 80) : 'Untitled conversation', started: root.sent, ...(patient ? { patient } : {}) };
 }
