@@ -37,6 +37,7 @@ import { createGovernance } from './governance/governance.ts';
 import { operatorSettingOf, unclearedModels } from './governance/patient-data-settings.ts';
 import { createOpenApiRoute } from './openapi/openapi-route.ts';
 import { createWebAppRoute } from './web-app-route.ts';
+import { createMcpRoute } from './mcp/mcp-route.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -138,6 +139,8 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   if (options.webApp) {
     router.use(createWebAppRoute(host.logger));
   }
+  // The MCP server on the chat's FHIR tools: no model is called, so it serves whether or not a provider is configured.
+  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits }));
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);
