@@ -115,6 +115,25 @@ describe('MCP server', () => {
       expect(found.count).toBe(0);
       expect(await auditsOf(outside)).toHaveLength(0);
     });
+
+    test('bad input is a tool error saying what to give, never a stack trace', async () => {
+      const empty = await call('find_patients', {});
+      expect(empty).toMatchObject({ isError: true });
+      expect(textOf(empty)).toBe('Give at least one of name, birthdate or identifier.');
+      const badDate = await call('find_patients', { birthdate: 'last spring' });
+      expect(badDate.isError).toBe(true);
+      expect(textOf(badDate)).toMatch(/^The search was not accepted/);
+      const badType = await call('search_patient_records', { patient_id: project.ids['patient-in-care-team-1'], resource_type: 'Encounter' });
+      expect(badType.isError).toBe(true);
+      expect(textOf(badType)).toMatch(/resource_type must be equal to one of the allowed values/);
+    });
+  });
+
+  test.each(['GET', 'DELETE'])('%s, the 2025 session operations, is 405: the server keeps no session', async (method) => {
+    const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+    const response = await fetch(`${host.url}projects/${project.projectId}/mcp`, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('content-type') ?? '').not.toMatch(/html/);
   });
 
   test('without a token: 401 with the challenge, and the metadata names the Medplum server', async () => {

@@ -7,6 +7,7 @@ import { parseSearchRequest, type WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { Patient } from '@medplum/fhirtypes';
 import { CHART_DATA_NOTE } from '../chat/fhir-tools.ts';
+import { isOutcomeStatus } from '../medplum-errors.ts';
 
 export const FIND_PATIENTS_TOOL = 'find_patients';
 
@@ -41,7 +42,18 @@ export async function findPatients(repo: FhirRepository, input: Record<string, u
     return 'Give at least one of name, birthdate or identifier.';
   }
   query._count = String(maxResults);
-  const patients = await repo.searchResources(parseSearchRequest<Patient>('Patient', query));
+  let patients: WithId<Patient>[];
+  try {
+    patients = await repo.searchResources(parseSearchRequest<Patient>('Patient', query));
+  } catch (error) {
+    if (isOutcomeStatus(error, 403)) {
+      return 'The requesting user is not permitted to search patients.';
+    }
+    if (isOutcomeStatus(error, 400)) {
+      return 'The search was not accepted: birthdate must be a date such as 1958-03-14, optionally with a prefix such as ge.';
+    }
+    throw error;
+  }
   const listed = patients.map((patient) => ({
     id: patient.id,
     name: patient.name?.map((name) => [name.given?.join(' '), name.family].filter(Boolean).join(' ')),
