@@ -38,6 +38,7 @@ import { operatorSettingOf, unclearedModels } from './governance/patient-data-se
 import { createOpenApiRoute } from './openapi/openapi-route.ts';
 import { createWebAppRoute } from './web-app-route.ts';
 import { createMcpRoute } from './mcp/mcp-route.ts';
+import { sendMcpError } from './mcp/mcp-error-response.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -64,6 +65,8 @@ function refuseWhileClosing(route: string, response: Response): void {
   response.setHeader('Connection', 'close');
   if (route === '/graphql') {
     sendGraphqlError(response, error);
+  } else if (route === '/mcp') {
+    sendMcpError(response, error, {});
   } else {
     sendOpenAiError(response, error);
   }

@@ -4,7 +4,9 @@
  * result with records writes the disclosure's AuditEvent naming the MCP client, the project's rule for MCP clients
  * refuses by default, and without a token the endpoint answers 401 pointing at its protected-resource metadata.
  */
+import { rm } from 'node:fs/promises';
 import { MedplumClient } from '@medplum/core';
+import request from 'supertest';
 import type { AuditEvent, Project } from '@medplum/fhirtypes';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
@@ -151,5 +153,26 @@ describe('MCP server', () => {
     expect(JSON.stringify(body)).not.toMatch(/at .*\.ts/);
     const metadata = (await (await fetch(metadataUrl)).json()) as { resource: string; authorization_servers: string[] };
     expect(metadata).toEqual(expect.objectContaining({ resource: `${host.url}mcp`, authorization_servers: [host.url] }));
+  });
+});
+
+describe('MCP server while fhirgate closes', () => {
+  test('a request is 503 in the MCP error shape, with Retry-After', async () => {
+    const host = await startTestHost();
+    try {
+      const project = await host.seedProject();
+      const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+      await host.standalone.close({ graceMs: 0 });
+      const refused = await request(host.standalone.app)
+        .post(`/projects/${project.projectId}/mcp`)
+        .set('Authorization', `Bearer ${token}`)
+        .send({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+        .expect(503);
+      expect(refused.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { message: expect.stringContaining('shutting down'), data: { code: 'unavailable' } } });
+      expect(refused.headers['retry-after']).toBe('1');
+    } finally {
+      await host.store.close();
+      await rm(host.dataDir, { recursive: true, force: true });
+    }
   });
 });

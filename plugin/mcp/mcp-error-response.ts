@@ -23,6 +23,9 @@ export function sendMcpError(response: Response, thrown: unknown, options: { rea
     response.end();
     return;
   }
+  if (error.retryAfterSeconds !== undefined) {
+    response.setHeader('Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+  }
   if (error.status === 401 && options.resourceMetadata) {
     response.setHeader('WWW-Authenticate', `Bearer resource_metadata="${options.resourceMetadata}"`);
   }
