@@ -131,6 +131,24 @@ describe('MCP server', () => {
     });
   });
 
+  test("a ClientApplication's API key is a credential too, as on /v1", async () => {
+    const key = `${project.client?.id ?? ''}:${project.client?.secret ?? ''}`;
+    const transport = new StreamableHTTPClientTransport(new URL(`${host.url}projects/${project.projectId}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+    const keyed = new Client({ name: 'mcp-key-client', version: '0.1.0' }, { versionNegotiation: { mode: 'auto' } });
+    await keyed.connect(transport);
+    try {
+      expect((await keyed.listTools()).tools.map((tool) => tool.name)).toContain('find_patients');
+    } finally {
+      await keyed.close();
+    }
+    const wrong = await fetch(`${host.url}projects/${project.projectId}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${project.client?.id ?? ''}:not-the-secret`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(wrong.status).toBe(401);
+  });
+
   test.each(['GET', 'DELETE'])('%s, the 2025 session operations, is 405: the server keeps no session', async (method) => {
     const token = await host.accessTokenFor(project.ids['practitioner-membership']);
     const response = await fetch(`${host.url}projects/${project.projectId}/mcp`, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
