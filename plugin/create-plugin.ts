@@ -143,7 +143,9 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     router.use(createWebAppRoute(host.logger));
   }
   // The MCP server on the chat's FHIR tools: no model is called, so it serves whether or not a provider is configured.
-  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits }));
+  // Its calls per caller are bounded as the chat's non-streaming turns are (chatLimits.maxConcurrentTurns).
+  const mcpSlots = new CallerSlots(options.chatLimits.maxConcurrentTurns, 'MCP requests running');
+  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits, slots: mcpSlots }));
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);

@@ -7,6 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { MedplumClient } from '@medplum/core';
 import request from 'supertest';
+import type { FhirRepository } from '@medplum/fhir-router';
 import type { AuditEvent, Project } from '@medplum/fhirtypes';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
@@ -191,6 +192,60 @@ describe('MCP server while fhirgate closes', () => {
     } finally {
       await host.store.close();
       await rm(host.dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('MCP server, requests per caller', () => {
+  test('beyond chatLimits.maxConcurrentTurns running at once, a request is 429 with Retry-After; once one ends, the next is served', async () => {
+    // The store holds the read of one Patient until the test lets it go: one request stays running, without timing.
+    let held = '';
+    let entered: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const holding = (store: FhirRepository): FhirRepository =>
+      new Proxy(store, {
+        get(target, property, receiver) {
+          const value: unknown = Reflect.get(target, property, receiver);
+          if (property !== 'readResource' || typeof value !== 'function') {
+            return typeof value === 'function' ? value.bind(target) : value;
+          }
+          return async (type: string, id: string, ...rest: unknown[]) => {
+            if (type === 'Patient' && id === held) {
+              entered();
+              await gate;
+            }
+            return (value as (...args: unknown[]) => unknown).call(target, type, id, ...rest);
+          };
+        },
+      });
+    const host = await startTestHost({ wrapStore: holding, plugin: { chatLimits: { maxConcurrentTurns: 1 } } });
+    try {
+      const project = await host.seedProject();
+      const stored = await host.store.readResource<Project>('Project', project.projectId);
+      await host.store.updateResource<Project>({ ...stored, setting: [...(stored.setting ?? []), { name: MCP_PATIENT_DATA_SETTING, valueString: 'allow' }] });
+      const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+      const post = (body: unknown): Promise<Response> =>
+        fetch(`${host.url}projects/${project.projectId}/mcp`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25' },
+          body: JSON.stringify(body),
+        });
+      held = project.ids['patient-in-care-team-1'];
+      const running = post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_record', arguments: { patient_id: held, reference: `Patient/${held}` } } });
+      await reached;
+      const refused = await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/Too many MCP requests running/);
+      release();
+      expect((await running).status).toBe(200);
+      await (await running).text();
+      expect((await post({ jsonrpc: '2.0', id: 3, method: 'tools/list' })).status).toBe(200);
+    } finally {
+      release();
+      await host.close();
     }
   });
 });

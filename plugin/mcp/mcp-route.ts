@@ -14,6 +14,7 @@ import { authenticateCaller } from '../chat/authenticate-caller.ts';
 import { patientContextOptionsFor, type PatientContextOptions } from '../chat/patient-context.ts';
 import type { FhirToolsOptions } from '../chat/fhir-tools.ts';
 import { requireStored } from '../chat/reply-records.ts';
+import type { CallerSlots } from '../chat/caller-slots.ts';
 import type { CallerContext, FhirgateHost } from '../host.ts';
 import { readJsonBody, type BodyLimits } from '../http/json-body.ts';
 import { FHIRGATE_VERSION } from '../version.ts';
@@ -32,6 +33,8 @@ export interface McpServices {
   readonly host: FhirgateHost;
   readonly patientContext: PatientContextOptions & { readonly enabled: boolean; readonly tools: FhirToolsOptions };
   readonly body: BodyLimits;
+  /** MCP requests one caller (project and profile) may have running on this instance at once (429 beyond). */
+  readonly slots: CallerSlots;
 }
 
 /** The MCP endpoint and its protected-resource metadata. */
@@ -53,7 +56,10 @@ export function createMcpRoute(services: McpServices): Router {
   endpoint.post('/', readJsonBody(services.body));
   endpoint.all('/', async (request, response) => {
     try {
-      await serveMcp(services, request, response, response.locals.caller as CallerContext);
+      const caller = response.locals.caller as CallerContext;
+      const release = services.slots.take(`${caller.project.id}/${caller.profile.reference ?? ''}`);
+      response.on('close', release);
+      await serveMcp(services, request, response, caller);
     } catch (error) {
       sendMcpError(response, error, { logger: services.host.logger });
     }
