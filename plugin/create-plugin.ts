@@ -37,6 +37,8 @@ import { createGovernance } from './governance/governance.ts';
 import { operatorSettingOf, unclearedModels } from './governance/patient-data-settings.ts';
 import { createOpenApiRoute } from './openapi/openapi-route.ts';
 import { createWebAppRoute } from './web-app-route.ts';
+import { createMcpRoute } from './mcp/mcp-route.ts';
+import { sendMcpError } from './mcp/mcp-error-response.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -63,6 +65,8 @@ function refuseWhileClosing(route: string, response: Response): void {
   response.setHeader('Connection', 'close');
   if (route === '/graphql') {
     sendGraphqlError(response, error);
+  } else if (route === '/mcp') {
+    sendMcpError(response, error, {});
   } else {
     sendOpenAiError(response, error);
   }
@@ -138,6 +142,10 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   if (options.webApp) {
     router.use(createWebAppRoute(host.logger));
   }
+  // The MCP server on the chat's FHIR tools: no model is called, so it serves whether or not a provider is configured.
+  // Its calls per caller are bounded as the chat's non-streaming turns are (chatLimits.maxConcurrentTurns).
+  const mcpSlots = new CallerSlots(options.chatLimits.maxConcurrentTurns, 'MCP requests running');
+  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits, slots: mcpSlots }));
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);

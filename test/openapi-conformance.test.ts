@@ -197,6 +197,18 @@ describe('the OpenAPI description holds for real requests and answers', () => {
     expect((await chat(hello, otherCaller)).answer.status).toBe(503);
   });
 
+  test('the MCP endpoint: a tools/list, a notification, 401 without a credential, and its metadata', async () => {
+    const accept = { Accept: 'application/json, text/event-stream' };
+    const list = await exchange('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { ...caller, ...accept, 'MCP-Protocol-Version': '2025-11-25' } });
+    expect(list.answer.status).toBe(200);
+    const initialized = await send('POST', '/mcp', { body: { jsonrpc: '2.0', method: 'notifications/initialized' }, operation: '/mcp', headers: { ...caller, ...accept, 'MCP-Protocol-Version': '2025-11-25' } });
+    expect(initialized.status).toBe(202);
+    validator.seen.add('POST /mcp 202');
+    expect((await exchange('POST', '/mcp', '/mcp', { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: accept })).answer.status).toBe(401);
+    const metadata = await exchange('GET', '/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource/mcp');
+    expect(metadata.parsed).toMatchObject({ authorization_servers: [host.url] });
+  });
+
   test('every operation of the description was answered here, and the error statuses were', () => {
     const answered = new Set([...validator.seen].filter((seen) => / 200$/.test(seen)).map((seen) => seen.replace(/ 200$/, '')));
     expect(validator.operations().filter((operation) => !answered.has(operation))).toEqual([]);

@@ -11,7 +11,8 @@ export const PROJECT_BASE_PATH = '/projects/:projectId/v1';
 
 // The mount path of the `/v1` router as Express gives it in `baseUrl` (with whatever prefix the server mounts
 // fhirgate under, e.g. Medplum's `/api/`).
-const PROJECT_BASE_URL = /\/projects\/([^/]+)\/v1$/;
+// The MCP endpoint's project base URL (`/projects/{project_id}/mcp`) names the project the same way.
+const PROJECT_BASE_URL = /\/projects\/([^/]+)\/(?:v1|mcp)$/;
 
 /**
  * The project a request names in its path (`/projects/{project_id}/v1/...`), or undefined for `/v1/...`.

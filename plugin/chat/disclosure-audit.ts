@@ -37,7 +37,13 @@ export interface Disclosure {
   readonly patient: Reference;
   /** The records shared (the Patient itself may be one of them). */
   readonly shared: readonly Reference[];
-  readonly replyId: string;
+  /** The reply the records were sent for; absent where there is none (an MCP client's tool call). */
+  readonly replyId?: string;
+  /**
+   * The recipient when it is not the AI model behind `agent`: an MCP client, as it named itself (`agent` is then
+   * fhirgate's MCP server, the observer).
+   */
+  readonly recipient?: { readonly who: Reference<Device>; readonly text: string };
   readonly access: DisclosureAccess;
   /** True when the records went to the model de-identified (names, identifiers, contacts, addresses replaced; dates shifted). */
   readonly deIdentified?: boolean;
@@ -59,14 +65,16 @@ export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
     purposeOfEvent: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ActReason', code: 'TREAT', display: 'treatment' }] }],
     agent: [
       { who: disclosure.caller, requestor: true },
-      { who: disclosure.agent, requestor: false, type: { text: 'recipient: the AI model, through fhirgate' } },
+      disclosure.recipient
+        ? { who: disclosure.recipient.who, requestor: false, type: { text: `recipient: ${disclosure.recipient.text}` } }
+        : { who: disclosure.agent, requestor: false, type: { text: 'recipient: the AI model, through fhirgate' } },
     ],
     source: { observer: disclosure.agent },
     entity: [
       { what: disclosure.patient, role: { system: OBJECT_ROLE, code: '1', display: 'Patient' }, ...label },
       ...records.map((what) => ({ what, role: { system: OBJECT_ROLE, code: '4', display: 'Domain Resource' }, ...label })),
       ...(access.kind === 'query' ? [queryEntity(access.query)] : []),
-      { what: { reference: `Communication/${disclosure.replyId}` }, role: { system: OBJECT_ROLE, code: '3', display: 'Report' } },
+      ...(disclosure.replyId ? [{ what: { reference: `Communication/${disclosure.replyId}` }, role: { system: OBJECT_ROLE, code: '3', display: 'Report' } }] : []),
     ],
   };
 }
@@ -75,6 +83,10 @@ function describe(disclosure: Disclosure): string {
   const { access } = disclosure;
   const form = disclosure.deIdentified ? ', de-identified (names, identifiers, contact details and addresses replaced by pseudonyms, dates shifted)' : '';
   const count = `${disclosure.shared.length} record${disclosure.shared.length === 1 ? '' : 's'}${form}`;
+  if (disclosure.replyId === undefined) {
+    const kind = access.kind === 'read' ? 'read' : 'search';
+    return `FHIR tool ${access.kind === 'query' || access.kind === 'read' ? `${access.toolCallId} ` : ''}(${kind}) answered for ${disclosure.recipient?.text ?? 'a client'}: ${count}`;
+  }
   const reply = `reply Communication/${disclosure.replyId}`;
   if (access.kind === 'summary') {
     return `Patient context sent to the AI model for ${reply}: ${count}`;

@@ -31,6 +31,14 @@ const CALLER = [{ medplumAccessToken: [], projectId: [] }, { clientKey: [], proj
 // `/graphql` has no project base URL: a user names the project in X-Project-ID.
 const DEVICE_OR_CALLER = [{ deviceToken: [] }, { medplumAccessToken: [], projectId: [] }, { clientKey: [], projectId: [] }, { clientBasicAuth: [], projectId: [] }];
 
+// The MCP endpoint's messages are JSON-RPC 2.0, their shapes the MCP specification's.
+const JSON_RPC_MESSAGE = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' } } };
+const PROTECTED_RESOURCE_METADATA = {
+  type: 'object',
+  required: ['resource', 'authorization_servers'],
+  properties: { resource: { type: 'string' }, authorization_servers: { type: 'array', items: { type: 'string' } }, bearer_methods_supported: { type: 'array', items: { type: 'string' } } },
+};
+
 /** Why each error status is answered, on the routes of `/v1` and the device token route. */
 const ERROR_STATUSES: Readonly<Record<number, string>> = {
   400: 'Invalid request: the field at fault is named in `param` (nothing stored, no provider called).',
@@ -76,6 +84,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       { name: 'models', description: 'The models the caller may use.' },
       { name: 'governance', description: "The usage report and the project's governance settings." },
       { name: 'devices', description: 'The device token exchange and GraphQL for devices.' },
+      { name: 'mcp', description: "The MCP server on the chat's FHIR tools, and its protected-resource metadata." },
       { name: 'description', description: 'This description.' },
     ],
     paths: {
@@ -212,6 +221,31 @@ export function buildOpenApiDocument(): OpenApiDocument {
             '200': { description: 'The token.', headers: { 'Cache-Control': { schema: { type: 'string', const: 'no-store' } } }, content: { 'application/json': { schema: ref('DeviceToken') } } },
             ...errorResponses([400, 403, 413, 429, 503]),
           },
+        },
+      },
+      '/mcp': {
+        post: {
+          operationId: 'mcp',
+          tags: ['mcp'],
+          summary: "The MCP server (Streamable HTTP, stateless): the chat's FHIR tools and find_patients, as the caller (docs/mcp.md)",
+          description:
+            'One JSON-RPC message of the Model Context Protocol per request. Each tool answers under the caller\'s AccessPolicy, and each result with records of a patient is recorded as an AuditEvent naming the MCP client. Without a valid credential: 401 with `WWW-Authenticate: Bearer resource_metadata="..."`.',
+          security: CALLER,
+          requestBody: { required: true, content: { 'application/json': { schema: JSON_RPC_MESSAGE } } },
+          responses: {
+            '200': { description: 'The JSON-RPC response, as JSON or as a stream of messages.', content: { 'application/json': { schema: JSON_RPC_MESSAGE }, 'text/event-stream': { schema: JSON_RPC_MESSAGE } } },
+            '202': { description: 'A notification, accepted.' },
+            ...Object.fromEntries([400, 401, 403, 413, 503].map((status) => [String(status), { description: ERROR_STATUSES[status], content: { 'application/json': { schema: JSON_RPC_MESSAGE } } }])),
+          },
+        },
+      },
+      '/.well-known/oauth-protected-resource/mcp': {
+        get: {
+          operationId: 'mcpProtectedResourceMetadata',
+          tags: ['mcp'],
+          summary: "The MCP endpoint's protected-resource metadata (RFC 9728), naming the Medplum server as its authorization server",
+          security: [],
+          responses: { '200': { description: 'The metadata document.', content: { 'application/json': { schema: PROTECTED_RESOURCE_METADATA } } } },
         },
       },
       '/graphql': {

@@ -28,8 +28,11 @@ const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** The fhirgate route a path belongs to, as a low-cardinality `http.route`, or undefined for the host's routes. */
 export function routeOf(path: string): string | undefined {
-  // The project base URL (`/projects/{project_id}/v1/...`) counts as its `/v1` route: no project id in a label.
-  const normalized = path.toLowerCase().replace(/\/+$/, '').replace(/^\/projects\/[^/]+(?=\/v1(?:\/|$))/, '');
+  // The project base URL (`/projects/{project_id}/v1/...`, `.../mcp`) counts as its route: no project id in a label.
+  const normalized = path.toLowerCase().replace(/\/+$/, '').replace(/^\/projects\/[^/]+(?=\/(?:v1(?:\/|$)|mcp$))/, '');
+  if (normalized === '/mcp') {
+    return '/mcp';
+  }
   if (normalized === '/v1/chat/completions' || normalized === '/v1/responses' || normalized === '/v1/models' || normalized === '/v1/usage') {
     return normalized;
   }
