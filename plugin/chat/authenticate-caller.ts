@@ -47,7 +47,7 @@ export async function authenticateCaller(host: FhirgateHost, request: Request): 
   const pathProject = projectOfPath(request);
   const headerProject = request.get(PROJECT_HEADER)?.trim() || undefined;
   if (pathProject !== undefined && headerProject !== undefined && headerProject !== pathProject) {
-    throw new AppError('forbidden', 'X-Project-ID names another project than the base URL (/projects/{project_id}/v1).');
+    throw new AppError('forbidden', 'X-Project-ID names another project than the base URL (/projects/{project_id}/...).');
   }
   const projectId = pathProject ?? headerProject;
   if (!projectId) {
