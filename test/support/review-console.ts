@@ -5,10 +5,9 @@
  * turns about a patient de-identified), the demo users' passwords set, the API as any member, sign-in to
  * `/fhirgate/app/review`, and axe.
  */
-import type { Project, User } from '@medplum/fhirtypes';
+import type { Project } from '@medplum/fhirtypes';
 import type { Page } from 'playwright-core';
-import { signInAt, type WebUser } from './web-journey.ts';
-import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
+import { setPassword, signInAt, type WebUser } from './web-journey.ts';
 import type { SeededProject } from '../../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from '../emulator/index.ts';
 import { CHAT_MODEL } from './chat-host.ts';
@@ -64,8 +63,7 @@ export async function startReviewHost(): Promise<ReviewHost> {
     ['practitioner-user', CLINICIAN.password],
     ['reviewer-user', REVIEWER.password],
   ] as const) {
-    const record = await host.store.readResource<User>('User', project.ids[user]);
-    await host.store.updateResource<User>({ ...record, passwordHash: await hashPassword(password) });
+    await setPassword(host, project.ids[user], password);
   }
   return {
     host,

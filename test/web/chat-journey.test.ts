@@ -5,24 +5,17 @@
  * docs/app.md shows; axe finds no accessibility violation on either page.
  */
 import { fileURLToPath } from 'node:url';
-import AxeBuilder from '@axe-core/playwright';
 import { Operator } from '@medplum/core';
-import type { Communication, User } from '@medplum/fhirtypes';
+import type { Communication } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
-import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
+import { accessibilityViolations, setPassword } from '../support/web-journey.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
 
 const EMAIL = 'alice.carter@example.org';
 const PASSWORD = 'a demo password for the browser test';
 const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
-
-/** The accessibility violations axe finds on the page, by rule and element. */
-async function accessibilityViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
-}
 
 (browserTestsRun() ? describe : describe.skip)('a clinician chats in the web app', () => {
   let chat: ChatHost;
@@ -34,8 +27,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;
-    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
-    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(PASSWORD) });
+    await setPassword(chat.host, project.ids['practitioner-user'], PASSWORD);
     browser = await launchChromium();
   }, 120_000);
 

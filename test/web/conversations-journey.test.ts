@@ -7,12 +7,11 @@
  * screenshot is the one docs/app.md shows.
  */
 import { fileURLToPath } from 'node:url';
-import AxeBuilder from '@axe-core/playwright';
 import { Operator } from '@medplum/core';
-import type { Communication, User } from '@medplum/fhirtypes';
+import type { Communication } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
-import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
+import { accessibilityViolations, fillSignInForm, setPassword } from '../support/web-journey.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { startChatHost, type ChatHost } from '../support/chat-host.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -21,11 +20,6 @@ const EMAIL = 'alice.carter@example.org';
 const PASSWORD = 'a demo password for the browser test';
 const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 const FIRST_PROMPT = 'What should I check before discharge?';
-
-async function accessibilityViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
-}
 
 (browserTestsRun() ? describe : describe.skip)('a clinician’s conversations in the web app', () => {
   let chat: ChatHost;
@@ -43,8 +37,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;
-    const user = await chat.host.store.readResource<User>('User', project.ids['practitioner-user']);
-    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(PASSWORD) });
+    await setPassword(chat.host, project.ids['practitioner-user'], PASSWORD);
     browser = await launchChromium();
   }, 120_000);
 
@@ -57,10 +50,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     const context = await browser.newContext({ viewport: { width: 1200, height: 760 } });
     const page = await context.newPage();
     await page.goto(`${chat.host.url}fhirgate/app/`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByRole('button', { name: 'Continue' }).click();
-    await page.getByRole('textbox', { name: 'Password' }).fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await fillSignInForm(page, { email: EMAIL, password: PASSWORD });
 
     const log = page.getByRole('log', { name: 'Conversation' });
     const message = page.getByRole('textbox', { name: 'Message', exact: true });

@@ -7,11 +7,10 @@
  * AuditEvents. The screenshots are the ones docs/app.md shows; axe finds no accessibility violation.
  */
 import { fileURLToPath } from 'node:url';
-import AxeBuilder from '@axe-core/playwright';
-import type { User } from '@medplum/fhirtypes';
 import type { Browser, Page } from 'playwright-core';
-import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
+import { signInToReview } from '../support/review-console.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
+import { accessibilityViolations, setPassword, type WebUser } from '../support/web-journey.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
 
@@ -19,12 +18,6 @@ const CLINICIAN = { email: 'alice.carter@example.org', password: 'a demo passwor
 const REVIEWER = { email: 'rosa.reyes@example.org', password: 'a demo password for the reviewer' };
 const PROMPT = 'Is Maria due for a potassium check?';
 const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
-
-/** The accessibility violations axe finds on the page, by rule and element. */
-async function accessibilityViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).analyze();
-  return results.violations.flatMap((violation) => violation.nodes.map((node) => `${violation.id}: ${node.html.slice(0, 120)}`));
-}
 
 (browserTestsRun() ? describe : describe.skip)('a reviewer reads the conversations and disclosures in the web app', () => {
   let chat: ChatHost;
@@ -38,21 +31,7 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     return fetch(`${chat.host.url}${path}`, { ...init, headers: { Authorization: `Bearer ${token}`, 'X-Project-ID': projectId, 'Content-Type': 'application/json' } });
   }
 
-  async function setPassword(userName: string, password: string): Promise<void> {
-    const user = await chat.host.store.readResource<User>('User', ids[userName]);
-    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(password) });
-  }
-
-  async function signIn(page: Page, who: { email: string; password: string }): Promise<void> {
-    await page.goto(`${chat.host.url}fhirgate/app/`);
-    await page.getByLabel('Email').fill(who.email);
-    await page.getByRole('button', { name: 'Continue' }).click();
-    await page.getByRole('textbox', { name: 'Password' }).fill(who.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Chat' }).waitFor();
-    await page.goto(`${chat.host.url}fhirgate/app/review`);
-    await page.getByRole('heading', { name: 'Review' }).waitFor();
-  }
+  const signIn = (page: Page, who: WebUser): Promise<void> => signInToReview(page, chat.host.url, who);
 
   beforeAll(async () => {
     await ensureWebAppBuilt();
@@ -60,8 +39,8 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
     const project = await chat.host.seedProject();
     projectId = project.projectId;
     ids = project.ids;
-    await setPassword('practitioner-user', CLINICIAN.password);
-    await setPassword('reviewer-user', REVIEWER.password);
+    await setPassword(chat.host, ids['practitioner-user'], CLINICIAN.password);
+    await setPassword(chat.host, ids['reviewer-user'], REVIEWER.password);
     const response = await api('v1/chat/completions', 'practitioner-membership', {
       method: 'POST',
       body: JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: PROMPT }], patient_id: ids['patient-in-care-team-1'] }),

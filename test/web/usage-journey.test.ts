@@ -9,15 +9,15 @@
  * ones docs/app.md shows; axe finds no accessibility violation on any page.
  */
 import { fileURLToPath } from 'node:url';
-import type { AuditEvent, ProjectMembership, User } from '@medplum/fhirtypes';
+import type { AuditEvent, ProjectMembership } from '@medplum/fhirtypes';
 import type { Browser } from 'playwright-core';
-import { hashPassword } from '../../plugin/hosts/standalone/auth/passwords.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { CHAT_MODEL, startChatHost, type ChatHost } from '../support/chat-host.ts';
 import { projectAdministrator } from '../support/project-administrator.ts';
 import { accessibilityViolations, signInToReview } from '../support/review-console.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { ensureWebAppBuilt } from '../support/web-app-build.ts';
+import { setPassword } from '../support/web-journey.ts';
 
 const CLINICIAN = { email: 'alice.carter@example.org', password: 'a demo password for the clinician' };
 const REVIEWER = { email: 'rosa.reyes@example.org', password: 'a demo password for the reviewer' };
@@ -43,19 +43,14 @@ const TURNS = [
     return fetch(`${chat.host.url}${path}`, { ...init, headers: { Authorization: `Bearer ${token}`, 'X-Project-ID': projectId, 'Content-Type': 'application/json' } });
   }
 
-  async function setPassword(userId: string, password: string): Promise<void> {
-    const user = await chat.host.store.readResource<User>('User', userId);
-    await chat.host.store.updateResource<User>({ ...user, passwordHash: await hashPassword(password) });
-  }
-
   beforeAll(async () => {
     await ensureWebAppBuilt();
     chat = await startChatHost();
     const project = await chat.host.seedProject();
     projectId = project.projectId;
     ids = project.ids;
-    await setPassword(ids['reviewer-user'], REVIEWER.password);
-    await setPassword(ids['practitioner-user'], CLINICIAN.password);
+    await setPassword(chat.host, ids['reviewer-user'], REVIEWER.password);
+    await setPassword(chat.host, ids['practitioner-user'], CLINICIAN.password);
     const client = await projectAdministrator(chat.host, project);
     administrator = await client.post(`admin/projects/${projectId}/invite`, {
       resourceType: 'Practitioner',
