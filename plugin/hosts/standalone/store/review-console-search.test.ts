@@ -37,6 +37,16 @@ function disclosure(id: string, patient: string, caller: string, recorded: strin
   };
 }
 
+/** An MCP client's disclosure: no reply, the client named only by display (plugin/mcp/mcp-tools.ts). */
+function mcpDisclosure(id: string, patient: string, caller: string, recorded: string): AuditEvent {
+  return {
+    ...disclosure(id, patient, caller, recorded),
+    agent: [{ who: { reference: caller }, requestor: true }, { who: { display: 'MCP client: Claude Code 2.1.0' }, requestor: false }],
+    source: { observer: { display: 'fhirgate MCP server' } },
+    entity: [{ what: { reference: patient }, role: { code: '1' } }, { what: { reference: 'Observation/k' }, role: { code: '4' } }],
+  };
+}
+
 function deviceSignIn(id: string, outcome: AuditEvent['outcome'], recorded: string): AuditEvent {
   return {
     resourceType: 'AuditEvent',
@@ -57,6 +67,7 @@ const RESOURCES: Resource[] = [
   disclosure('d1', 'Patient/maria', 'Practitioner/carter', '2026-01-01T10:00:00.000Z'),
   disclosure('d2', 'Patient/maria', 'Practitioner/other', '2026-01-05T10:00:00.000Z'),
   disclosure('d3', 'Patient/john', 'Practitioner/carter', '2026-01-06T10:00:00.000Z'),
+  mcpDisclosure('m1', 'Patient/maria', 'Practitioner/carter', '2026-01-04T10:00:00.000Z'),
   deviceSignIn('s1', '0', '2026-01-01T09:00:00.000Z'),
   deviceSignIn('s2', '4', '2026-01-02T09:00:00.000Z'),
 ];
@@ -70,6 +81,9 @@ const SEARCHES = [
   'AuditEvent?agent=Practitioner/carter&_sort=-date',
   'AuditEvent?entity-role=1&type=http://terminology.hl7.org/CodeSystem/audit-event-type|rest&_sort=-date',
   `AuditEvent?type=${DICOM}|110114&outcome=4&_sort=-date`,
+  // Where the records went: to an MCP client (no reply named), or to the chat's model (a reply named).
+  'AuditEvent?entity-role=1&entity-role:not=3&type=http://terminology.hl7.org/CodeSystem/audit-event-type|rest&_sort=-date',
+  'AuditEvent?entity-role=1&entity-role=3&agent=Practitioner/carter&_sort=-date',
 ];
 
 async function ids(repository: FhirRepository, query: string): Promise<string[]> {
@@ -101,7 +115,12 @@ describe('the review console searches on the standalone store', () => {
 
   test('a reply is found by its model, and a patient by its disclosures, newest first', async () => {
     expect(await ids(sqlite, 'Communication?medium=urn:fhirgate:ai-model|openai/gpt-4o-mini&_sort=-sent')).toEqual(['r3', 'r1']);
-    expect(await ids(sqlite, 'AuditEvent?entity=Patient/maria&_sort=-date')).toEqual(['d2', 'd1']);
+    expect(await ids(sqlite, 'AuditEvent?entity=Patient/maria&_sort=-date')).toEqual(['d2', 'm1', 'd1']);
+  });
+
+  test("an MCP client's disclosures are told from the chat's by the reply they do not name", async () => {
+    expect(await ids(sqlite, 'AuditEvent?entity-role=1&entity-role:not=3&_sort=-date')).toEqual(['m1']);
+    expect(await ids(sqlite, 'AuditEvent?entity=Patient/maria&entity-role=1&entity-role=3&_sort=-date')).toEqual(['d2', 'd1']);
   });
 
   test('the parameters are in the index, so the searches read index rows rather than every record of the type', () => {

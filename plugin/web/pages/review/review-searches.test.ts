@@ -29,4 +29,13 @@ describe('the review console searches', () => {
     expect(parameters(disclosureSearch({ user: 'Practitioner/carter' }))).toContain('agent=Practitioner/carter');
     expect(parameters(deviceSearch({ outcome: 'refused' }))).toEqual(expected('type=http://dicom.nema.org/resources/ontology/DCM|110114&outcome=4&_count=20&_sort=-date'));
   });
+
+  test("the MCP clients' disclosures are those naming no reply; the chat's name one", () => {
+    const rest = 'type=http://terminology.hl7.org/CodeSystem/audit-event-type|rest&entity-role=1';
+    expect(parameters(disclosureSearch({ recipient: 'mcp', user: 'Practitioner/carter' }))).toEqual(
+      expected(`${rest}&entity-role:not=3&agent=Practitioner/carter&_count=20&_sort=-date`)
+    );
+    expect(parameters(disclosureSearch({ recipient: 'model' }))).toEqual(expected(`${rest}&entity-role=3&_count=20&_sort=-date`));
+    expect(parameters(disclosureSearch({}))).toEqual(expected(`${rest}&_count=20&_sort=-date`));
+  });
 });

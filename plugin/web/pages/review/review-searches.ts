@@ -4,8 +4,10 @@
  * - conversations (their root records, category `ai-conversation`) by user (`sender`), patient (`subject`) and date
  *   (`sent`); a filter on the outcome or the model lists replies instead (category `ai-response`), since a reply is what
  *   records them: its `status` (`completed`, `stopped`, `not-done`) and its model (the code of its `medium` in `urn:fhirgate:ai-model`);
- * - disclosures of patient data to a model (AuditEvents of type `rest` with a patient entity:
- *   plugin/chat/disclosure-audit.ts) by patient (`entity`), user (`agent`) and date;
+ * - disclosures of patient data to a model or an MCP client (AuditEvents of type `rest` with a patient entity:
+ *   plugin/chat/disclosure-audit.ts) by patient (`entity`), user (`agent`), date and where the records went: a
+ *   chat's disclosure names the reply it was sent for (an entity of role `3`), an MCP client's names none (there is
+ *   no reply in fhirgate), so `entity-role=3` selects the chat's and `entity-role:not=3` the MCP clients';
  * - device sign-ins (AuditEvents of the device token exchange, DICOM `110114`: plugin/devices/device-audit.ts) by
  *   outcome and date.
  */
@@ -33,10 +35,14 @@ export interface ConversationFilters extends Period {
   readonly model?: string;
 }
 
+/** Where a disclosure sent the records: to the chat's AI model, or to an MCP client. */
+export type DisclosureRecipientKind = 'model' | 'mcp';
+
 /** What the reviewer filters disclosures by. */
 export interface DisclosureFilters extends Period {
   readonly patient?: string;
   readonly user?: string;
+  readonly recipient?: DisclosureRecipientKind;
 }
 
 /** What the reviewer filters device sign-ins by. */
@@ -51,6 +57,8 @@ const PAGE = 20;
  */
 const TOTAL = 'estimate';
 const REST = 'http://terminology.hl7.org/CodeSystem/audit-event-type|rest';
+/** The role of the entity a chat's disclosure names its reply by (object-role `3`, Report). */
+const REPLY_ROLE = '3';
 const USER_AUTHENTICATION = 'http://dicom.nema.org/resources/ontology/DCM|110114';
 
 /** Whether the filters ask about replies (outcome, model) rather than conversations. */
@@ -96,7 +104,10 @@ export function conversationSearch(filters: ConversationFilters = {}): SearchReq
   };
 }
 
-/** Disclosures of patient records to a model, newest first. */
+/**
+ * Disclosures of patient records to a model or an MCP client, newest first. The list's columns are the time and the
+ * description; who asked and where the records went are columns the disclosures panel computes from each event.
+ */
 export function disclosureSearch(filters: DisclosureFilters = {}): SearchRequest {
   const patient = patientReference(filters.patient);
   const user = filters.user?.trim();
@@ -107,9 +118,10 @@ export function disclosureSearch(filters: DisclosureFilters = {}): SearchRequest
       equals('entity-role', '1'),
       ...(patient ? [equals('entity', patient)] : []),
       ...(user ? [equals('agent', user)] : []),
+      ...recipientFilters(filters.recipient),
       ...periodFilters('date', filters),
     ],
-    fields: ['recorded', 'agent', 'outcomeDesc'],
+    fields: ['recorded', 'outcomeDesc'],
     sortRules: [{ code: 'date', descending: true }],
     count: PAGE,
     total: TOTAL,
@@ -130,6 +142,17 @@ export function deviceSearch(filters: DeviceFilters = {}): SearchRequest {
     count: PAGE,
     total: TOTAL,
   };
+}
+
+/** The chat's disclosures name the reply they were sent for; an MCP client's name none. */
+function recipientFilters(recipient: DisclosureRecipientKind | undefined): Filter[] {
+  if (recipient === 'model') {
+    return [equals('entity-role', REPLY_ROLE)];
+  }
+  if (recipient === 'mcp') {
+    return [{ code: 'entity-role', operator: Operator.NOT, value: REPLY_ROLE }];
+  }
+  return [];
 }
 
 /** `Patient/<id>` of what the reviewer typed (an id, or a reference); undefined when empty. */
