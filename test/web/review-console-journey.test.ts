@@ -169,7 +169,7 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
 
     const today = new Date().toISOString().slice(0, 10);
     await filters.getByLabel('From').fill(today);
-    await filters.getByLabel('To').fill(today);
+    await filters.getByLabel('To', { exact: true }).fill(today);
     await filters.getByRole('button', { name: 'Search' }).click();
     const exported = await downloadedBundle(page, page.getByRole('button', { name: 'Export these disclosures' }));
     expect(exported).toMatchObject({ resourceType: 'Bundle', type: 'collection' });
@@ -189,7 +189,7 @@ async function choose(page: Page, label: string, option: string): Promise<void> 
 
     // A period before the conversation holds none of them.
     await filters.getByLabel('From').fill('2020-01-01');
-    await filters.getByLabel('To').fill('2020-12-31');
+    await filters.getByLabel('To', { exact: true }).fill('2020-12-31');
     await filters.getByRole('button', { name: 'Search' }).click();
     await page.getByText('No results').waitFor();
 

@@ -1,12 +1,14 @@
 /**
- * Disclosures of patient records to a model (AuditEvents), for one patient or one user over a period, listed by a
- * `SearchControl`. The reviewer reads no chart, so a patient is chosen by its id (typed, or from a conversation's
- * thread). A disclosure opens the thread of the reply it was sent for, where its model and records are shown. The
- * disclosures the filters select export as a FHIR Bundle, with the replies they were sent for.
+ * Disclosures of patient records (AuditEvents) to the chat's AI models and to MCP clients, for one patient or one
+ * user over a period, listed by a `SearchControl`, each row saying who asked and where the records went (the model
+ * and its conversation, or the MCP client and the tool it called). The reviewer reads no chart, so a patient is chosen
+ * by its id (typed, or from a conversation's thread). A chat's disclosure opens the thread of the reply it was sent
+ * for; an MCP client's has no reply to open. The disclosures the filters select export as a FHIR Bundle, with the
+ * replies they were sent for.
  */
-import { Button, Group, TextInput } from '@mantine/core';
+import { Button, Group, Select, Text, TextInput } from '@mantine/core';
 import type { SearchRequest } from '@medplum/core';
-import type { AuditEvent, Communication } from '@medplum/fhirtypes';
+import type { AuditEvent, Communication, Resource } from '@medplum/fhirtypes';
 import { SearchControl, useMedplum } from '@medplum/react';
 import { useState, type JSX } from 'react';
 import { useNavigate } from 'react-router';
@@ -14,8 +16,28 @@ import { ExportButton } from './export-button.tsx';
 import { buildExportBundle, collectDisclosures, repliesOf } from './export-bundle.ts';
 import { FilterForm } from './filter-form.tsx';
 import { PeriodInputs } from './period-inputs.tsx';
-import { disclosureSearch, type DisclosureFilters } from './review-searches.ts';
+import { RequestorName } from './requestor-name.tsx';
+import { disclosureSearch, type DisclosureFilters, type DisclosureRecipientKind } from './review-searches.ts';
+import { SentTo } from './sent-to.tsx';
 import { UserSelect } from './user-select.tsx';
+
+const RECIPIENT_CHOICES: { value: DisclosureRecipientKind; label: string }[] = [
+  { value: 'model', label: "The chat's AI models" },
+  { value: 'mcp', label: 'MCP clients' },
+];
+
+/** The columns computed from each event, after the time and the description. */
+const COLUMNS = [
+  {
+    name: 'Asked by',
+    renderCell: (resource: Resource) => (
+      <Text size="sm">
+        <RequestorName event={resource as AuditEvent} />
+      </Text>
+    ),
+  },
+  { name: 'Sent to', renderCell: (resource: Resource) => <SentTo event={resource as AuditEvent} /> },
+];
 
 export function DisclosuresPanel(props: { readonly initial?: DisclosureFilters }): JSX.Element {
   const medplum = useMedplum();
@@ -34,12 +56,21 @@ export function DisclosuresPanel(props: { readonly initial?: DisclosureFilters }
       navigate(`/review/conversations/${conversation}`);
     }
   };
-  const exportName = `disclosures-${applied.patient?.replace('Patient/', '') || 'all'}-${applied.from ?? 'start'}-${applied.to ?? 'now'}.json`;
+  const exportName = `disclosures-${applied.patient?.replace('Patient/', '') || 'all'}${applied.recipient ? `-${applied.recipient}` : ''}-${applied.from ?? 'start'}-${applied.to ?? 'now'}.json`;
   return (
     <>
       <FilterForm label="Filter the disclosures" onSearch={() => apply(draft)} onClear={() => { setDraft({}); apply({}); }}>
         <TextInput label="Patient id" placeholder="Any patient" value={draft.patient ?? ''} onChange={(event) => setDraft({ ...draft, patient: event.currentTarget.value })} />
         <UserSelect label="User" value={draft.user ?? ''} onChange={(user) => setDraft({ ...draft, user })} />
+        <Select
+          label="Sent to"
+          placeholder="Models and MCP clients"
+          data={RECIPIENT_CHOICES}
+          value={draft.recipient ?? null}
+          onChange={(recipient) => setDraft({ ...draft, recipient: (recipient ?? undefined) as DisclosureRecipientKind | undefined })}
+          clearable
+          comboboxProps={{ withinPortal: false }}
+        />
         <PeriodInputs value={draft} onChange={(period) => setDraft({ ...draft, ...period })} />
       </FilterForm>
       <Group mb="sm">
@@ -49,7 +80,13 @@ export function DisclosuresPanel(props: { readonly initial?: DisclosureFilters }
           build={async () => buildExportBundle(medplum.getBaseUrl(), await collectDisclosures(medplum, disclosureSearch(applied)))}
         />
       </Group>
-      <SearchControl search={search} onChange={(event) => setSearch(event.definition)} onClick={(event) => void openReply(event.resource as AuditEvent)} hideFilters />
+      <SearchControl
+        search={search}
+        additionalColumns={COLUMNS}
+        onChange={(event) => setSearch(event.definition)}
+        onClick={(event) => void openReply(event.resource as AuditEvent)}
+        hideFilters
+      />
     </>
   );
 }

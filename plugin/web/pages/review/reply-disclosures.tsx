@@ -5,8 +5,8 @@
 import { Code, List, Stack, Text } from '@mantine/core';
 import { formatDateTime } from '@medplum/core';
 import type { AuditEvent } from '@medplum/fhirtypes';
-import { ResourceName } from '@medplum/react';
 import type { JSX } from 'react';
+import { RequestorName } from './requestor-name.tsx';
 
 export function ReplyDisclosures(props: { readonly shared: readonly string[]; readonly events: readonly AuditEvent[] }): JSX.Element {
   return (
@@ -26,19 +26,10 @@ export function ReplyDisclosures(props: { readonly shared: readonly string[]; re
       ) : (
         props.events.map((event) => (
           <Text size="sm" key={event.id}>
-            Recorded {formatDateTime(event.recorded)}, asked by <Requestor event={event} />: {event.outcomeDesc}
+            Recorded {formatDateTime(event.recorded)}, asked by <RequestorName event={event} />: {event.outcomeDesc}
           </Text>
         ))
       )}
     </Stack>
   );
-}
-
-/** Who asked for the disclosure, by name when the reviewer may read them, else as recorded. */
-function Requestor({ event }: { readonly event: AuditEvent }): JSX.Element {
-  const who = event.agent.find((agent) => agent.requestor)?.who;
-  if (who?.reference) {
-    return <ResourceName value={who} />;
-  }
-  return <>{who?.display ?? 'an unknown caller'}</>;
 }
