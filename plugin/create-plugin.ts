@@ -145,7 +145,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   // The MCP server on the chat's FHIR tools: no model is called, so it serves whether or not a provider is configured.
   // Its calls per caller are bounded as the chat's non-streaming turns are (chatLimits.maxConcurrentTurns).
   const mcpSlots = new CallerSlots(options.chatLimits.maxConcurrentTurns, 'MCP requests running');
-  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits, slots: mcpSlots }));
+  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits, slots: mcpSlots, dateShiftKey: options.deIdentification.dateShiftKey }));
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);

@@ -59,7 +59,7 @@ describe('MCP server', () => {
 
   test('lists the chat’s FHIR tools and find_patients, each taking the patient it is about', async () => {
     const { tools } = await (await mcp()).listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'read_record', 'search_patient_records']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'get_patient_summary', 'read_record', 'search_patient_records']);
     const search = tools.find((tool) => tool.name === 'search_patient_records');
     expect(search?.inputSchema).toMatchObject({ required: ['patient_id', 'resource_type'], properties: { resource_type: { enum: expect.arrayContaining(['Observation', 'Condition']) } } });
   });

@@ -83,6 +83,9 @@ function describe(disclosure: Disclosure): string {
   const { access } = disclosure;
   const form = disclosure.deIdentified ? ', de-identified (names, identifiers, contact details and addresses replaced by pseudonyms, dates shifted)' : '';
   const count = `${disclosure.shared.length} record${disclosure.shared.length === 1 ? '' : 's'}${form}`;
+  if (disclosure.replyId === undefined && access.kind === 'summary') {
+    return `Patient summary answered for ${disclosure.recipient?.text ?? 'a client'}: ${count}`;
+  }
   if (disclosure.replyId === undefined) {
     const kind = access.kind === 'read' ? 'read' : 'search';
     return `FHIR tool ${access.kind === 'query' || access.kind === 'read' ? `${access.toolCallId} ` : ''}(${kind}) answered for ${disclosure.recipient?.text ?? 'a client'}: ${count}`;

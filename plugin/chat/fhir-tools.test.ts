@@ -109,4 +109,23 @@ describe('FHIR tools', () => {
     expect(result.shared).toHaveLength(parsed.count);
     expect(parsed.count).toBeLessThan(3);
   });
+
+  test('a search read page by page (the MCP server\'s) goes on where the last page stopped, within the cap with room for the caller\'s token', async () => {
+    const first = await run(SEARCH_TOOL, { resource_type: 'Observation', params: { _sort: 'date' } });
+    expect(first.nextOffset).toBeUndefined();
+    for (const maxCharacters of [800, 1000, 1200, 4000]) {
+      const reserve = 60;
+      const seen: string[] = [];
+      let offset: number | undefined = 0;
+      for (let pages = 0; offset !== undefined && pages < 10; pages += 1) {
+        const paged = { ...scope, options: { ...options, maxCharacters }, page: { offset, reserve } };
+        const result = await runFhirTool(paged, { id: 'call_1', name: SEARCH_TOOL, arguments: JSON.stringify({ resource_type: 'Observation', params: { _sort: 'date' } }) });
+        expect([maxCharacters, result.text.length + reserve <= maxCharacters]).toEqual([maxCharacters, true]);
+        expect((JSON.parse(result.text) as { truncated?: boolean }).truncated).toBe(result.nextOffset !== undefined ? true : undefined);
+        seen.push(...result.shared.map((record) => record.reference ?? ''));
+        offset = result.nextOffset;
+      }
+      expect([maxCharacters, new Set(seen).size, seen.length]).toEqual([maxCharacters, 5, 5]);
+    }
+  });
 });

@@ -48,6 +48,8 @@ export interface FhirToolResult {
   readonly shared: readonly Reference[];
   /** How the records were read, for the disclosure's AuditEvent: a search (its query) or a read. */
   readonly access?: { readonly kind: 'query'; readonly query: string } | { readonly kind: 'read' };
+  /** A paged search's next page: where it starts among the search's results, when more records matched. */
+  readonly nextOffset?: number;
 }
 
 /** Search parameters the model may not set: the patient is fhirgate's to set, and nothing may leave the project. */
@@ -98,7 +100,15 @@ export interface FhirToolScope {
   readonly patient: WithId<Patient>;
   readonly types: readonly PatientContextType[];
   readonly options: FhirToolsOptions;
+  /**
+   * A search read page by page (the MCP server's): the page's first result among the search's, and the room to keep
+   * in the text for the caller's `next_page` field. Without it a search gives its first results only (the chat's).
+   */
+  readonly page?: { readonly offset: number; readonly reserve: number };
 }
+
+/** The farthest into a search's results a page may start (stores bound `_offset`; a search that long wants narrowing). */
+export const MAX_PAGE_OFFSET = 10_000;
 
 /** Runs one call the model made; never throws for what the model asked, only for a failing store. */
 export async function runFhirTool(scope: FhirToolScope, call: ChatToolCall): Promise<FhirToolResult> {
@@ -125,15 +135,28 @@ async function searchRecords(scope: FhirToolScope, input: Record<string, unknown
     return errorResult(params);
   }
   const query = { ...params, patient: `Patient/${scope.patient.id}` };
+  const page = scope.page;
+  const wanted = Number(params._count);
+  // A page asks for one record more than it gives: whether there is a next page is known without counting them all.
+  const searched = page ? { ...query, _count: String(wanted + 1), ...(page.offset > 0 ? { _offset: String(page.offset) } : {}) } : query;
   let found: WithId<Resource>[];
   try {
-    found = await scope.repo.searchResources(parseSearchRequest(type, query));
+    found = await scope.repo.searchResources(parseSearchRequest(type, searched));
   } catch (error) {
     return refusal(error);
   }
-  const records = found.filter((resource) => belongsTo(resource, scope.patient.id)).slice(0, scope.options.maxResults);
-  const search = `${type}?${new URLSearchParams(query).toString()}`;
-  return { ...capped(records, scope.options.maxCharacters), access: { kind: 'query', query: search } };
+  const window = found.slice(0, page ? wanted : scope.options.maxResults);
+  const records = window.filter((resource) => belongsTo(resource, scope.patient.id));
+  const search = `${type}?${new URLSearchParams(searched).toString()}`;
+  const moreMatched = page !== undefined && found.length > wanted && page.offset + wanted < MAX_PAGE_OFFSET;
+  const result = capped(records, scope.options.maxCharacters, page && { moreMatched, reserve: page.reserve });
+  if (!page || (result.fitted === records.length && !moreMatched)) {
+    return { text: result.text, shared: result.shared, access: { kind: 'query', query: search } };
+  }
+  // The next page starts after the last result given (at least one on: a record larger than an answer is passed over).
+  const consumed = result.fitted === records.length ? window.length : Math.max(1, window.indexOf(records[result.fitted]));
+  const nextOffset = page.offset + consumed;
+  return { text: result.text, shared: result.shared, access: { kind: 'query', query: search }, ...(nextOffset < MAX_PAGE_OFFSET ? { nextOffset } : {}) };
 }
 
 async function readRecord(scope: FhirToolScope, input: Record<string, unknown>): Promise<FhirToolResult> {
@@ -144,7 +167,7 @@ async function readRecord(scope: FhirToolScope, input: Record<string, unknown>):
   const [, type, id] = match;
   const notFound = errorResult(`${type}/${id} is not one of the patient's records that can be read.`);
   if (type === 'Patient') {
-    return id === scope.patient.id ? { ...capped([scope.patient], scope.options.maxCharacters), access: { kind: 'read' } } : notFound;
+    return id === scope.patient.id ? { ...shown(capped([scope.patient], scope.options.maxCharacters)), access: { kind: 'read' } } : notFound;
   }
   if (!scope.types.includes(type as PatientContextType)) {
     return errorResult(`Records of type ${type} are not shared; the types are Patient, ${scope.types.join(', ')}.`);
@@ -158,7 +181,7 @@ async function readRecord(scope: FhirToolScope, input: Record<string, unknown>):
     }
     throw error;
   }
-  return belongsTo(resource, scope.patient.id) ? { ...capped([resource], scope.options.maxCharacters), access: { kind: 'read' } } : notFound;
+  return belongsTo(resource, scope.patient.id) ? { ...shown(capped([resource], scope.options.maxCharacters)), access: { kind: 'read' } } : notFound;
 }
 
 /** The search parameters the model gave, checked: known to the type, not reserved, strings, `_count` bounded. */
@@ -188,11 +211,23 @@ function belongsTo(resource: Resource, patientId: string): boolean {
   return PATIENT_FIELDS.some((field) => fields[field]?.reference === `Patient/${patientId}`);
 }
 
-/** The records as compact JSON within the cap (the result's own fields included); only the records that fit count as shared. */
-function capped(records: readonly WithId<Resource>[], maxCharacters: number): FhirToolResult {
+/** The records as compact JSON within the cap, and how many of them fitted. */
+interface CappedRecords {
+  readonly text: string;
+  readonly shared: readonly Reference[];
+  readonly fitted: number;
+}
+
+/**
+ * The records as compact JSON within the cap (the result's own fields included); only the records that fit count as
+ * shared. `paging`: the search is read page by page, whether more records matched than were read, and the room kept
+ * for the page's `next_page` field (written by the caller, after the text is de-identified where it must be).
+ */
+function capped(records: readonly WithId<Resource>[], maxCharacters: number, paging?: { readonly moreMatched: boolean; readonly reserve: number }): CappedRecords {
+  const more = paging ? MORE_PAGES : MORE_RECORDS;
   const included: object[] = [];
   const shared: Reference[] = [];
-  let length = quotedJson({ note: CHART_DATA_NOTE, count: records.length, truncated: true, more: MORE_RECORDS, records: [] }).length;
+  let length = quotedJson({ note: CHART_DATA_NOTE, count: records.length, truncated: true, more, records: [] }).length + (paging?.reserve ?? 0);
   let truncated = false;
   for (const record of records) {
     const compact = compactRecord(record);
@@ -205,11 +240,17 @@ function capped(records: readonly WithId<Resource>[], maxCharacters: number): Fh
     included.push(compact);
     shared.push({ reference: `${record.resourceType}/${record.id}` });
   }
-  const text = quotedJson({ note: CHART_DATA_NOTE, count: included.length, ...(truncated ? { truncated: true, more: MORE_RECORDS } : {}), records: included });
-  return { text, shared };
+  const marked = truncated || paging?.moreMatched === true;
+  const text = quotedJson({ note: CHART_DATA_NOTE, count: included.length, ...(marked ? { truncated: true, more } : {}), records: included });
+  return { text, shared, fitted: included.length };
+}
+
+function shown(result: CappedRecords): FhirToolResult {
+  return { text: result.text, shared: result.shared };
 }
 
 const MORE_RECORDS = 'More records matched; narrow the search.';
+const MORE_PAGES = 'More records matched: call again with the same arguments and page_token set to next_page for the next page, or narrow the search.';
 
 /** JSON in which nothing written in the chart can look like markup around it: `<` and `>` escaped, as JSON allows. */
 function quotedJson(value: unknown): string {

@@ -35,6 +35,8 @@ export interface McpServices {
   readonly body: BodyLimits;
   /** MCP requests one caller (project and profile) may have running on this instance at once (429 beyond). */
   readonly slots: CallerSlots;
+  /** The server's de-identification key (`deIdentification.dateShiftKey`), for projects that de-identify. */
+  readonly dateShiftKey?: string;
 }
 
 /** The MCP endpoint and its protected-resource metadata. */
@@ -82,7 +84,10 @@ async function serveMcp(services: McpServices, request: Request, response: Respo
         caller,
         types: sharing.enabled ? sharing.resourceTypes : [],
         options: sharing.tools,
+        summary: sharing,
         rule,
+        dateShiftKey: services.dateShiftKey,
+        systemRepo: () => services.host.getSystemRepo(caller.project.id),
         recordDisclosure: async (event) => {
           const system = await services.host.getSystemRepo(caller.project.id);
           await requireStored(() => system.createResource(event));
