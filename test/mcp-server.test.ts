@@ -98,6 +98,9 @@ describe('MCP server', () => {
       }
       const domain = audits.flatMap((audit) => (audit.entity ?? []).filter((entity) => entity.role?.code === '4').map((entity) => entity.what?.reference));
       expect(domain).toEqual([`Observation/${chart.pulse.id}`, `Condition/${chart.condition.id}`]);
+      // A reviewer finds every disclosure to one client by its name.
+      const toClient = await medplum.searchResources('AuditEvent', { 'agent-name': 'mcp-test-client', entity: `Patient/${patientId}` }, { cache: 'no-cache' });
+      expect(toClient.map((audit) => audit.id).sort()).toEqual(audits.map((audit) => audit.id).sort());
     });
 
     test('at /mcp with X-Project-ID, a 2025 client, served statelessly, is recorded by its User-Agent as not named in the request', async () => {

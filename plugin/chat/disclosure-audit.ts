@@ -43,7 +43,7 @@ export interface Disclosure {
    * The recipient when it is not the AI model behind `agent`: an MCP client, as it named itself (`agent` is then
    * fhirgate's MCP server, the observer).
    */
-  readonly recipient?: { readonly who: Reference<Device>; readonly text: string };
+  readonly recipient?: { readonly who: Reference<Device>; readonly text: string; readonly name?: string };
   readonly access: DisclosureAccess;
   /** True when the records went to the model de-identified (names, identifiers, contacts, addresses replaced; dates shifted). */
   readonly deIdentified?: boolean;
@@ -66,7 +66,7 @@ export function buildDisclosureEvent(disclosure: Disclosure): AuditEvent {
     agent: [
       { who: disclosure.caller, requestor: true },
       disclosure.recipient
-        ? { who: disclosure.recipient.who, requestor: false, type: { text: `recipient: ${disclosure.recipient.text}` } }
+        ? { who: disclosure.recipient.who, name: disclosure.recipient.name, requestor: false, type: { text: `recipient: ${disclosure.recipient.text}` } }
         : { who: disclosure.agent, requestor: false, type: { text: 'recipient: the AI model, through fhirgate' } },
     ],
     source: { observer: disclosure.agent },

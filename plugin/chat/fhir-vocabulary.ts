@@ -76,5 +76,12 @@ export const ERROR_CODE_SYSTEM = 'urn:fhirgate:error-code';
  */
 export const MODEL_MEDIUM_SYSTEM = 'urn:fhirgate:ai-model';
 
+/** How an MCP client's disclosure names the client in its recipient agent's display: this, then its name and version. */
+export const MCP_CLIENT_PREFIX = 'MCP client: ';
+/** The MCP tool (and resource) that gives a patient's summary. */
+export const MCP_SUMMARY_TOOL = 'get_patient_summary';
+/** The observer (`source.observer.display`) of an MCP client's disclosure. */
+export const MCP_SERVER_OBSERVER = 'fhirgate MCP server';
+
 /** Identifier of the AI agent's Device in each project. */
 export const AGENT_DEVICE_IDENTIFIER = { system: 'urn:fhirgate:agent', value: 'fhirgate-ai-agent' } as const;

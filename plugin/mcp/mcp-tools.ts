@@ -13,6 +13,7 @@ import type { AuditEvent, Patient, Reference } from '@medplum/fhirtypes';
 import { fromJsonSchema, ProtocolError, ProtocolErrorCode, ResourceTemplate, type CallToolResult, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
 import type { CallerContext, HostLogger } from '../host.ts';
 import { callerParty } from '../chat/caller-reference.ts';
+import { MCP_CLIENT_PREFIX, MCP_SERVER_OBSERVER } from '../chat/fhir-vocabulary.ts';
 import { buildDisclosureEvent, type Disclosure } from '../chat/disclosure-audit.ts';
 import { fhirToolDefinitions, runFhirTool, SEARCH_TOOL, type FhirToolResult, type FhirToolsOptions } from '../chat/fhir-tools.ts';
 import type { PatientContextOptions, PatientContextType } from '../chat/patient-context.ts';
@@ -61,7 +62,7 @@ export function registerMcpTools(server: McpServer, scope: McpToolScope): void {
       properties: { patient_id: patientId, ...parameters.properties, ...paged },
       required: ['patient_id', ...parameters.required],
     });
-    const description = (definition.description ?? '').replaceAll("the current patient's", "a patient's").replace('The patient is set by the server. ', '');
+    const description = (definition.description ?? '').replaceAll("the current patient's", "a patient's").replace('of the current patient', 'of a patient').replace('The patient is set by the server. ', '');
     server.registerTool(definition.name, { description, inputSchema, annotations: { readOnlyHint: true } }, async (input) =>
       guarded(scope, () => runChartTool(scope, patients, definition.name, input))
     );
@@ -176,8 +177,9 @@ async function disclose(scope: McpToolScope, named: { readonly patient: WithId<P
   const clientName = client ? `${client.name} ${client.version}` : `unnamed in this request (User-Agent: ${scope.userAgent ?? 'none'})`;
   const event = buildDisclosureEvent({
     caller: callerParty(scope.caller.profile) as Disclosure['caller'],
-    agent: { display: 'fhirgate MCP server' },
-    recipient: { who: { display: `MCP client: ${clientName}` }, text: `the MCP client ${clientName}, through fhirgate's MCP server` },
+    agent: { display: MCP_SERVER_OBSERVER },
+    // The name is the client's own, searchable as `agent-name` ("every disclosure to Claude Code"); the display says what it is.
+    recipient: { who: { display: `${MCP_CLIENT_PREFIX}${clientName}` }, name: client ? clientName : undefined, text: `the MCP client ${clientName}, through fhirgate's MCP server` },
     patient: { reference: `Patient/${named.patient.id}` },
     shared,
     access,

@@ -6,10 +6,12 @@
  */
 import type { Reference } from '@medplum/fhirtypes';
 import type { FhirRepository } from '@medplum/fhir-router';
+import { MCP_SUMMARY_TOOL } from '../chat/fhir-vocabulary.ts';
 import { buildPatientContext, type PatientContextOptions } from '../chat/patient-context.ts';
 import type { NamedPatient } from './mcp-patients.ts';
 
-export const SUMMARY_TOOL = 'get_patient_summary';
+/** The summary tool's name. */
+export const SUMMARY_TOOL = MCP_SUMMARY_TOOL;
 /** The summary's resource template; `{id}` is what the client names the patient by (`patient_id`). */
 export const SUMMARY_TEMPLATE = 'fhirgate://Patient/{id}/summary';
 

@@ -23,6 +23,8 @@ describe('where a disclosure sent the records', () => {
     expect(disclosureRecipientOf(search)).toEqual({ kind: 'mcp', client: 'Claude Code 2.1.0', tool: 'search_patient_records' });
     const read = mcpDisclosure('unnamed in this request (User-Agent: node)', { kind: 'read', toolCallId: 'read_record' });
     expect(disclosureRecipientOf(read)).toEqual({ kind: 'mcp', client: 'unnamed in this request (User-Agent: node)', tool: 'read_record' });
+    const summary = mcpDisclosure('Cursor 1.7.2', { kind: 'summary' });
+    expect(disclosureRecipientOf(summary)).toEqual({ kind: 'mcp', client: 'Cursor 1.7.2', tool: 'get_patient_summary' });
   });
 
   test("the chat's: the AI model, for the reply it was sent for", () => {

@@ -5,7 +5,7 @@
  * the tool it called being in the description. A chat reply records the model that wrote it.
  */
 import type { AuditEvent, Communication } from '@medplum/fhirtypes';
-import { EXTENSION, MODEL_MEDIUM_SYSTEM } from '../../../chat/fhir-vocabulary.ts';
+import { EXTENSION, MCP_CLIENT_PREFIX, MCP_SERVER_OBSERVER as MCP_SERVER, MCP_SUMMARY_TOOL as SUMMARY_TOOL, MODEL_MEDIUM_SYSTEM } from '../../../chat/fhir-vocabulary.ts';
 import { repliesOf } from './export-bundle.ts';
 
 /** Where a disclosure's records went. */
@@ -15,19 +15,18 @@ export type DisclosureRecipient =
   /** An MCP client: its declared name and version, and the tool it called (when the description names it). */
   | { readonly kind: 'mcp'; readonly client: string; readonly tool?: string };
 
-/** How fhirgate's MCP server names the client in a disclosure's recipient agent. */
-const MCP_CLIENT_PREFIX = 'MCP client: ';
-/** The observer of an MCP client's disclosure. */
-const MCP_SERVER = 'fhirgate MCP server';
 /** The start of an MCP tool's description: `FHIR tool <tool> (search|read) answered for ...`. */
 const TOOL_DESCRIPTION = /^FHIR tool (\S+) \((?:search|read)\) answered for /;
+/** The start of the summary tool's (or resource's) description. */
+const SUMMARY_DESCRIPTION = /^Patient summary answered for /;
 
 /** Where `event`'s records went. */
 export function disclosureRecipientOf(event: AuditEvent): DisclosureRecipient {
   const recipient = event.agent.find((agent) => agent.requestor === false)?.who?.display ?? '';
   if (recipient.startsWith(MCP_CLIENT_PREFIX) || event.source.observer.display === MCP_SERVER) {
     const client = recipient.startsWith(MCP_CLIENT_PREFIX) ? recipient.slice(MCP_CLIENT_PREFIX.length) : 'unnamed';
-    return { kind: 'mcp', client, tool: TOOL_DESCRIPTION.exec(event.outcomeDesc ?? '')?.[1] };
+    const description = event.outcomeDesc ?? '';
+    return { kind: 'mcp', client, tool: TOOL_DESCRIPTION.exec(description)?.[1] ?? (SUMMARY_DESCRIPTION.test(description) ? SUMMARY_TOOL : undefined) };
   }
   return { kind: 'model', reply: repliesOf([event])[0] };
 }
