@@ -39,6 +39,9 @@ import { createOpenApiRoute } from './openapi/openapi-route.ts';
 import { createWebAppRoute } from './web-app-route.ts';
 import { createMcpRoute } from './mcp/mcp-route.ts';
 import { sendMcpError } from './mcp/mcp-error-response.ts';
+import { createMcpRateLimit } from './mcp/mcp-rate-limit.ts';
+import { McpSessions } from './mcp/mcp-sessions.ts';
+import { createLimiterStore } from './devices/limiter-store.ts';
 
 // A device token request is two short strings.
 const DEVICE_TOKEN_BODY_LIMIT = 16 * 1024;
@@ -143,9 +146,21 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     router.use(createWebAppRoute(host.logger));
   }
   // The MCP server on the chat's FHIR tools: no model is called, so it serves whether or not a provider is configured.
-  // Its calls per caller are bounded as the chat's non-streaming turns are (chatLimits.maxConcurrentTurns).
+  // Its calls per caller are bounded as the chat's non-streaming turns are (chatLimits.maxConcurrentTurns), and per
+  // minute across instances (mcpLimits); its sessions, which only name 2025 clients, are in Redis too.
   const mcpSlots = new CallerSlots(options.chatLimits.maxConcurrentTurns, 'MCP requests running');
-  router.use(createMcpRoute({ host, patientContext: options.patientContext, body: jsonLimits, slots: mcpSlots, dateShiftKey: options.deIdentification.dateShiftKey }));
+  const mcpCounts = createLimiterStore(host.redis, { logger: host.logger });
+  router.use(
+    createMcpRoute({
+      host,
+      patientContext: options.patientContext,
+      body: jsonLimits,
+      slots: mcpSlots,
+      dateShiftKey: options.deIdentification.dateShiftKey,
+      rate: createMcpRateLimit(options.mcpLimits.requestsPerMinute, mcpCounts, options.redisKeyPrefix),
+      sessions: new McpSessions({ redis: host.redis, keyPrefix: options.redisKeyPrefix, logger: host.logger }),
+    })
+  );
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);
@@ -215,6 +230,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     await recovered;
     await records.close();
     await devices?.close();
+    mcpCounts.close();
     registry?.close();
     governance.close();
     journal.close();

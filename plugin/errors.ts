@@ -22,6 +22,7 @@ export type AppErrorCode =
   | 'gone'
   | 'precondition_failed'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'unprocessable'
   | 'rate_limited'
   | 'model_not_allowed'
@@ -52,6 +53,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<AppErrorCode, number>> = {
   gone: 410,
   precondition_failed: 412,
   payload_too_large: 413,
+  // A body the route cannot read as what it takes (the MCP endpoint's JSON-RPC is application/json only).
+  unsupported_media_type: 415,
   unprocessable: 422,
   rate_limited: 429,
   // Governance (plugin/governance/): a model the caller was not granted; a token or cost budget used up.

@@ -11,6 +11,9 @@ import { DEFAULT_MAX_JSON_DEPTH } from './http/json-body.ts';
 import { DEFAULT_MAX_UNAUTHENTICATED_REQUESTS } from './http/unauthenticated-requests.ts';
 import { providerConfigSchema } from './llm/provider-config.ts';
 
+/** MCP requests one caller may make per minute unless configured otherwise: an agent's steady work, not a loop. */
+export const DEFAULT_MCP_REQUESTS_PER_MINUTE = 120;
+
 /** Schema of the options a server passes to `createFhirgatePlugin`. */
 export const fhirgateOptionsSchema = z
   .object({
@@ -71,6 +74,14 @@ export const fhirgateOptionsSchema = z
          */
         maxPreparingTurns: z.number().int().positive().default(32),
       })
+      .strict()
+      .prefault({}),
+    /**
+     * Bounds on the MCP endpoint per caller (project and profile), besides `chatLimits.maxConcurrentTurns` running
+     * at once: `requestsPerMinute` across all instances (counted in the host's Redis; 429 with Retry-After beyond).
+     */
+    mcpLimits: z
+      .object({ requestsPerMinute: z.number().int().positive().default(DEFAULT_MCP_REQUESTS_PER_MINUTE) })
       .strict()
       .prefault({}),
     /**

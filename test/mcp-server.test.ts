@@ -103,13 +103,13 @@ describe('MCP server', () => {
       expect(toClient.map((audit) => audit.id).sort()).toEqual(audits.map((audit) => audit.id).sort());
     });
 
-    test('at /mcp with X-Project-ID, a 2025 client, served statelessly, is recorded by its User-Agent as not named in the request', async () => {
+    test('at /mcp with X-Project-ID, a 2025 client is recorded by the name it declared at initialize (its session keeps it)', async () => {
       client = await connect('mcp', 'legacy');
       const patientId = project.ids['patient-in-care-team-1'];
       const read = await call('read_record', { patient_id: patientId, reference: `Condition/${chart.condition.id}` });
       expect(read.isError).toBeUndefined();
       const [audit] = await auditsOf(patientId);
-      expect(audit.agent[1].who?.display).toMatch(/^MCP client: unnamed in this request \(User-Agent: .+\)$/);
+      expect(audit.agent[1].who?.display).toBe('MCP client: mcp-test-client 1.2.3');
     });
 
     test('a patient outside her care team is a tool error saying why, and nothing is disclosed', async () => {
@@ -153,7 +153,7 @@ describe('MCP server', () => {
     expect(wrong.status).toBe(401);
   });
 
-  test.each(['GET', 'DELETE'])('%s, the 2025 session operations, is 405: the server keeps no session', async (method) => {
+  test.each(['GET', 'DELETE'])('%s without a session id is 405: no server-initiated stream, no session to end', async (method) => {
     const token = await host.accessTokenFor(project.ids['practitioner-membership']);
     const response = await fetch(`${host.url}projects/${project.projectId}/mcp`, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' } });
     expect(response.status).toBe(405);

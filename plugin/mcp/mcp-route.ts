@@ -5,11 +5,13 @@
  * credential: 401 with `WWW-Authenticate: Bearer resource_metadata=...`, the RFC 9728 document that names the
  * Medplum server as the authorization server, so clients that discover it sign the user in through Medplum's OAuth.
  *
- * Stateless: each HTTP request gets a fresh MCP server over the SDK's `createMcpHandler`, bound to that request's
- * caller; no session is kept between requests (GET and DELETE, the 2025 session operations, answer 405).
+ * Each HTTP request gets a fresh MCP server over the SDK's `createMcpHandler`, bound to that request's caller. A
+ * 2025-11-25 client's `initialize` opens a session (mcp-sessions.ts) that only names the client in later requests'
+ * records; DELETE with its id ends it. GET (a server-initiated stream) answers 405: the server sends nothing unasked.
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { AppError } from '../errors.ts';
 import { authenticateCaller } from '../chat/authenticate-caller.ts';
 import { patientContextOptionsFor, type PatientContextOptions } from '../chat/patient-context.ts';
 import type { FhirToolsOptions } from '../chat/fhir-tools.ts';
@@ -21,6 +23,8 @@ import { FHIRGATE_VERSION } from '../version.ts';
 import { mcpPatientDataRuleOf } from './mcp-patient-data.ts';
 import { registerMcpTools } from './mcp-tools.ts';
 import { sendMcpError } from './mcp-error-response.ts';
+import type { McpRateLimit } from './mcp-rate-limit.ts';
+import { clientInfoOf, type McpSession, type McpSessions } from './mcp-sessions.ts';
 import { sendWebResponse, toWebRequest } from './web-exchange.ts';
 
 /** The MCP endpoint's paths: without and with the project in the URL. */
@@ -37,7 +41,13 @@ export interface McpServices {
   readonly slots: CallerSlots;
   /** The server's de-identification key (`deIdentification.dateShiftKey`), for projects that de-identify. */
   readonly dateShiftKey?: string;
+  /** MCP requests one caller may make per minute, across instances (429 beyond). */
+  readonly rate: McpRateLimit;
+  readonly sessions: McpSessions;
 }
+
+/** The header of MCP's Streamable HTTP transport that carries a session's id. */
+const SESSION_HEADER = 'mcp-session-id';
 
 /** The MCP endpoint and its protected-resource metadata. */
 export function createMcpRoute(services: McpServices): Router {
@@ -50,18 +60,31 @@ export function createMcpRoute(services: McpServices): Router {
   endpoint.use(async (request, response, next) => {
     try {
       response.locals.caller = await authenticateCaller(services.host, request);
-      next();
     } catch (error) {
       sendMcpError(response, error, { resourceMetadata: metadataUrlOf(request), logger: services.host.logger });
+      return;
+    }
+    try {
+      // Counted before the body is read: a caller over the limit costs the instance no parsing.
+      await services.rate.consume(callerKeyOf(response.locals.caller as CallerContext));
+      next();
+    } catch (error) {
+      sendMcpError(response, error, { logger: services.host.logger });
     }
   });
-  endpoint.post('/', readJsonBody(services.body));
+  endpoint.post('/', requireJsonContentType, readJsonBody(services.body), requireOneMessage);
   endpoint.all('/', async (request, response) => {
     try {
       const caller = response.locals.caller as CallerContext;
-      const release = services.slots.take(`${caller.project.id}/${caller.profile.reference ?? ''}`);
+      const release = services.slots.take(callerKeyOf(caller));
       response.on('close', release);
-      await serveMcp(services, request, response, caller);
+      const session = await sessionOf(services, request, caller);
+      if (request.method === 'DELETE' && session) {
+        await services.sessions.end(request.get(SESSION_HEADER) ?? '');
+        response.status(204).end();
+        return;
+      }
+      await serveMcp(services, request, response, caller, session);
     } catch (error) {
       sendMcpError(response, error, { logger: services.host.logger });
     }
@@ -74,7 +97,7 @@ export function createMcpRoute(services: McpServices): Router {
 }
 
 /** One MCP exchange: a server made for this caller, the SDK's handler, the answer written back. */
-async function serveMcp(services: McpServices, request: Request, response: Response, caller: CallerContext): Promise<void> {
+async function serveMcp(services: McpServices, request: Request, response: Response, caller: CallerContext, session: McpSession | undefined): Promise<void> {
   const sharing = patientContextOptionsFor(caller.project, services.patientContext);
   const rule = mcpPatientDataRuleOf(caller.project);
   const handler = createMcpHandler(
@@ -93,8 +116,8 @@ async function serveMcp(services: McpServices, request: Request, response: Respo
           await requireStored(() => system.createResource(event));
         },
         // Declared by the client in each request's envelope (2026-07-28). A 2025 client declares it at initialize
-        // only, which a stateless server does not keep: its User-Agent is recorded instead, as such.
-        client: () => server.server.getClientVersion(),
+        // only, and its session keeps it; without one (Redis did not answer) its User-Agent is recorded instead.
+        client: () => server.server.getClientVersion() ?? session?.client,
         userAgent: request.get('user-agent')?.slice(0, 200),
         logger: services.host.logger,
       });
@@ -106,10 +129,56 @@ async function serveMcp(services: McpServices, request: Request, response: Respo
   response.on('close', () => controller.abort());
   try {
     const answer = await handler.fetch(toWebRequest(request, controller.signal), request.method === 'POST' ? { parsedBody: request.body } : {});
+    const client = answer.ok ? initializingClientOf(request.body) : undefined;
+    const id = client ? await services.sessions.open({ projectId: caller.project.id, profile: caller.profile.reference ?? '', client }) : undefined;
+    if (id) {
+      response.setHeader('Mcp-Session-Id', id);
+    }
     await sendWebResponse(answer, response);
   } finally {
     await handler.close();
   }
+}
+
+/** Whom the per-caller limits count: the project and the profile. */
+function callerKeyOf(caller: CallerContext): string {
+  return `${caller.project.id}/${caller.profile.reference ?? ''}`;
+}
+
+/**
+ * The session a request names, if any: a 2025 client's `initialize` names none (it opens one). An id that is not
+ * this caller's session is 404, as the transport asks, so the client initializes again; one that cannot be looked
+ * up now (Redis does not answer) is served without the client's name rather than refused.
+ */
+async function sessionOf(services: McpServices, request: Request, caller: CallerContext): Promise<McpSession | undefined> {
+  const id = request.get(SESSION_HEADER);
+  if (id === undefined || initializingClientOf(request.body) !== undefined) {
+    return undefined;
+  }
+  const lookup = await services.sessions.find(id, { projectId: caller.project.id, profile: caller.profile.reference ?? '' });
+  if (lookup === 'unknown') {
+    throw new AppError('not_found', 'Session not found: it ended or expired, or it is not this caller’s. Initialize a new session.');
+  }
+  return lookup === 'unavailable' ? undefined : lookup.found;
+}
+
+/** The clientInfo of a 2025 `initialize` request's body; undefined for any other body. */
+function initializingClientOf(body: unknown): McpSession['client'] | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || (body as { method?: unknown }).method !== 'initialize') {
+    return undefined;
+  }
+  return clientInfoOf((body as { params?: unknown }).params);
+}
+
+/** MCP's transport posts JSON-RPC as `application/json`; anything else is 415 before the body is read. */
+function requireJsonContentType(request: Request, _response: Response, next: express.NextFunction): void {
+  next(request.is('application/json') === 'application/json' ? undefined : new AppError('unsupported_media_type', 'Send the JSON-RPC message with Content-Type: application/json.'));
+}
+
+/** One JSON-RPC message, an object: the 2025-11-25 and later revisions have no batches. */
+function requireOneMessage(request: Request, _response: Response, next: express.NextFunction): void {
+  const body: unknown = request.body;
+  next(typeof body === 'object' && body !== null && !Array.isArray(body) ? undefined : new AppError('invalid_request', 'The body must be one JSON-RPC message, a JSON object; batches are not accepted.'));
 }
 
 function originOf(request: Request): string {
