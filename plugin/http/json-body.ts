@@ -20,6 +20,11 @@ export interface BodyLimits {
    * are a header (a bearer token) or the body itself, never a cookie a browser would add to another site's form post.
    */
   readonly anyContentType?: boolean;
+  /**
+   * Whether only an object or an array is taken at the top (body-parser's `strict`, the default); `false` parses any
+   * JSON value, for a route that then says itself what it takes (a string is valid JSON, just not what it wants).
+   */
+  readonly strict?: boolean;
 }
 
 /** Nesting the plugin's and the standalone host's routes accept unless configured otherwise. */
@@ -29,7 +34,7 @@ export const DEFAULT_MAX_JSON_DEPTH = 64;
 export function readJsonBody(limits: BodyLimits): RequestHandler {
   const type = limits.type === undefined ? 'application/json' : typeof limits.type === 'string' ? limits.type : [...limits.type];
   // body-parser asks `type` only of a request that has a body.
-  const parse = express.json({ limit: limits.maxBytes, type: limits.anyContentType ? () => true : type });
+  const parse = express.json({ limit: limits.maxBytes, type: limits.anyContentType ? () => true : type, strict: limits.strict ?? true });
   return (request, response, next) => {
     parse(request, response, (error?: unknown) => {
       if (error !== undefined) {
@@ -86,6 +91,14 @@ export function isNestedDeeperThan(value: unknown, maxDepth: number): boolean {
   return false;
 }
 
+// The errors of bodies that are not JSON at all, for surfaces whose error shape tells them apart (JSON-RPC's parse error).
+const notJsonErrors = new WeakSet<object>();
+
+/** Whether `error` is the refusal of a body that is not valid JSON. */
+export function isNotJsonError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && notJsonErrors.has(error);
+}
+
 /**
  * Maps an error of Express's body parser (body-parser, its `type` names it) onto an AppError; undefined for
  * anything else. The parser's error is not kept as the cause: it holds the raw body.
@@ -99,8 +112,11 @@ export function fromBodyParserError(thrown: unknown): AppError | undefined {
     case 'entity.too.large':
     case 'parameters.too.many':
       return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
-    case 'entity.parse.failed':
-      return new AppError('invalid_request', 'The request body is not valid JSON.');
+    case 'entity.parse.failed': {
+      const error = new AppError('invalid_request', 'The request body is not valid JSON.');
+      notJsonErrors.add(error);
+      return error;
+    }
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new AppError('invalid_request', 'The request body encoding is not supported.');

@@ -7,9 +7,10 @@
 import type { Response } from 'express';
 import { toAppError } from '../errors.ts';
 import type { HostLogger } from '../host.ts';
-import { fromBodyParserError } from '../http/json-body.ts';
+import { fromBodyParserError, isNotJsonError } from '../http/json-body.ts';
 
-// JSON-RPC's codes: a request the server will not take, or a failure of the server's own.
+// JSON-RPC's codes: a body that is not JSON, a request the server will not take, or a failure of the server's own.
+const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const INTERNAL_ERROR = -32603;
 
@@ -32,6 +33,6 @@ export function sendMcpError(response: Response, thrown: unknown, options: { rea
   response.status(error.status).json({
     jsonrpc: '2.0',
     id: null,
-    error: { code: error.status >= 500 ? INTERNAL_ERROR : INVALID_REQUEST, message: error.message, data: { code: error.code } },
+    error: { code: error.status >= 500 ? INTERNAL_ERROR : isNotJsonError(error) ? PARSE_ERROR : INVALID_REQUEST, message: error.message, data: { code: error.code } },
   });
 }

@@ -72,7 +72,7 @@ export function createMcpRoute(services: McpServices): Router {
       sendMcpError(response, error, { logger: services.host.logger });
     }
   });
-  endpoint.post('/', requireJsonContentType, readJsonBody(services.body), requireOneMessage);
+  endpoint.post('/', requireJsonContentType, readJsonBody({ ...services.body, strict: false }), requireOneMessage);
   endpoint.all('/', async (request, response) => {
     try {
       const caller = response.locals.caller as CallerContext;
