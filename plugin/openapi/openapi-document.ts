@@ -227,15 +227,24 @@ export function buildOpenApiDocument(): OpenApiDocument {
         post: {
           operationId: 'mcp',
           tags: ['mcp'],
-          summary: "The MCP server (Streamable HTTP, stateless): the chat's FHIR tools and find_patients, as the caller (docs/mcp.md)",
+          summary: "The MCP server (Streamable HTTP): the chat's FHIR tools and find_patients, as the caller (docs/mcp.md)",
           description:
-            'One JSON-RPC message of the Model Context Protocol per request. Each tool answers under the caller\'s AccessPolicy, and each result with records of a patient is recorded as an AuditEvent naming the MCP client. Without a valid credential: 401 with `WWW-Authenticate: Bearer resource_metadata="..."`.',
+            'One JSON-RPC message of the Model Context Protocol per request. Each tool answers under the caller\'s AccessPolicy, and each result with records of a patient is recorded as an AuditEvent naming the MCP client. A 2025-11-25 client\'s `initialize` is answered with an `Mcp-Session-Id`, which it sends back so that its records name it (404 when the id is not the caller\'s session; DELETE with it ends it). Without a valid credential: 401 with `WWW-Authenticate: Bearer resource_metadata="..."`.',
           security: CALLER,
           requestBody: { required: true, content: { 'application/json': { schema: JSON_RPC_MESSAGE } } },
           responses: {
-            '200': { description: 'The JSON-RPC response, as JSON or as a stream of messages.', content: { 'application/json': { schema: JSON_RPC_MESSAGE }, 'text/event-stream': { schema: JSON_RPC_MESSAGE } } },
+            '200': {
+              description: 'The JSON-RPC response, as JSON or as a stream of messages.',
+              headers: { 'Mcp-Session-Id': { description: "On the answer to a 2025-11-25 client's `initialize`: the session that keeps the client's name.", schema: { type: 'string' } } },
+              content: { 'application/json': { schema: JSON_RPC_MESSAGE }, 'text/event-stream': { schema: JSON_RPC_MESSAGE } },
+            },
             '202': { description: 'A notification, accepted.' },
-            ...Object.fromEntries([400, 401, 403, 413, 503].map((status) => [String(status), { description: ERROR_STATUSES[status], content: { 'application/json': { schema: JSON_RPC_MESSAGE } } }])),
+            ...Object.fromEntries(
+              ([[400], [401], [403], [404, 'The `Mcp-Session-Id` sent is not a session of the caller (ended, expired, never issued or another caller\'s).'], [406, '`Accept` does not take both `application/json` and `text/event-stream`.'], [413], [415, 'A `Content-Type` other than `application/json`.'], [429, '`mcpLimits.requestsPerMinute` or `chatLimits.maxConcurrentTurns` of the caller (`Retry-After`).'], [503]] as const).map(([status, description]) => [
+                String(status),
+                { description: description ?? ERROR_STATUSES[status], content: { 'application/json': { schema: JSON_RPC_MESSAGE } } },
+              ])
+            ),
           },
         },
       },
