@@ -136,7 +136,6 @@ export function clientInfoOf(params: unknown): McpSession['client'] | undefined 
 }
 
 function printable(text: string, maxLength: number): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f]/g, ' ').trim().slice(0, maxLength);
 }
 
