@@ -20,6 +20,7 @@ const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   410: 'invalid_request_error',
   412: 'invalid_request_error',
   413: 'invalid_request_error',
+  415: 'invalid_request_error',
   422: 'invalid_request_error',
   429: 'rate_limit_error',
 };

@@ -88,6 +88,7 @@ const standalone = await createStandaloneHost({
     redisKeyPrefix: config.redisKeyPrefix,
     reportRepositoryOperations: config.reportRepositoryOperations,
     chatLimits: { maxConcurrentStreams: config.maxConcurrentStreams, maxConcurrentTurns: config.maxConcurrentTurns, maxPreparingTurns: config.maxPreparingTurns },
+    mcpLimits: { requestsPerMinute: config.mcpRequestsPerMinute },
     governance: { prices: config.modelPrices },
   },
 });

@@ -62,6 +62,8 @@ export interface StandaloneConfig {
   readonly maxConcurrentTurns: number | undefined;
   /** Turns prepared at once (the plugin's `chatLimits.maxPreparingTurns`; unset: its default). */
   readonly maxPreparingTurns: number | undefined;
+  /** MCP requests one caller may make per minute (the plugin's `mcpLimits.requestsPerMinute`; unset: its default). */
+  readonly mcpRequestsPerMinute: number | undefined;
   /** Non-streaming chat answers carry their FHIR repository operations (the plugin's `reportRepositoryOperations`). */
   readonly reportRepositoryOperations: boolean;
   /** Model prices for cost budgets and the usage report (the plugin's `governance.prices`). */
@@ -100,6 +102,7 @@ const environmentSchema = z.object({
   FHIRGATE_MAX_CONCURRENT_STREAMS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_CONCURRENT_TURNS: z.coerce.number().int().min(1).optional(),
   FHIRGATE_MAX_PREPARING_TURNS: z.coerce.number().int().min(1).optional(),
+  FHIRGATE_MCP_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).optional(),
   FHIRGATE_REPORT_REPOSITORY_OPERATIONS: z.enum(['on', 'off']).default('off'),
   FHIRGATE_MODEL_PRICES: z.string().optional(),
   FHIRGATE_ALLOWED_ORIGINS: z.string().optional(),
@@ -151,6 +154,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     maxConcurrentStreams: values.FHIRGATE_MAX_CONCURRENT_STREAMS,
     maxConcurrentTurns: values.FHIRGATE_MAX_CONCURRENT_TURNS,
     maxPreparingTurns: values.FHIRGATE_MAX_PREPARING_TURNS,
+    mcpRequestsPerMinute: values.FHIRGATE_MCP_REQUESTS_PER_MINUTE,
     reportRepositoryOperations: values.FHIRGATE_REPORT_REPOSITORY_OPERATIONS === 'on',
     modelPrices: readModelPrices(values.FHIRGATE_MODEL_PRICES),
     allowedOrigins: readAllowedOrigins(values.FHIRGATE_ALLOWED_ORIGINS),
