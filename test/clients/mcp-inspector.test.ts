@@ -108,8 +108,8 @@ describe('client: the MCP Inspector CLI', () => {
     expect(audits).toHaveLength(3);
     for (const audit of audits) {
       expect(audit.agent[0]).toMatchObject({ who: { reference: `Practitioner/${project.ids.practitioner}` }, requestor: true });
-      // The CLI speaks the 2025 protocol unless told otherwise: named only at initialize, so by its User-Agent.
-      expect(audit.agent[1].who?.display).toMatch(/^MCP client: unnamed in this request \(User-Agent: .+\)$/);
+      // The CLI speaks the 2025 protocol unless told otherwise: named at initialize, and its session keeps the name.
+      expect(audit.agent[1].who?.display).toBe('MCP client: inspector-cli 2.12.0');
     }
   });
 
