@@ -79,7 +79,7 @@ describeWithRedis('MCP sessions of 2025 clients, across two instances', () => {
     target = second;
     expect((await readCondition(client)).isError).toBeUndefined();
     const [audit] = await auditsOf(project.ids['patient-in-care-team-1']);
-    expect(audit.agent[1].who?.display).toBe('MCP client: legacy-editor 0.9.1');
+    expect(audit.agent[1]).toMatchObject({ who: { display: 'MCP client: legacy-editor 0.9.1' }, name: 'legacy-editor 0.9.1' });
     expect(audit.outcomeDesc).toContain('the MCP client legacy-editor 0.9.1');
   });
 
