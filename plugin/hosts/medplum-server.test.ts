@@ -236,6 +236,10 @@ describe('fhirgate mounted on a Medplum-like app', () => {
     app.get('/auth/me', medplum.authenticateRequest, (_incoming, response) => {
       response.json({ ok: true });
     });
+    // Medplum's own MCP server (config.mcpEnabled) is under /mcp too: /mcp/stream and /mcp/sse.
+    app.all('/mcp/stream', medplum.authenticateRequest, (_incoming, response) => {
+      response.json({ server: 'medplum' });
+    });
     app.use(medplum.errorHandler);
     return app;
   }
@@ -344,6 +348,16 @@ describe('fhirgate mounted on a Medplum-like app', () => {
     const own = await request(app).get('/auth/me').set('Authorization', `Bearer ${token}`).expect(200);
     expect(own.headers['x-request-id']).toBeUndefined();
     expect(medplum.logged).toHaveLength(before);
+  });
+
+  test("fhirgate's MCP endpoint is /mcp itself: Medplum's own MCP server under /mcp/ is left to Medplum", async () => {
+    const app = medplumApp('before-body-parsers');
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'probe', version: '1' } } };
+    // No X-Project-ID: a request fhirgate took would be its 401.
+    const medplums = await request(app).post('/mcp/stream').set('Authorization', `Bearer ${token}`).send(initialize).expect(200);
+    expect(medplums.body).toEqual({ server: 'medplum' });
+    const own = await request(app).post('/mcp').send(initialize).expect(401);
+    expect(own.headers['www-authenticate']).toMatch(/resource_metadata=/);
   });
 
   test("mounted before Medplum's body parsers, the plugin's own parser, size limit and error bodies apply", async () => {

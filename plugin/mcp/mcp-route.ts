@@ -58,6 +58,12 @@ export function createMcpRoute(services: McpServices): Router {
   });
   const endpoint = express.Router({ mergeParams: true });
   endpoint.use(async (request, response, next) => {
+    // The endpoint is the path itself: what lies under it (a Medplum server's own MCP server at /mcp/stream and
+    // /mcp/sse) is the server's, untouched.
+    if (request.path !== '/') {
+      next('router');
+      return;
+    }
     try {
       response.locals.caller = await authenticateCaller(services.host, request);
     } catch (error) {

@@ -1,7 +1,7 @@
 /**
  * The MCP Inspector's command-line mode (`mcp-inspector --cli`, `@modelcontextprotocol/inspector`) against fhirgate's
  * MCP server on the standalone host, run as a CI job runs it: one process per call, `--format json`, the demo
- * practitioner's token as a header. It lists the three tools with schemas it finds portable, calls each, gets a
+ * practitioner's token as a header. It lists the four tools with schemas it finds portable, calls each, gets a
  * patient outside her care team as a tool error, and without a token stops at the 401 instead of signing in.
  */
 import { execFile } from 'node:child_process';
@@ -73,11 +73,11 @@ describe('client: the MCP Inspector CLI', () => {
   };
   const auditsOf = (patientId: string): Promise<AuditEvent[]> => medplum.searchResources('AuditEvent', { entity: `Patient/${patientId}`, _sort: 'date' }, { cache: 'no-cache' });
 
-  test('tools/list: the three tools with their input schemas, portable by the Inspector’s --strict check', async () => {
+  test('tools/list: the four tools with their input schemas, portable by the Inspector’s --strict check', async () => {
     const run = await inspect(['--method', 'tools/list', '--strict']);
     expect(run.exitCode).toBe(0);
     const { tools } = (run.result as { result: { tools: { name: string; description: string; inputSchema: unknown }[] } }).result;
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'read_record', 'search_patient_records']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'get_patient_summary', 'read_record', 'search_patient_records']);
     const schemaOf = (name: string): unknown => tools.find((tool) => tool.name === name)?.inputSchema;
     expect(schemaOf('find_patients')).toMatchObject({ type: 'object', properties: { name: { type: 'string' }, birthdate: { type: 'string' }, identifier: { type: 'string' } } });
     expect(schemaOf('search_patient_records')).toMatchObject({

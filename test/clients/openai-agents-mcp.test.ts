@@ -88,7 +88,7 @@ describe('client: an OpenAI Agents SDK agent on fhirgate’s chat completions, w
     expect(itemTypes).toEqual(['tool_call_item', 'tool_call_output_item', 'tool_call_item', 'tool_call_output_item', 'message_output_item']);
     // The model was offered fhirgate's MCP tools, and got their answers through fhirgate's chat completions.
     expect(matrix.emulator.received).toHaveLength(3);
-    expect(matrix.emulator.received[0].tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'read_record', 'search_patient_records']);
+    expect(matrix.emulator.received[0].tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'get_patient_summary', 'read_record', 'search_patient_records']);
     const [first, second, third] = toolResultsSent();
     expect(first).toEqual([]);
     expect(second).toHaveLength(1);
