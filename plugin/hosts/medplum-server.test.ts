@@ -317,8 +317,16 @@ describe('fhirgate mounted on a Medplum-like app', () => {
       .set('Authorization', `Basic ${Buffer.from(key).toString('base64')}`)
       .set('X-Project-ID', clinic.project.id)
       .expect(200);
-    // Medplum's own routes see the bearer key as it came, and refuse it as Medplum does.
+    // The MCP endpoint takes the key as the chat does, at /mcp and under the project base URL.
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'editor', version: '1' } } };
+    for (const [path, project] of [['/mcp', clinic.project.id], [`/projects/${clinic.project.id}/mcp`, undefined]] as const) {
+      const mcp = request(app).post(path).set('Authorization', `Bearer ${key}`).set('Accept', 'application/json, text/event-stream');
+      const answered = await (project ? mcp.set('X-Project-ID', project) : mcp).send(initialize);
+      expect(answered.status).toBe(200);
+    }
+    // Medplum's own routes see the bearer key as it came, and refuse it as Medplum does (its MCP server's too).
     await request(app).get('/auth/me').set('Authorization', `Bearer ${key}`).expect(401);
+    await request(app).post('/mcp/stream').set('Authorization', `Bearer ${key}`).send(initialize).expect(401);
 
     await medplum.store.updateResource({ ...client, secret: 'a-rotated-secret' });
     const refused = await request(app).get(`/projects/${clinic.project.id}/v1/models`).set('Authorization', `Bearer ${key}`).expect(401);

@@ -13,8 +13,9 @@ import { basicTokenOf, readBearerClientKey } from '../../http/client-key.ts';
 /** Medplum's `attachRequestContext` (context.ts), as the server imports it. */
 export type AttachRequestContext = (request: Request, response: Response, next: NextFunction) => unknown;
 
-// fhirgate's authenticated routes: `/v1/...`, `/projects/{project_id}/v1/...` and `/graphql`, under any mount prefix.
-const FHIRGATE_ROUTE = /(?:^|\/)(?:v1|projects\/[^/]+\/v1)(?:\/|$)|(?:^|\/)graphql\/?$/;
+// fhirgate's authenticated routes: `/v1/...`, `/projects/{project_id}/v1/...`, `/graphql`, and the MCP endpoint
+// `/mcp` and `/projects/{project_id}/mcp` (itself only: Medplum's own MCP server is under `/mcp/`), under any mount prefix.
+const FHIRGATE_ROUTE = /(?:^|\/)(?:v1|projects\/[^/]+\/v1)(?:\/|$)|(?:^|\/)graphql\/?$|(?:^|\/)(?:projects\/[^/]+\/)?mcp\/?$/;
 
 /** Middleware that runs the server's `attachRequestContext` again for a client key on fhirgate's routes. */
 export function clientKeyContext(attachRequestContext: AttachRequestContext): RequestHandler {
