@@ -227,7 +227,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
         post: {
           operationId: 'mcp',
           tags: ['mcp'],
-          summary: "The MCP server (Streamable HTTP): the chat's FHIR tools and find_patients, as the caller (docs/mcp.md)",
+          summary: "The MCP server (Streamable HTTP): find_patients, a patient's summary and the chat's FHIR tools, as the caller (docs/mcp.md)",
           description:
             'One JSON-RPC message of the Model Context Protocol per request. Each tool answers under the caller\'s AccessPolicy, and each result with records of a patient is recorded as an AuditEvent naming the MCP client. A 2025-11-25 client\'s `initialize` is answered with an `Mcp-Session-Id`, which it sends back so that its records name it (404 when the id is not the caller\'s session; DELETE with it ends it). Without a valid credential: 401 with `WWW-Authenticate: Bearer resource_metadata="..."`.',
           security: CALLER,
