@@ -90,6 +90,17 @@ describe("the demo's walk-through, as the pages write it", () => {
     expect(output).toBe('Echo: Hello');
   });
 
+  test("README: the MCP Inspector's command lists the MCP tools as Dr. Carter; the SDK snippet's find_patients is refused until the project allows MCP clients", async () => {
+    const listed = JSON.parse(await shell(await blockOf('README.md', 'sh', 'npx @modelcontextprotocol/inspector@2.12.0 --cli'))) as { result: { tools: { name: string }[] } };
+    expect(listed.result.tools.map((tool) => tool.name).sort()).toEqual(['find_patients', 'get_patient_summary', 'read_record', 'search_patient_records']);
+
+    const snippet = await blockOf('README.md', 'ts', "import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';");
+    const environment = { SNIPPET: `${snippet.replaceAll(DOCUMENTED_URL, host.url)}\nconsole.log(JSON.stringify(found));` };
+    const found = JSON.parse(await shell(`export TOKEN=$(npm run -s token)\nnode --input-type=module -e "$SNIPPET"`, environment)) as { isError?: boolean; content: { text: string }[] };
+    expect(found.isError).toBe(true);
+    expect(found.content[0].text).toContain('AI_MCP_PATIENT_DATA');
+  });
+
   test("devices.md: the PATCH block, with the ids the page gives for the demo device and Maria Lopez, assigns the device", async () => {
     const page = await readFile('docs/devices.md', 'utf8');
     const [, deviceId, patientId] = /whose resource id is\s+`([0-9a-f-]+)`, comes assigned to Maria Lopez, `([0-9a-f-]+)`/.exec(page) ?? [];
