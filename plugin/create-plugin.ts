@@ -159,6 +159,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
       dateShiftKey: options.deIdentification.dateShiftKey,
       rate: createMcpRateLimit(options.mcpLimits.requestsPerMinute, mcpCounts, options.redisKeyPrefix),
       sessions: new McpSessions({ redis: host.redis, keyPrefix: options.redisKeyPrefix, logger: host.logger }),
+      authorizationServer: options.mcpAuthorizationServer,
     })
   );
   const v1 = express.Router();

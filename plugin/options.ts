@@ -85,6 +85,12 @@ export const fhirgateOptionsSchema = z
       .strict()
       .prefault({}),
     /**
+     * The OAuth authorization server the MCP endpoint's metadata names (RFC 9728): a Medplum server's `issuer`
+     * (docs/mounting.md passes `config.issuer`). MCP clients that sign the user in check it against the server's
+     * own metadata, so it must be the issuer exactly. Unset: the origin each request came to.
+     */
+    mcpAuthorizationServer: z.url({ protocol: /^https?$/ }).optional(),
+    /**
      * Patient context (chat/patient-context.ts, chat/fhir-tools.ts): a turn about a patient shares the chart, read
      * with the caller's permissions, as a summary sent with the prompt, as FHIR tools the model may call, or both
      * (`mode`, the default of turns that do not say). `resourceTypes`: which clinical types may be shared (minimum

@@ -137,7 +137,8 @@ describe('fhirgate installed in a server with its own Medplum 5.1 and OpenTeleme
       "import { attachRequestContext, tryGetRequestContext } from './context';",
       "import { globalLogger } from './logger';",
       snippet.imports,
-      'export async function initApp(app: Express): Promise<void> {',
+      // Medplum's signature: its config (MedplumServerConfig) has the issuer the mount names.
+      'export async function initApp(app: Express, config: { issuer: string }): Promise<void> {',
       snippet.initApp,
       '}',
       snippet.export,

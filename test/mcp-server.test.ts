@@ -174,7 +174,35 @@ describe('MCP server', () => {
     expect(body.error.message).toMatch(/access token/);
     expect(JSON.stringify(body)).not.toMatch(/at .*\.ts/);
     const metadata = (await (await fetch(metadataUrl)).json()) as { resource: string; authorization_servers: string[] };
-    expect(metadata).toEqual(expect.objectContaining({ resource: `${host.url}mcp`, authorization_servers: [host.url] }));
+    // `openid`: a Medplum server refuses an authorization request without a scope, and clients send what is named.
+    expect(metadata).toEqual(expect.objectContaining({ resource: `${host.url}mcp`, authorization_servers: [host.url], scopes_supported: ['openid'] }));
+  });
+
+  test('signed in through OAuth, a client sends its token and nothing else: /mcp acts in the credential’s own project', async () => {
+    const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+    const transport = new StreamableHTTPClientTransport(new URL(`${host.url}mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+    const bare = new Client({ name: 'oauth-editor', version: '2.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await bare.connect(transport);
+    try {
+      const refused = (await bare.callTool({ name: 'find_patients', arguments: { name: 'Lopez' } })) as ToolAnswer;
+      // The project's own rule answers (patient data not allowed here), so the request acted in her project.
+      expect(textOf(refused)).toContain('AI_MCP_PATIENT_DATA');
+    } finally {
+      await bare.close();
+    }
+  });
+});
+
+describe('MCP metadata in a Medplum server', () => {
+  test("names the server's issuer as the authorization server when the mount passes it, whatever host name the client used", async () => {
+    const host = await startTestHost({ plugin: { mcpAuthorizationServer: 'https://medplum.example.org/' } });
+    try {
+      const url = host.url.replace('127.0.0.1', 'localhost');
+      const metadata = (await (await fetch(`${url}.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+      expect(metadata).toEqual(expect.objectContaining({ resource: `${url}mcp`, authorization_servers: ['https://medplum.example.org/'] }));
+    } finally {
+      await host.close();
+    }
   });
 });
 

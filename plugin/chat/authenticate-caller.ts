@@ -34,9 +34,11 @@ export function projectOfPath(request: Request): string | undefined {
  * Step 1 of the spec: validate the token, identify the caller, check the project. A missing or invalid token
  * or a missing `X-Project-ID` is 401; a project that is not the caller's is 403. Nothing is stored before this.
  * Under the project base URL the path names the project and the header may be left out; a header that names
- * another project than the path is 403.
+ * another project than the path is 403. `projectFromCredential` (the MCP endpoint, which the spec does not cover):
+ * a request that names no project acts in the credential's own, as Medplum's routes do, since a client signed in
+ * through OAuth sends a token and nothing else.
  */
-export async function authenticateCaller(host: FhirgateHost, request: Request): Promise<CallerContext> {
+export async function authenticateCaller(host: FhirgateHost, request: Request, options: { readonly projectFromCredential?: boolean } = {}): Promise<CallerContext> {
   const caller = await host.authenticate(request);
   if (!caller) {
     throw new AppError('unauthenticated', 'Missing, invalid or expired access token.');
@@ -49,7 +51,7 @@ export async function authenticateCaller(host: FhirgateHost, request: Request): 
   if (pathProject !== undefined && headerProject !== undefined && headerProject !== pathProject) {
     throw new AppError('forbidden', 'X-Project-ID names another project than the base URL (/projects/{project_id}/...).');
   }
-  const projectId = pathProject ?? headerProject;
+  const projectId = pathProject ?? headerProject ?? (options.projectFromCredential ? caller.project.id : undefined);
   if (!projectId) {
     throw new AppError('unauthenticated', 'Missing X-Project-ID header.');
   }

@@ -43,6 +43,12 @@ export interface McpServices {
   readonly dateShiftKey?: string;
   /** MCP requests one caller may make per minute, across instances (429 beyond). */
   readonly rate: McpRateLimit;
+  /**
+   * The authorization server the metadata names: the Medplum server's `issuer`, which MCP clients check against its
+   * own metadata (RFC 8414). Unset: the origin the request came to, which is the issuer when clients reach the
+   * server at its base URL.
+   */
+  readonly authorizationServer?: string;
   readonly sessions: McpSessions;
 }
 
@@ -54,7 +60,15 @@ export function createMcpRoute(services: McpServices): Router {
   const router = express.Router();
   router.get(MCP_METADATA_PATHS, (request, response) => {
     const resource = `${originOf(request)}${request.originalUrl.split('?')[0].replace('/.well-known/oauth-protected-resource', '')}`;
-    response.json({ resource, authorization_servers: [`${originOf(request)}/`], bearer_methods_supported: ['header'], resource_name: 'fhirgate MCP server' });
+    response.json({
+      resource,
+      authorization_servers: [services.authorizationServer ?? `${originOf(request)}/`],
+      // A Medplum server asks every authorization request for a scope; `openid` is the least, and what an MCP
+      // client sends when the metadata names it (the token's access is the user's AccessPolicy, whatever the scope).
+      scopes_supported: ['openid'],
+      bearer_methods_supported: ['header'],
+      resource_name: 'fhirgate MCP server',
+    });
   });
   const endpoint = express.Router({ mergeParams: true });
   endpoint.use(async (request, response, next) => {
@@ -65,7 +79,7 @@ export function createMcpRoute(services: McpServices): Router {
       return;
     }
     try {
-      response.locals.caller = await authenticateCaller(services.host, request);
+      response.locals.caller = await authenticateCaller(services.host, request, { projectFromCredential: true });
     } catch (error) {
       sendMcpError(response, error, { resourceMetadata: metadataUrlOf(request), logger: services.host.logger });
       return;
