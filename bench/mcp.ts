@@ -61,14 +61,17 @@ interface TreeHost {
 
 async function startHosts(nodeFlags: (index: number) => readonly string[]): Promise<TreeHost[]> {
   const started: TreeHost[] = [];
+  const running: McpHost[] = [];
   try {
     for (const [index, { suffix, tree }] of trees.entries()) {
       const host = await startMcpHost(cores.contenderCore, { nodeFlags: nodeFlags(index), tree });
+      running.push(host);
       started.push({ suffix, host, calls: await recordToolCalls(host), lists: await recordToolLists(host) });
     }
     return started;
   } catch (error) {
-    await Promise.all(started.map((entry) => entry.host.close()));
+    // Every host started is stopped, its data folder removed, whichever step failed.
+    await Promise.all(running.map((host) => host.close()));
     throw error;
   }
 }
