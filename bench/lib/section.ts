@@ -40,6 +40,8 @@ export interface ScenarioSection {
   /** How it was measured: requests, repetitions, concurrency, pinning. */
   readonly method: string;
   readonly table: { readonly columns: readonly string[]; readonly rows: readonly (readonly (string | number)[])[] };
+  /** Further tables of the same run, each under its title (e.g. where a request's CPU time goes). */
+  readonly tables?: readonly { readonly title: string; readonly columns: readonly string[]; readonly rows: readonly (readonly (string | number)[])[] }[];
   readonly targets: readonly TargetResult[];
   /** Optional bars for the report's chart, e.g. requests/s per contender. */
   readonly chart?: { readonly title: string; readonly bars: readonly ChartBar[] };

@@ -47,11 +47,17 @@ function renderTargets(targets: readonly TargetResult[], prefix: (target: Target
   return [...lines, ''];
 }
 
-function renderSection(section: ScenarioSection): string[] {
+/** One scenario's section: its method, tables, targets and notes (also used to add a scenario run alone to a report). */
+export function renderSection(section: ScenarioSection): string[] {
   const lines = [`## ${section.title}`, '', section.method, ''];
   lines.push(`| ${section.table.columns.map(cell).join(' | ')} |`, `|${section.table.columns.map(() => '---').join('|')}|`);
   for (const row of section.table.rows) lines.push(`| ${row.map(cell).join(' | ')} |`);
   lines.push('');
+  for (const table of section.tables ?? []) {
+    lines.push(table.title, '', `| ${table.columns.map(cell).join(' | ')} |`, `|${table.columns.map(() => '---').join('|')}|`);
+    for (const row of table.rows) lines.push(`| ${row.map(cell).join(' | ')} |`);
+    lines.push('');
+  }
   if (section.targets.length > 0) lines.push(...renderTargets(section.targets));
   for (const note of section.notes) lines.push(`- ${note}`);
   if (section.notes.length > 0) lines.push('');

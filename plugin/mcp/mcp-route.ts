@@ -5,7 +5,8 @@
  * credential: 401 with `WWW-Authenticate: Bearer resource_metadata=...`, the RFC 9728 document that names the
  * Medplum server as the authorization server, so clients that discover it sign the user in through Medplum's OAuth.
  *
- * Each HTTP request gets a fresh MCP server over the SDK's `createMcpHandler`, bound to that request's caller. A
+ * Each HTTP request gets a fresh MCP server over the SDK's `createMcpHandler`, bound to that request's caller (its
+ * tools' input schemas, which hold nothing of a caller, are compiled once per process: input-schemas.ts). A
  * 2025-11-25 client's `initialize` opens a session (mcp-sessions.ts) that only names the client in later requests'
  * records; DELETE with its id ends it. GET (a server-initiated stream) answers 405: the server sends nothing unasked.
  */
@@ -21,6 +22,7 @@ import type { CallerContext, FhirgateHost } from '../host.ts';
 import { readJsonBody, type BodyLimits } from '../http/json-body.ts';
 import { FHIRGATE_VERSION } from '../version.ts';
 import { mcpPatientDataRuleOf } from './mcp-patient-data.ts';
+import { InputSchemas } from './input-schemas.ts';
 import { registerMcpTools } from './mcp-tools.ts';
 import { sendMcpError } from './mcp-error-response.ts';
 import type { McpRateLimit } from './mcp-rate-limit.ts';
@@ -58,6 +60,8 @@ const SESSION_HEADER = 'mcp-session-id';
 /** The MCP endpoint and its protected-resource metadata. */
 export function createMcpRoute(services: McpServices): Router {
   const router = express.Router();
+  // Compiled once for the process: a fresh server per request need not compile its tools' schemas again.
+  const schemas = new InputSchemas();
   router.get(MCP_METADATA_PATHS, (request, response) => {
     const resource = `${originOf(request)}${request.originalUrl.split('?')[0].replace('/.well-known/oauth-protected-resource', '')}`;
     response.json({
@@ -104,7 +108,7 @@ export function createMcpRoute(services: McpServices): Router {
         response.status(204).end();
         return;
       }
-      await serveMcp(services, request, response, caller, session);
+      await serveMcp(services, request, response, caller, session, schemas);
     } catch (error) {
       sendMcpError(response, error, { logger: services.host.logger });
     }
@@ -117,7 +121,7 @@ export function createMcpRoute(services: McpServices): Router {
 }
 
 /** One MCP exchange: a server made for this caller, the SDK's handler, the answer written back. */
-async function serveMcp(services: McpServices, request: Request, response: Response, caller: CallerContext, session: McpSession | undefined): Promise<void> {
+async function serveMcp(services: McpServices, request: Request, response: Response, caller: CallerContext, session: McpSession | undefined, schemas: InputSchemas): Promise<void> {
   const sharing = patientContextOptionsFor(caller.project, services.patientContext);
   const rule = mcpPatientDataRuleOf(caller.project);
   const handler = createMcpHandler(
@@ -140,6 +144,7 @@ async function serveMcp(services: McpServices, request: Request, response: Respo
         client: () => server.server.getClientVersion() ?? session?.client,
         userAgent: request.get('user-agent')?.slice(0, 200),
         logger: services.host.logger,
+        schemas,
       });
       return server;
     },

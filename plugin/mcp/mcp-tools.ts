@@ -10,13 +10,14 @@
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { AuditEvent, Patient, Reference } from '@medplum/fhirtypes';
-import { fromJsonSchema, ProtocolError, ProtocolErrorCode, ResourceTemplate, type CallToolResult, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode, ResourceTemplate, type CallToolResult, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server';
 import type { CallerContext, HostLogger } from '../host.ts';
 import { callerParty } from '../chat/caller-reference.ts';
 import { MCP_CLIENT_PREFIX, MCP_SERVER_OBSERVER } from '../chat/fhir-vocabulary.ts';
 import { buildDisclosureEvent, type Disclosure } from '../chat/disclosure-audit.ts';
 import { fhirToolDefinitions, runFhirTool, SEARCH_TOOL, type FhirToolResult, type FhirToolsOptions } from '../chat/fhir-tools.ts';
 import type { PatientContextOptions, PatientContextType } from '../chat/patient-context.ts';
+import type { InputSchemas } from './input-schemas.ts';
 import { findPatients, FIND_PATIENTS_SCHEMA, FIND_PATIENTS_TOOL, listedPatients, patientListing, quotedJson } from './find-patients.ts';
 import { MCP_PATIENT_DATA_REFUSED, type McpPatientDataRule } from './mcp-patient-data.ts';
 import { McpPatients, type NamedPatient } from './mcp-patients.ts';
@@ -43,6 +44,8 @@ export interface McpToolScope {
   /** The request's User-Agent, recorded when the client did not name itself in the request. */
   readonly userAgent?: string;
   readonly logger?: HostLogger;
+  /** The process's compiled input schemas (built once, not per request). */
+  readonly schemas: InputSchemas;
 }
 
 const PAGE_TOKEN = { type: 'string', description: 'The next_page of an earlier answer, to get the next page of the same search.' } as const;
@@ -57,7 +60,7 @@ export function registerMcpTools(server: McpServer, scope: McpToolScope): void {
   for (const definition of fhirToolDefinitions(scope.types, scope.options)) {
     const parameters = definition.parameters as { properties: Record<string, unknown>; required: string[] };
     const paged: Record<string, typeof PAGE_TOKEN> = definition.name === SEARCH_TOOL ? { page_token: PAGE_TOKEN } : {};
-    const inputSchema = fromJsonSchema<Record<string, unknown>>({
+    const inputSchema = scope.schemas.of({
       ...parameters,
       properties: { patient_id: patientId, ...parameters.properties, ...paged },
       required: ['patient_id', ...parameters.required],
@@ -71,7 +74,7 @@ export function registerMcpTools(server: McpServer, scope: McpToolScope): void {
     FIND_PATIENTS_TOOL,
     {
       description: `Finds patients the requesting user may see, by name, birth date or identifier. Returns at most ${scope.options.maxResults} patients a page, with the patient_id the other tools take.`,
-      inputSchema: fromJsonSchema<Record<string, unknown>>(FIND_PATIENTS_SCHEMA),
+      inputSchema: scope.schemas.of(FIND_PATIENTS_SCHEMA),
       annotations: { readOnlyHint: true },
     },
     async (input) => guarded(scope, () => runFindPatients(scope, patients, input))
@@ -80,7 +83,7 @@ export function registerMcpTools(server: McpServer, scope: McpToolScope): void {
     SUMMARY_TOOL,
     {
       description: "Summarises a patient's chart: demographics, active problems, medications, allergies, recent vital signs and labs, with the requesting user's permissions.",
-      inputSchema: fromJsonSchema<Record<string, unknown>>({ type: 'object', properties: { patient_id: patientId }, required: ['patient_id'], additionalProperties: false }),
+      inputSchema: scope.schemas.of({ type: 'object', properties: { patient_id: patientId }, required: ['patient_id'], additionalProperties: false }),
       annotations: { readOnlyHint: true },
     },
     async (input) =>
