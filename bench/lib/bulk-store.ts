@@ -1,7 +1,7 @@
 /**
  * Bulk loading of a benchmark's store file: rows written straight into the store's SQLite schema, each what the
- * repository would write (the same JSON in `resources` and `resource_history`, and the given `search_index`
- * rows), in one transaction without a journal. Secondary indexes are dropped during the load and rebuilt after it
+ * repository would write (the JSON in `resources`, a history row without it as for any current version, and the
+ * given `search_index` rows), in one transaction without a journal. Secondary indexes are dropped during the load and rebuilt after it
  * (same SQL), which is far faster than updating them row by row. A load that fails is rebuilt from scratch, so
  * neither a journal nor durability buys anything during it.
  */
@@ -40,7 +40,7 @@ export class BulkStore {
     this.#insertResource = this.#database.prepare(
       'INSERT INTO resources (resource_type, id, version_id, last_updated, project, deleted, content) VALUES (?, ?, ?, ?, ?, 0, ?)'
     );
-    this.#insertHistory = this.#database.prepare('INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, ?)');
+    this.#insertHistory = this.#database.prepare('INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)');
     this.#insertIndexRow = this.#database.prepare(
       'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
     );
@@ -64,7 +64,7 @@ export class BulkStore {
       content
     );
     const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, versionId, lastUpdated, content);
+    this.#insertHistory.run(pk, versionId, lastUpdated);
     for (const row of indexRowsOf(stored, content)) {
       this.#insertIndexRow.run(stored.resourceType, row.param, row.value, row.extra, pk);
     }

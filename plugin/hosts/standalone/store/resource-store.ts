@@ -36,6 +36,12 @@ export interface VersionWrite {
 }
 
 const INDEX_FINGERPRINT_KEY = 'search_index_fingerprint';
+/**
+ * A version's JSON: its history row's, or, for the current version (whose row holds NULL), the resource's. NULL
+ * either way for a delete.
+ */
+const VERSION_COLUMNS =
+  'h.version_id, h.last_updated, COALESCE(h.content, CASE WHEN h.version_id = r.version_id THEN r.content END) AS content';
 /** Search SQL varies with the shape of the request; a bounded cache keeps the common shapes prepared. */
 const MAX_CACHED_QUERIES = 256;
 
@@ -48,6 +54,7 @@ export class ResourceStore {
   readonly #updateResource: StatementSync;
   readonly #markDeleted: StatementSync;
   readonly #insertHistory: StatementSync;
+  readonly #keepSuperseded: StatementSync;
   readonly #insertIndexRow: StatementSync;
   readonly #deleteIndexRows: StatementSync;
   readonly #history: StatementSync;
@@ -73,19 +80,26 @@ export class ResourceStore {
     this.#markDeleted = database.prepare(
       'UPDATE resources SET version_id = ?, last_updated = ?, deleted = 1, content = NULL WHERE pk = ?'
     );
+    // The current version's JSON is kept once, in `resources`: its history row holds NULL until a newer version
+    // supersedes it, when the JSON is moved there (schema.ts, version 3).
     this.#insertHistory = database.prepare(
-      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, ?)'
+      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)'
+    );
+    this.#keepSuperseded = database.prepare(
+      'UPDATE resource_history SET content = r.content FROM resources r ' +
+        'WHERE r.pk = ? AND resource_history.resource_pk = r.pk AND resource_history.version_id = r.version_id ' +
+        'AND resource_history.content IS NULL AND r.content IS NOT NULL'
     );
     this.#insertIndexRow = database.prepare(
       'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
     );
     this.#deleteIndexRows = database.prepare('DELETE FROM search_index WHERE resource_pk = ?');
     this.#history = database.prepare(
-      'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? ' +
-        'ORDER BY seq DESC LIMIT ? OFFSET ?'
+      `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? ` +
+        'ORDER BY h.seq DESC LIMIT ? OFFSET ?'
     );
     this.#version = database.prepare(
-      'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? AND version_id = ?'
+      `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? AND h.version_id = ?`
     );
     this.#content = database.prepare('SELECT content FROM resources WHERE pk = ?');
     this.#contents = database.prepare('SELECT pk, content FROM resources WHERE pk IN (SELECT value FROM json_each(?)) AND content IS NOT NULL');
@@ -177,23 +191,25 @@ export class ResourceStore {
       write.content
     );
     const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, write.versionId, write.lastUpdated, write.content);
+    this.#insertHistory.run(pk, write.versionId, write.lastUpdated);
     this.#insertIndexRows(pk, write);
     return pk;
   }
 
   /** Stores a new current version of the resource `pk` (also reviving a deleted one). */
   replaceVersion(pk: number, write: VersionWrite): void {
+    this.#keepSuperseded.run(pk);
     this.#updateResource.run(write.versionId, write.lastUpdated, write.project ?? null, write.content, pk);
-    this.#insertHistory.run(pk, write.versionId, write.lastUpdated, write.content);
+    this.#insertHistory.run(pk, write.versionId, write.lastUpdated);
     this.#deleteIndexRows.run(pk);
     this.#insertIndexRows(pk, write);
   }
 
   /** Records a delete: the resource leaves searches, its history gains an entry without content. */
   markDeleted(pk: number, versionId: string, lastUpdated: string): void {
+    this.#keepSuperseded.run(pk);
     this.#markDeleted.run(versionId, lastUpdated, pk);
-    this.#insertHistory.run(pk, versionId, lastUpdated, null);
+    this.#insertHistory.run(pk, versionId, lastUpdated);
     this.#deleteIndexRows.run(pk);
   }
 

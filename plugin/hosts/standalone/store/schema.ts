@@ -3,7 +3,8 @@
  *
  * Tables:
  * - `resources`: the current version of every resource ever created (a deleted one keeps its row, content NULL).
- * - `resource_history`: every version, oldest first by `seq`; a delete is a row with content NULL.
+ * - `resource_history`: every version, oldest first by `seq`; a delete is a row with content NULL, and so is the
+ *   current version, whose JSON is kept once, in `resources` (moved here when a newer version supersedes it).
  * - `search_index`: one row per (resource, search parameter, normalized value) for the indexed parameters.
  * - `store_info`: key/value facts about the file (which search parameters `search_index` was built for).
  */
@@ -11,7 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { prepareOwnerOnlyDatabaseFile } from './owner-only-files.ts';
 
 /** The schema version this code writes; kept in `PRAGMA user_version`. */
-export const STORE_SCHEMA_VERSION = 2;
+export const STORE_SCHEMA_VERSION = 3;
 
 /** SQLite `synchronous` levels the store accepts. FULL: a commit that returned survives power loss. */
 export type SynchronousMode = 'FULL' | 'EXTRA' | 'NORMAL';
@@ -81,6 +82,14 @@ const MIGRATIONS: readonly string[] = [
   // `_id` compares ids without regard to case, as Medplum's matcher does: looked up here, not one row at a time.
   `
   CREATE INDEX resources_by_lower_id ON resources (resource_type, lower(id));
+  `,
+  // The current version's JSON was kept twice, in \`resources\` and in its history row: a third of a chat turn's bytes.
+  // Its history row now holds NULL (resource-store.ts reads the resource's instead). The pages freed are reused by
+  // later writes; the file itself shrinks only with VACUUM.
+  `
+  UPDATE resource_history SET content = NULL
+  WHERE content IS NOT NULL
+    AND EXISTS (SELECT 1 FROM resources r WHERE r.pk = resource_history.resource_pk AND r.version_id = resource_history.version_id);
   `,
 ];
 
