@@ -15,7 +15,7 @@
  *   the order of a search without `_sort`.
  */
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
-import { placeholders, type Lookup, type SqlFragment } from './filter-translation.ts';
+import { placeholders, rowParamOf, type Lookup, type SqlFragment } from './filter-translation.ts';
 import { toNumber } from './resource-store.ts';
 
 /** Where the previous slice ended: its last row's ordering key and pk. */
@@ -90,7 +90,7 @@ export function lookupSources(resourceType: string, lookup: Lookup): CandidateSo
   if (lookup.kind === 'id') {
     return [idRange(resourceType, lookup.values)];
   }
-  return lookup.values.map((value) => indexRange(resourceType, lookup.param, value, false));
+  return lookup.values.map((value) => indexRange(resourceType, rowParamOf(lookup), value, false));
 }
 
 /**
@@ -103,7 +103,7 @@ export function countUpTo(lookup: Lookup, resourceType: string, cap: number): Sq
   }
   return {
     sql: `SELECT COUNT(*) AS total FROM (SELECT 1 FROM search_index WHERE resource_type = ? AND param = ? AND value IN (${placeholders(lookup.values.length)}) LIMIT ${rowLimit(cap)})`,
-    params: [resourceType, lookup.param, ...lookup.values],
+    params: [resourceType, rowParamOf(lookup), ...lookup.values],
   };
 }
 

@@ -10,7 +10,7 @@
  */
 import type { SQLInputValue } from 'node:sqlite';
 import type { Lookup } from './filter-translation.ts';
-import { placeholders } from './filter-translation.ts';
+import { placeholders, rowParamOf } from './filter-translation.ts';
 import { toNumber } from './resource-store.ts';
 import type { SearchStore } from './search-executor.ts';
 
@@ -40,7 +40,7 @@ export async function estimateMatches(
     const first = store.rows.queryAll(
       `SELECT COUNT(*) AS total, MIN(pk) AS low, MAX(pk) AS high FROM (SELECT s.resource_pk AS pk FROM search_index s
          WHERE s.resource_type = ? AND s.param = ? AND s.value IN (${placeholders(lookup.values.length)}) ${inProject} LIMIT ${Math.trunc(exactUpTo)})`,
-      [resourceType, lookup.param, ...lookup.values, ...(project === undefined ? [] : [project])]
+      [resourceType, rowParamOf(lookup), ...lookup.values, ...(project === undefined ? [] : [project])]
     )[0];
     const counted = toNumber(first?.total);
     if (counted < exactUpTo) {
