@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { stringify } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
+import { TYPE_CODE_OF_NAME, openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
 import type { IndexRow } from '../../plugin/hosts/standalone/store/search-index.ts';
 
 /** A store file being bulk-loaded; `finish()` commits and rebuilds its indexes, `close()` releases it. */
@@ -19,6 +19,7 @@ export class BulkStore {
   readonly #insertResource: StatementSync;
   readonly #insertHistory: StatementSync;
   readonly #insertIndexRow: StatementSync;
+  readonly #addType: StatementSync;
   /** Resources inserted so far. */
   count = 0;
 
@@ -42,8 +43,9 @@ export class BulkStore {
     );
     this.#insertHistory = this.#database.prepare('INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)');
     this.#insertIndexRow = this.#database.prepare(
-      'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
+      `INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (${TYPE_CODE_OF_NAME}, ?, ?, ?, ?)`
     );
+    this.#addType = this.#database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
   }
 
   /**
@@ -65,6 +67,7 @@ export class BulkStore {
     );
     const pk = Number(lastInsertRowid);
     this.#insertHistory.run(pk, versionId, lastUpdated);
+    this.#addType.run(stored.resourceType);
     for (const row of indexRowsOf(stored, content)) {
       this.#insertIndexRow.run(stored.resourceType, row.param, row.value, row.extra, pk);
     }

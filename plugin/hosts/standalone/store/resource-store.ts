@@ -56,6 +56,8 @@ export class ResourceStore {
   readonly #insertHistory: StatementSync;
   readonly #keepSuperseded: StatementSync;
   readonly #insertIndexRow: StatementSync;
+  readonly #addType: StatementSync;
+  readonly #typeCodeOf: StatementSync;
   readonly #deleteIndexRows: StatementSync;
   readonly #history: StatementSync;
   readonly #version: StatementSync;
@@ -91,8 +93,10 @@ export class ResourceStore {
         'AND resource_history.content IS NULL AND r.content IS NOT NULL'
     );
     this.#insertIndexRow = database.prepare(
-      'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
+      'INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
     );
+    this.#addType = database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
+    this.#typeCodeOf = database.prepare('SELECT code FROM resource_types WHERE name = ?');
     this.#deleteIndexRows = database.prepare('DELETE FROM search_index WHERE resource_pk = ?');
     this.#history = database.prepare(
       `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? ` +
@@ -267,11 +271,14 @@ export class ResourceStore {
       }
       this.#database.exec('DELETE FROM search_index');
       const live = this.#database.prepare('SELECT pk, resource_type, content FROM resources WHERE deleted = 0');
+      const typeCodes = new Map<string, number>();
       for (const row of live.iterate()) {
         const pk = toNumber(row.pk);
         const resourceType = toText(row.resource_type);
+        const typeCode = typeCodes.get(resourceType) ?? this.#typeCode(resourceType);
+        typeCodes.set(resourceType, typeCode);
         for (const indexRow of rowsFor(toText(row.content))) {
-          this.#insertIndexRow.run(resourceType, indexRow.param, indexRow.value, indexRow.extra, pk);
+          this.#insertIndexRow.run(typeCode, indexRow.param, indexRow.value, indexRow.extra, pk);
         }
       }
       this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
@@ -279,9 +286,22 @@ export class ResourceStore {
   }
 
   #insertIndexRows(pk: number, write: VersionWrite): void {
-    for (const row of write.indexRows) {
-      this.#insertIndexRow.run(write.resourceType, row.param, row.value, row.extra, pk);
+    if (write.indexRows.length === 0) {
+      return;
     }
+    const typeCode = this.#typeCode(write.resourceType);
+    for (const row of write.indexRows) {
+      this.#insertIndexRow.run(typeCode, row.param, row.value, row.extra, pk);
+    }
+  }
+
+  /**
+   * The code of a resource type in `search_index`, given on its first index row, inside that row's transaction. Read
+   * each time, not remembered: a code given in a transaction that then rolls back may be given to another type.
+   */
+  #typeCode(resourceType: string): number {
+    this.#addType.run(resourceType);
+    return toNumber(this.#typeCodeOf.get(resourceType)?.code);
   }
 
   #prepared(sql: string): StatementSync {

@@ -1,13 +1,14 @@
 /**
  * Each version's JSON is stored once: the current one in `resources`, superseded ones in `resource_history`; and a
- * store written before (schema version 2, the current JSON kept twice) opens, keeps every version, and drops its
- * second copies.
+ * store written before (schema version 2: the current JSON kept twice, index rows naming their type) opens, keeps
+ * every version, drops the second copies and has its index rebuilt.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { Patient } from '@medplum/fhirtypes';
+import { parseSearchRequest } from '@medplum/core';
+import type { Observation, Patient } from '@medplum/fhirtypes';
 import { STORE_SCHEMA_VERSION } from './schema.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
 
@@ -38,6 +39,32 @@ function copiesByVersion(id: string): Record<string, number> {
       copies[String(row.version_id)] = (copies[String(row.version_id)] ?? 0) + 1;
     }
     return copies;
+  } finally {
+    database.close();
+  }
+}
+
+/**
+ * Rewrites the file as schema version 2 wrote it: every history row holds its version's JSON (the current one's
+ * too), and index rows name their resource type.
+ */
+function rewriteAsVersion2(): void {
+  const database = new DatabaseSync(path);
+  try {
+    database.exec(`
+      UPDATE resource_history SET content = (SELECT content FROM resources r WHERE r.pk = resource_history.resource_pk)
+      WHERE content IS NULL AND version_id = (SELECT version_id FROM resources r WHERE r.pk = resource_history.resource_pk);
+      CREATE TABLE search_index_v2 (
+        resource_type TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL, extra TEXT NOT NULL, resource_pk INTEGER NOT NULL,
+        PRIMARY KEY (resource_type, param, value, extra, resource_pk)
+      ) WITHOUT ROWID;
+      INSERT INTO search_index_v2 SELECT t.name, s.param, s.value, s.extra, s.resource_pk FROM search_index s JOIN resource_types t ON t.code = s.type_code;
+      DROP TABLE search_index;
+      DROP TABLE resource_types;
+      ALTER TABLE search_index_v2 RENAME TO search_index;
+      CREATE INDEX search_index_by_resource ON search_index (resource_pk, param, value);
+      PRAGMA user_version = 2;
+    `);
   } finally {
     database.close();
   }
@@ -81,12 +108,7 @@ describe('stored versions', () => {
     const repository = SqliteRepository.open(path);
     const versions = await writeVersions(repository);
     repository.close();
-    // As version 2 wrote it: every history row holds its version's JSON, the current one's too.
-    const database = new DatabaseSync(path);
-    database.exec(`UPDATE resource_history SET content = (SELECT content FROM resources r WHERE r.pk = resource_history.resource_pk)
-      WHERE content IS NULL AND version_id = (SELECT version_id FROM resources r WHERE r.pk = resource_history.resource_pk)`);
-    database.exec('PRAGMA user_version = 2');
-    database.close();
+    rewriteAsVersion2();
     expect(Object.values(copiesByVersion(versions[0].id as string))).toContain(2);
 
     const reopened = SqliteRepository.open(path);
@@ -96,9 +118,11 @@ describe('stored versions', () => {
       const reread = new DatabaseSync(path, { readOnly: true });
       expect(reread.prepare('PRAGMA user_version').get()?.user_version).toBe(STORE_SCHEMA_VERSION);
       reread.close();
-      // And it keeps working: a further version keeps the one it supersedes.
+      // And it keeps working: a further version keeps the one it supersedes; its index was rebuilt.
       const fifth = await reopened.updateResource<Patient>({ ...versions[3], name: [{ family: 'Five' }] });
       expect((await reopened.readVersion<Patient>('Patient', fifth.id, versions[3].meta?.versionId as string)).name?.[0]?.family).toBe('Four');
+      const linked = await reopened.createResource<Observation>({ resourceType: 'Observation', status: 'final', code: { text: 'pulse' }, subject: { reference: `Patient/${fifth.id}` } });
+      expect((await reopened.searchResources(parseSearchRequest(`Observation?subject=Patient/${fifth.id}`))).map((found) => found.id)).toEqual([linked.id]);
     } finally {
       reopened.close();
     }
