@@ -18,10 +18,7 @@ export function communicationIndexRows(resource: Communication): IndexRow[] {
   for (const compartment of resource.meta?.compartment ?? []) {
     reference('_compartment', compartment.reference);
   }
-  for (const part of resource.partOf ?? []) {
-    reference('part-of', part.reference);
-  }
-  reference('subject', resource.subject?.reference);
+  // part-of, subject, sender and recipient have only their sorted lookup's rows (search-index.ts, PAIRED_ONLY).
   for (const concept of resource.category ?? []) {
     for (const coding of concept.coding ?? []) {
       // Token search also matches a coding's display, as text.
@@ -36,10 +33,6 @@ export function communicationIndexRows(resource: Communication): IndexRow[] {
   }
   for (const answered of resource.inResponseTo ?? []) {
     reference('in-response-to', answered.reference);
-  }
-  reference('sender', resource.sender?.reference);
-  for (const recipient of resource.recipient ?? []) {
-    reference('recipient', recipient.reference);
   }
   rows.push({ param: 'status', value: resource.status.toLowerCase(), extra: '' });
   for (const concept of resource.medium ?? []) {

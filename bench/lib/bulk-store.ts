@@ -1,7 +1,7 @@
 /**
  * Bulk loading of a benchmark's store file: rows written straight into the store's SQLite schema, each what the
- * repository would write (the same JSON in `resources` and `resource_history`, and the given `search_index`
- * rows), in one transaction without a journal. Secondary indexes are dropped during the load and rebuilt after it
+ * repository would write (the JSON in `resources`, a history row without it as for any current version, and the
+ * given `search_index` rows), in one transaction without a journal. Secondary indexes are dropped during the load and rebuilt after it
  * (same SQL), which is far faster than updating them row by row. A load that fails is rebuilt from scratch, so
  * neither a journal nor durability buys anything during it.
  */
@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { stringify } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
+import { TYPE_CODE_OF_NAME, openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
 import type { IndexRow } from '../../plugin/hosts/standalone/store/search-index.ts';
 
 /** A store file being bulk-loaded; `finish()` commits and rebuilds its indexes, `close()` releases it. */
@@ -19,6 +19,7 @@ export class BulkStore {
   readonly #insertResource: StatementSync;
   readonly #insertHistory: StatementSync;
   readonly #insertIndexRow: StatementSync;
+  readonly #addType: StatementSync;
   /** Resources inserted so far. */
   count = 0;
 
@@ -40,10 +41,11 @@ export class BulkStore {
     this.#insertResource = this.#database.prepare(
       'INSERT INTO resources (resource_type, id, version_id, last_updated, project, deleted, content) VALUES (?, ?, ?, ?, ?, 0, ?)'
     );
-    this.#insertHistory = this.#database.prepare('INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, ?)');
+    this.#insertHistory = this.#database.prepare('INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)');
     this.#insertIndexRow = this.#database.prepare(
-      'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
+      `INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (${TYPE_CODE_OF_NAME}, ?, ?, ?, ?)`
     );
+    this.#addType = this.#database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
   }
 
   /**
@@ -64,7 +66,8 @@ export class BulkStore {
       content
     );
     const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, versionId, lastUpdated, content);
+    this.#insertHistory.run(pk, versionId, lastUpdated);
+    this.#addType.run(stored.resourceType);
     for (const row of indexRowsOf(stored, content)) {
       this.#insertIndexRow.run(stored.resourceType, row.param, row.value, row.extra, pk);
     }

@@ -15,8 +15,9 @@
  *   the order of a search without `_sort`.
  */
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
-import { placeholders, type Lookup, type SqlFragment } from './filter-translation.ts';
+import { placeholders, rowParamOf, type Lookup, type SqlFragment } from './filter-translation.ts';
 import { toNumber } from './resource-store.ts';
+import { TYPE_CODE_OF_NAME } from './schema.ts';
 
 /** Where the previous slice ended: its last row's ordering key and pk. */
 export interface Cursor {
@@ -45,7 +46,7 @@ export interface CandidateSource {
 export function indexRange(resourceType: string, param: string, value: string, descending: boolean): CandidateSource {
   const direction = descending ? 'DESC' : 'ASC';
   const after = descending ? '<' : '>';
-  const select = 'SELECT resource_pk AS pk, extra AS cursor_key FROM search_index WHERE resource_type = ? AND param = ? AND value = ?';
+  const select = `SELECT resource_pk AS pk, extra AS cursor_key FROM search_index WHERE type_code = ${TYPE_CODE_OF_NAME} AND param = ? AND value = ?`;
   const order = (limit: number): string => `ORDER BY extra ${direction}, resource_pk ${direction} LIMIT ${rowLimit(limit)}`;
   return {
     descending,
@@ -90,7 +91,7 @@ export function lookupSources(resourceType: string, lookup: Lookup): CandidateSo
   if (lookup.kind === 'id') {
     return [idRange(resourceType, lookup.values)];
   }
-  return lookup.values.map((value) => indexRange(resourceType, lookup.param, value, false));
+  return lookup.values.map((value) => indexRange(resourceType, rowParamOf(lookup), value, false));
 }
 
 /**
@@ -102,8 +103,8 @@ export function countUpTo(lookup: Lookup, resourceType: string, cap: number): Sq
     return { sql: 'SELECT ? AS total', params: [lookup.values.length] };
   }
   return {
-    sql: `SELECT COUNT(*) AS total FROM (SELECT 1 FROM search_index WHERE resource_type = ? AND param = ? AND value IN (${placeholders(lookup.values.length)}) LIMIT ${rowLimit(cap)})`,
-    params: [resourceType, lookup.param, ...lookup.values],
+    sql: `SELECT COUNT(*) AS total FROM (SELECT 1 FROM search_index WHERE type_code = ${TYPE_CODE_OF_NAME} AND param = ? AND value IN (${placeholders(lookup.values.length)}) LIMIT ${rowLimit(cap)})`,
+    params: [resourceType, rowParamOf(lookup), ...lookup.values],
   };
 }
 

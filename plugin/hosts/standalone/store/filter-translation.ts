@@ -33,7 +33,10 @@ export interface SqlFragment {
  */
 export interface Lookup {
   readonly kind: 'index' | 'id';
+  /** The parameter's code. */
   readonly param: string;
+  /** The `param` of its index rows when not its code (search-index.ts, `IndexedParameter.rowParam`). */
+  readonly rowParam?: string;
   readonly values: readonly string[];
   /** Lower is expected to be more selective. */
   readonly rank: number;
@@ -127,16 +130,24 @@ export function compartmentLookup(value: string): Lookup {
   return referenceLookup('_compartment', [value]);
 }
 
-/** The lookup of resources with an index row of the reference parameter `param` equal to one of `values`. */
-export function referenceLookup(param: string, values: readonly string[]): Lookup {
-  return { kind: 'index', param, values, rank: param === '_compartment' ? RANK_COMPARTMENT : RANK_REFERENCE, reference: true };
+/**
+ * The lookup of resources with an index row of the reference parameter `param` (its rows under `rowParam`) equal to
+ * one of `values`.
+ */
+export function referenceLookup(param: string, values: readonly string[], rowParam: string = param): Lookup {
+  return { kind: 'index', param, rowParam, values, rank: param === '_compartment' ? RANK_COMPARTMENT : RANK_REFERENCE, reference: true };
+}
+
+/** The `param` of a lookup's index rows. */
+export function rowParamOf(lookup: Lookup): string {
+  return lookup.rowParam ?? lookup.param;
 }
 
 /** `:missing` / `:present`: whether the expression gives any value, a searchable one or one with a presence row. */
 function translatePresence(parameter: IndexedParameter, filter: Filter): FilterTranslation {
   const wanted = (filter.operator === Operator.MISSING && filter.value === 'false') || (filter.operator === Operator.PRESENT && filter.value === 'true');
   const present = `EXISTS (SELECT 1 FROM search_index WHERE resource_pk = r.pk AND param IN (?, ?))`;
-  return { exact: true, condition: { sql: wanted ? present : `NOT ${present}`, params: [parameter.code, presenceParam(parameter.code)] } };
+  return { exact: true, condition: { sql: wanted ? present : `NOT ${present}`, params: [parameter.rowParam, presenceParam(parameter.code)] } };
 }
 
 /** "Has one of the rows", or with `negated` "has none of them". */
@@ -212,8 +223,8 @@ function translateReference(parameter: IndexedParameter, filter: Filter, negated
   const values = [...new Set(references)];
   return {
     exact: true,
-    lookup: negated ? undefined : referenceLookup(parameter.code, values),
-    condition: hasRow(parameter.code, `value IN (${placeholders(values.length)})`, values, negated),
+    lookup: negated ? undefined : referenceLookup(parameter.code, values, parameter.rowParam),
+    condition: hasRow(parameter.rowParam, `value IN (${placeholders(values.length)})`, values, negated),
   };
 }
 

@@ -36,6 +36,12 @@ export interface VersionWrite {
 }
 
 const INDEX_FINGERPRINT_KEY = 'search_index_fingerprint';
+/**
+ * A version's JSON: its history row's, or, for the current version (whose row holds NULL), the resource's. NULL
+ * either way for a delete.
+ */
+const VERSION_COLUMNS =
+  'h.version_id, h.last_updated, COALESCE(h.content, CASE WHEN h.version_id = r.version_id THEN r.content END) AS content';
 /** Search SQL varies with the shape of the request; a bounded cache keeps the common shapes prepared. */
 const MAX_CACHED_QUERIES = 256;
 
@@ -48,7 +54,10 @@ export class ResourceStore {
   readonly #updateResource: StatementSync;
   readonly #markDeleted: StatementSync;
   readonly #insertHistory: StatementSync;
+  readonly #keepSuperseded: StatementSync;
   readonly #insertIndexRow: StatementSync;
+  readonly #addType: StatementSync;
+  readonly #typeCodeOf: StatementSync;
   readonly #deleteIndexRows: StatementSync;
   readonly #history: StatementSync;
   readonly #version: StatementSync;
@@ -73,19 +82,28 @@ export class ResourceStore {
     this.#markDeleted = database.prepare(
       'UPDATE resources SET version_id = ?, last_updated = ?, deleted = 1, content = NULL WHERE pk = ?'
     );
+    // The current version's JSON is kept once, in `resources`: its history row holds NULL until a newer version
+    // supersedes it, when the JSON is moved there (schema.ts, version 3).
     this.#insertHistory = database.prepare(
-      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, ?)'
+      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)'
+    );
+    this.#keepSuperseded = database.prepare(
+      'UPDATE resource_history SET content = r.content FROM resources r ' +
+        'WHERE r.pk = ? AND resource_history.resource_pk = r.pk AND resource_history.version_id = r.version_id ' +
+        'AND resource_history.content IS NULL AND r.content IS NOT NULL'
     );
     this.#insertIndexRow = database.prepare(
-      'INSERT OR IGNORE INTO search_index (resource_type, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
+      'INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
     );
+    this.#addType = database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
+    this.#typeCodeOf = database.prepare('SELECT code FROM resource_types WHERE name = ?');
     this.#deleteIndexRows = database.prepare('DELETE FROM search_index WHERE resource_pk = ?');
     this.#history = database.prepare(
-      'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? ' +
-        'ORDER BY seq DESC LIMIT ? OFFSET ?'
+      `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? ` +
+        'ORDER BY h.seq DESC LIMIT ? OFFSET ?'
     );
     this.#version = database.prepare(
-      'SELECT version_id, last_updated, content FROM resource_history WHERE resource_pk = ? AND version_id = ?'
+      `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? AND h.version_id = ?`
     );
     this.#content = database.prepare('SELECT content FROM resources WHERE pk = ?');
     this.#contents = database.prepare('SELECT pk, content FROM resources WHERE pk IN (SELECT value FROM json_each(?)) AND content IS NOT NULL');
@@ -177,23 +195,25 @@ export class ResourceStore {
       write.content
     );
     const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, write.versionId, write.lastUpdated, write.content);
+    this.#insertHistory.run(pk, write.versionId, write.lastUpdated);
     this.#insertIndexRows(pk, write);
     return pk;
   }
 
   /** Stores a new current version of the resource `pk` (also reviving a deleted one). */
   replaceVersion(pk: number, write: VersionWrite): void {
+    this.#keepSuperseded.run(pk);
     this.#updateResource.run(write.versionId, write.lastUpdated, write.project ?? null, write.content, pk);
-    this.#insertHistory.run(pk, write.versionId, write.lastUpdated, write.content);
+    this.#insertHistory.run(pk, write.versionId, write.lastUpdated);
     this.#deleteIndexRows.run(pk);
     this.#insertIndexRows(pk, write);
   }
 
   /** Records a delete: the resource leaves searches, its history gains an entry without content. */
   markDeleted(pk: number, versionId: string, lastUpdated: string): void {
+    this.#keepSuperseded.run(pk);
     this.#markDeleted.run(versionId, lastUpdated, pk);
-    this.#insertHistory.run(pk, versionId, lastUpdated, null);
+    this.#insertHistory.run(pk, versionId, lastUpdated);
     this.#deleteIndexRows.run(pk);
   }
 
@@ -251,11 +271,14 @@ export class ResourceStore {
       }
       this.#database.exec('DELETE FROM search_index');
       const live = this.#database.prepare('SELECT pk, resource_type, content FROM resources WHERE deleted = 0');
+      const typeCodes = new Map<string, number>();
       for (const row of live.iterate()) {
         const pk = toNumber(row.pk);
         const resourceType = toText(row.resource_type);
+        const typeCode = typeCodes.get(resourceType) ?? this.#typeCode(resourceType);
+        typeCodes.set(resourceType, typeCode);
         for (const indexRow of rowsFor(toText(row.content))) {
-          this.#insertIndexRow.run(resourceType, indexRow.param, indexRow.value, indexRow.extra, pk);
+          this.#insertIndexRow.run(typeCode, indexRow.param, indexRow.value, indexRow.extra, pk);
         }
       }
       this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
@@ -263,9 +286,22 @@ export class ResourceStore {
   }
 
   #insertIndexRows(pk: number, write: VersionWrite): void {
-    for (const row of write.indexRows) {
-      this.#insertIndexRow.run(write.resourceType, row.param, row.value, row.extra, pk);
+    if (write.indexRows.length === 0) {
+      return;
     }
+    const typeCode = this.#typeCode(write.resourceType);
+    for (const row of write.indexRows) {
+      this.#insertIndexRow.run(typeCode, row.param, row.value, row.extra, pk);
+    }
+  }
+
+  /**
+   * The code of a resource type in `search_index`, given on its first index row, inside that row's transaction. Read
+   * each time, not remembered: a code given in a transaction that then rolls back may be given to another type.
+   */
+  #typeCode(resourceType: string): number {
+    this.#addType.run(resourceType);
+    return toNumber(this.#typeCodeOf.get(resourceType)?.code);
   }
 
   #prepared(sql: string): StatementSync {

@@ -3,15 +3,17 @@
  *
  * Tables:
  * - `resources`: the current version of every resource ever created (a deleted one keeps its row, content NULL).
- * - `resource_history`: every version, oldest first by `seq`; a delete is a row with content NULL.
- * - `search_index`: one row per (resource, search parameter, normalized value) for the indexed parameters.
+ * - `resource_history`: every version, oldest first by `seq`; a delete is a row with content NULL, and so is the
+ *   current version, whose JSON is kept once, in `resources` (moved here when a newer version supersedes it).
+ * - `search_index`: one row per (resource, search parameter, normalized value) for the indexed parameters; the
+ *   resource type as its code in `resource_types` (a byte or two, not the name, in each of a row's two copies).
  * - `store_info`: key/value facts about the file (which search parameters `search_index` was built for).
  */
 import { DatabaseSync } from 'node:sqlite';
 import { prepareOwnerOnlyDatabaseFile } from './owner-only-files.ts';
 
 /** The schema version this code writes; kept in `PRAGMA user_version`. */
-export const STORE_SCHEMA_VERSION = 2;
+export const STORE_SCHEMA_VERSION = 4;
 
 /** SQLite `synchronous` levels the store accepts. FULL: a commit that returned survives power loss. */
 export type SynchronousMode = 'FULL' | 'EXTRA' | 'NORMAL';
@@ -82,7 +84,37 @@ const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX resources_by_lower_id ON resources (resource_type, lower(id));
   `,
+  // The current version's JSON was kept twice, in \`resources\` and in its history row: a third of a chat turn's bytes.
+  // Its history row now holds NULL (resource-store.ts reads the resource's instead). The pages freed are reused by
+  // later writes; the file itself shrinks only with VACUUM.
+  `
+  UPDATE resource_history SET content = NULL
+  WHERE content IS NOT NULL
+    AND EXISTS (SELECT 1 FROM resources r WHERE r.pk = resource_history.resource_pk AND r.version_id = resource_history.version_id);
+  `,
+  // Index rows name their resource type by a small code instead of its name. The rows are rebuilt from \`resources\`
+  // when the store opens (no fingerprint: resource-store.ts, ensureIndex).
+  `
+  CREATE TABLE resource_types (
+    code INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+  );
+  DROP TABLE search_index;
+  CREATE TABLE search_index (
+    type_code INTEGER NOT NULL,
+    param TEXT NOT NULL,
+    value TEXT NOT NULL,
+    extra TEXT NOT NULL,
+    resource_pk INTEGER NOT NULL,
+    PRIMARY KEY (type_code, param, value, extra, resource_pk)
+  ) WITHOUT ROWID;
+  CREATE INDEX search_index_by_resource ON search_index (resource_pk, param, value);
+  DELETE FROM store_info WHERE key = 'search_index_fingerprint';
+  `,
 ];
+
+/** The SQL value of a resource type's code in \`search_index\`, from its name bound as the one parameter. */
+export const TYPE_CODE_OF_NAME = '(SELECT code FROM resource_types WHERE name = ?)';
 
 /**
  * Opens (creating if missing, owner-only) a store file, or ':memory:', with WAL, a busy timeout so that several processes

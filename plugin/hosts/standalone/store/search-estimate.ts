@@ -10,8 +10,9 @@
  */
 import type { SQLInputValue } from 'node:sqlite';
 import type { Lookup } from './filter-translation.ts';
-import { placeholders } from './filter-translation.ts';
+import { placeholders, rowParamOf } from './filter-translation.ts';
 import { toNumber } from './resource-store.ts';
+import { TYPE_CODE_OF_NAME } from './schema.ts';
 import type { SearchStore } from './search-executor.ts';
 
 /** Matches counted one by one before the estimate extrapolates. */
@@ -39,8 +40,8 @@ export async function estimateMatches(
     const inProject = project === undefined ? '' : 'AND EXISTS (SELECT 1 FROM resources r WHERE r.pk = s.resource_pk AND r.project = ? AND r.deleted = 0)';
     const first = store.rows.queryAll(
       `SELECT COUNT(*) AS total, MIN(pk) AS low, MAX(pk) AS high FROM (SELECT s.resource_pk AS pk FROM search_index s
-         WHERE s.resource_type = ? AND s.param = ? AND s.value IN (${placeholders(lookup.values.length)}) ${inProject} LIMIT ${Math.trunc(exactUpTo)})`,
-      [resourceType, lookup.param, ...lookup.values, ...(project === undefined ? [] : [project])]
+         WHERE s.type_code = ${TYPE_CODE_OF_NAME} AND s.param = ? AND s.value IN (${placeholders(lookup.values.length)}) ${inProject} LIMIT ${Math.trunc(exactUpTo)})`,
+      [resourceType, rowParamOf(lookup), ...lookup.values, ...(project === undefined ? [] : [project])]
     )[0];
     const counted = toNumber(first?.total);
     if (counted < exactUpTo) {

@@ -89,8 +89,16 @@ export const SORTED_LOOKUPS: Readonly<Record<string, readonly { readonly filter:
   AllergyIntolerance: [{ filter: 'patient', sort: 'date' }],
 };
 
+/**
+ * Reference parameters whose rows are only those of their sorted lookup by this date parameter of the type. A
+ * Communication has at most one `sent`, so each of its references has exactly one pair row (value: the reference,
+ * extra: the date), which answers every search the plain row (value: the reference, extra: '') answered: reference
+ * conditions read only the value. That is a fifth of a chat turn's index rows (bench/bytes-per-turn/).
+ */
+const PAIRED_ONLY: Readonly<Record<string, string>> = { Communication: 'sent' };
+
 /** Changes when the rows a resource gets change for the same parameters, so that a file indexed before is rebuilt. */
-const ROWS_VERSION = 'rows 2: presence rows';
+const ROWS_VERSION = 'rows 3: presence rows, paired-only references';
 
 /** The `extra` of a pair row whose resource has no sort value: after every date ascending, before every one descending. */
 export const NO_SORT_VALUE = '~';
@@ -117,6 +125,8 @@ export type IndexedParameterType = 'reference' | 'token' | 'date';
 /** One indexed search parameter of one resource type. */
 export interface IndexedParameter {
   readonly code: string;
+  /** The `param` of its value rows: its code, or the sorted lookup it is kept in (see {@link PAIRED_ONLY}). */
+  readonly rowParam: string;
   readonly type: IndexedParameterType;
   readonly expression: string;
   readonly atom: FhirPathAtom;
@@ -148,7 +158,7 @@ export class SearchIndexSpec {
     const described: string[] = [ROWS_VERSION, `*:${(spec['*'] ?? []).join(',')}`];
     for (const resourceType of Object.keys(spec).filter((key) => key !== '*').sort()) {
       for (const parameter of this.parametersFor(resourceType).values()) {
-        described.push(`${resourceType}:${parameter.code}:${parameter.type}:${parameter.expression}`);
+        described.push(`${resourceType}:${parameter.code}:${parameter.type}:${parameter.expression}:${parameter.rowParam}`);
       }
       for (const pair of this.#pairsOf(resourceType)) {
         described.push(`${resourceType}:${sortedLookupParam(pair.filter.code, pair.sort.code)}`);
@@ -197,7 +207,8 @@ export class SearchIndexSpec {
     for (const parameter of parameters.values()) {
       const { present, values } = indexValues(parameter, typedResource);
       valuesOf.set(parameter.code, values);
-      for (const [value, extra] of values) {
+      // A paired-only parameter's rows are its sorted lookup's, added below.
+      for (const [value, extra] of parameter.rowParam === parameter.code ? values : []) {
         add(parameter.code, value, extra);
       }
       if (present && values.length === 0) {
@@ -246,7 +257,16 @@ export class SearchIndexSpec {
         continue;
       }
       const atom = getParsedExpressionForResourceType(resourceType, expression);
-      parameters.set(code, { code, type, expression, atom });
+      parameters.set(code, { code, rowParam: code, type, expression, atom });
+    }
+    const pairedSort = PAIRED_ONLY[resourceType];
+    if (pairedSort !== undefined && parameters.get(pairedSort)?.type === 'date') {
+      for (const { filter, sort } of this.#sorted[resourceType] ?? []) {
+        const parameter = parameters.get(filter);
+        if (sort === pairedSort && parameter?.type === 'reference') {
+          parameters.set(filter, { ...parameter, rowParam: sortedLookupParam(filter, sort) });
+        }
+      }
     }
     return parameters;
   }

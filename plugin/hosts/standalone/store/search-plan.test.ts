@@ -89,7 +89,7 @@ describe('search plans', () => {
 describe('slice query plans', () => {
   test('a sorted lookup is one index range read from where the last slice ended, each resource by its pk', () => {
     const steps = slicePlan(indexRange('Observation', 'patient>date', 'Patient/p1', true), plan('Observation?patient=Patient/p1', careTeam));
-    expect(steps.some((step) => /SEARCH search_index USING PRIMARY KEY \(resource_type=\? AND param=\? AND value=\? AND \(extra,resource_pk\)<\(\?,\?\)\)/.test(step))).toBe(true);
+    expect(steps.some((step) => /SEARCH search_index USING PRIMARY KEY \(type_code=\? AND param=\? AND value=\? AND \(extra,resource_pk\)<\(\?,\?\)\)/.test(step))).toBe(true);
     expect(steps.some((step) => /SEARCH r USING INTEGER PRIMARY KEY/.test(step))).toBe(true);
     expect(steps.some((step) => /^SCAN (r|resources|search_index)\b/.test(step))).toBe(false);
   });

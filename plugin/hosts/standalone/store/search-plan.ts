@@ -14,6 +14,7 @@ import {
   existsRow,
   placeholders,
   referenceLookup,
+  rowParamOf,
   translateFilter,
   type FilterTranslation,
   type Lookup,
@@ -125,7 +126,7 @@ function planPolicy(resourceType: string, alternatives: readonly PolicyAlternati
   const planned: PlannedAlternative[] = [];
   // Alternatives that are one reference parameter equal to some values (a care-team policy's `subject=%patient`, once
   // per patient) are one condition per parameter: one index probe for a resource, not one per patient.
-  const referenceValues = new Map<string, Set<string>>();
+  const referenceValues = new Map<string, { readonly rowParam: string; readonly values: Set<string> }>();
   for (const alternative of alternatives) {
     const translations = alternative.filters.map((filter) => translateFilter(resourceType, filter, indexed, 'policy'));
     if (translations.some((translation) => translation.matchesNothing)) {
@@ -133,9 +134,9 @@ function planPolicy(resourceType: string, alternatives: readonly PolicyAlternati
     }
     const [only] = translations;
     if (translations.length === 1 && only.exact && only.lookup?.kind === 'index' && only.lookup.reference && alternative.compartment === undefined) {
-      const values = referenceValues.get(only.lookup.param) ?? new Set<string>();
-      only.lookup.values.forEach((value) => values.add(value));
-      referenceValues.set(only.lookup.param, values);
+      const merged = referenceValues.get(only.lookup.param) ?? { rowParam: rowParamOf(only.lookup), values: new Set<string>() };
+      only.lookup.values.forEach((value) => merged.values.add(value));
+      referenceValues.set(only.lookup.param, merged);
       continue;
     }
     const conditions = translations.flatMap((translation) => (translation.condition ? [translation.condition] : []));
@@ -153,9 +154,9 @@ function planPolicy(resourceType: string, alternatives: readonly PolicyAlternati
     }
     planned.push({ exact, condition: conditions.length > 0 ? all(conditions) : undefined, lookup });
   }
-  const merged = [...referenceValues].map(([param, values]): PlannedAlternative => {
-    const lookup = referenceLookup(param, [...values]);
-    return { exact: true, condition: existsRow(param, `value IN (${placeholders(values.size)})`, lookup.values), lookup };
+  const merged = [...referenceValues].map(([param, { rowParam, values }]): PlannedAlternative => {
+    const lookup = referenceLookup(param, [...values], rowParam);
+    return { exact: true, condition: existsRow(rowParam, `value IN (${placeholders(values.size)})`, lookup.values), lookup };
   });
   planned.unshift(...merged);
   if (planned.length === 0) {

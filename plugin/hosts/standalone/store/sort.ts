@@ -64,10 +64,11 @@ export function sqlSortKey(rule: ResolvedSortRule, indexed: ReadonlyMap<string, 
   if (column) {
     return { sql: column, params: [] };
   }
-  if (!indexed.has(rule.code)) {
+  const parameter = indexed.get(rule.code);
+  if (!parameter) {
     return undefined;
   }
-  return { sql: `(SELECT ${rule.descending ? 'MAX' : 'MIN'}(value) FROM search_index WHERE resource_pk = r.pk AND param = ?)`, params: [rule.code] };
+  return { sql: `(SELECT ${rule.descending ? 'MAX' : 'MIN'}(value) FROM search_index WHERE resource_pk = r.pk AND param = ?)`, params: [parameter.rowParam] };
 }
 
 /**

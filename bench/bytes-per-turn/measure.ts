@@ -1,0 +1,109 @@
+/**
+ * Bytes per chat turn in the standalone store, in seconds: a host on a fresh data folder and the LLM emulator
+ * (20-token replies), one conversation continued for `--turns` short turns (the soak's prompt), then as many turns
+ * with 2 KB of text. After each run the WAL is checkpointed and the growth of the main file, the WAL and the reply
+ * journal is divided by the turns, with the growth of each table and index (SQLite's `dbstat`).
+ *
+ *   node bench/bytes-per-turn/measure.ts [--turns 200] [--json] [--keep]
+ */
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { STORE_FILE_NAME } from '../../plugin/hosts/standalone/open-store.ts';
+import { measureStoreFiles, measureStoreObjects, type StoreFileSizes } from '../../plugin/hosts/standalone/store/store-size.ts';
+import { startChatHost, CHAT_MODEL } from '../../test/support/chat-host.ts';
+
+const { values } = parseArgs({ options: { turns: { type: 'string' }, json: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } });
+const turns = Number(values.turns ?? 200);
+const LONG_TEXT = 'The patient reports intermittent chest tightness on exertion, relieved by rest. '.repeat(26).slice(0, 2048);
+
+/** One run's growth per turn, in bytes. */
+interface PerTurn {
+  readonly name: string;
+  readonly usedBytes: number;
+  readonly mainBytes: number;
+  readonly walBytes: number;
+  readonly journalBytes: number;
+  /** Growth of each table and index (pages), per turn. */
+  readonly parts: Record<string, number>;
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'fhirgate-bytes-per-turn-'));
+const journalDir = join(dataDir, 'journal');
+const chat = await startChatHost({ host: { dataDir }, plugin: { replyJournalDir: journalDir } });
+const { host, emulator } = chat;
+const results: PerTurn[] = [];
+try {
+  emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });
+  const project = await host.seedProject();
+  const token = await host.accessTokenFor(project.ids['practitioner-membership']);
+  const storeFile = join(host.dataDir, STORE_FILE_NAME);
+  let conversationId: string | undefined;
+  const turn = async (content: string): Promise<void> => {
+    const response = await fetch(`${host.url}v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'x-project-id': project.projectId, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: CHAT_MODEL, conversation_id: conversationId, messages: [{ role: 'user', content }] }),
+    });
+    const body = (await response.json()) as { conversation_id?: string };
+    if (response.status !== 200) {
+      throw new Error(`turn answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+    }
+    conversationId ??= body.conversation_id;
+  };
+  // The conversation's root is written by its first turn, before measuring: the soak's turns continue conversations.
+  await turn('Soak user 0, turn 0: what should I check next?');
+  const runs = [
+    ['short', (index: number) => `Soak user 0, turn ${index}: what should I check next?`],
+    ['2 KB', () => LONG_TEXT],
+  ] as const;
+  for (const [name, text] of runs) {
+    const before = { ...measureStoreFiles(storeFile), journalBytes: folderBytes(journalDir) };
+    const partsBefore = new Map(measureStoreObjects(storeFile).map((part) => [part.name, part.bytes] as const));
+    for (let index = 1; index <= turns; index++) {
+      await turn(text(index));
+    }
+    const after = { ...measureStoreFiles(storeFile), journalBytes: folderBytes(journalDir) };
+    const per = (key: keyof StoreFileSizes | 'journalBytes'): number => Math.round((after[key] - before[key]) / turns);
+    const parts: Record<string, number> = {};
+    for (const part of measureStoreObjects(storeFile)) {
+      const grown = Math.round((part.bytes - (partsBefore.get(part.name) ?? 0)) / turns);
+      if (grown !== 0) {
+        parts[part.name] = grown;
+      }
+    }
+    results.push({ name, usedBytes: per('usedBytes'), mainBytes: per('mainBytes'), walBytes: per('walBytes'), journalBytes: per('journalBytes'), parts });
+  }
+} finally {
+  await host.close({ keepData: values.keep });
+  await emulator.close();
+}
+if (values.json) {
+  process.stdout.write(`${JSON.stringify({ turns, results })}\n`);
+} else {
+  for (const result of results) {
+    process.stdout.write(
+      `${result.name.padEnd(6)} turn: store ${result.usedBytes} B (file ${result.mainBytes} B), WAL after checkpoint ${result.walBytes} B, journal ${result.journalBytes} B\n`
+    );
+    for (const [part, bytes] of Object.entries(result.parts).sort((left, right) => right[1] - left[1])) {
+      process.stdout.write(`    ${part.padEnd(30)} ${String(bytes).padStart(6)} B\n`);
+    }
+  }
+}
+if (values.keep) {
+  process.stderr.write(`data folder kept: ${dataDir}\n`);
+}
+
+function folderBytes(folder: string): number {
+  if (!existsSync(folder)) {
+    return 0;
+  }
+  let total = 0;
+  for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) {
+      total += statSync(join(entry.parentPath, entry.name)).size;
+    }
+  }
+  return total;
+}
