@@ -53,7 +53,7 @@ const { values } = parseArgs({
 });
 const smoke = values.smoke ?? false;
 const soakOnly = values.soak ?? false;
-const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11,12').split(',').map((part) => part.trim()));
+const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11,12,13').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -78,6 +78,7 @@ const EXTERNAL_SCENARIOS = [
   { id: '10', title: '10. Governance: model access and budgets', script: 'bench/model-access-and-budgets.ts' },
   { id: '11', title: '11. Web app', script: 'bench/web-app.ts' },
   { id: '12', title: '12. MCP server', script: 'bench/mcp.ts' },
+  { id: '13', title: '13. Bytes per turn', script: 'bench/bytes-per-turn/measure.ts' },
 ];
 /** The soak: with --soak alone (its own report file), and in every smoke run. */
 const SOAK = { id: 'Soak', title: 'Soak', script: 'bench/soak.ts' };

@@ -5,17 +5,23 @@
  * journal is divided by the turns, with the growth of each table and index (SQLite's `dbstat`).
  *
  *   node bench/bytes-per-turn/measure.ts [--turns 200] [--json] [--keep]
+ *   node bench/bytes-per-turn/measure.ts --out <file.json> [--smoke]     (scenario 13 of `npm run bench`)
  */
-import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { STORE_FILE_NAME } from '../../plugin/hosts/standalone/open-store.ts';
 import { measureStoreFiles, measureStoreObjects, type StoreFileSizes } from '../../plugin/hosts/standalone/store/store-size.ts';
 import { startChatHost, CHAT_MODEL } from '../../test/support/chat-host.ts';
+import type { ScenarioSection } from '../lib/section.ts';
 
-const { values } = parseArgs({ options: { turns: { type: 'string' }, json: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false } } });
-const turns = Number(values.turns ?? 200);
+const { values } = parseArgs({
+  options: { turns: { type: 'string' }, json: { type: 'boolean', default: false }, keep: { type: 'boolean', default: false }, out: { type: 'string' }, smoke: { type: 'boolean', default: false } },
+});
+const turns = Number(values.turns ?? (values.smoke ? 20 : 200));
+/** Issue 38's goal for a short turn's store growth. */
+const SHORT_TURN_TARGET_BYTES = 5 * 1024;
 const LONG_TEXT = 'The patient reports intermittent chest tightness on exertion, relieved by rest. '.repeat(26).slice(0, 2048);
 
 /** One run's growth per turn, in bytes. */
@@ -79,7 +85,9 @@ try {
   await host.close({ keepData: values.keep });
   await emulator.close();
 }
-if (values.json) {
+if (values.out) {
+  writeFileSync(values.out, JSON.stringify(sectionOf(results)));
+} else if (values.json) {
   process.stdout.write(`${JSON.stringify({ turns, results })}\n`);
 } else {
   for (const result of results) {
@@ -93,6 +101,40 @@ if (values.json) {
 }
 if (values.keep) {
   process.stderr.write(`data folder kept: ${dataDir}\n`);
+}
+
+/** The report's section: bytes per turn of each kind, what takes them, and the goal for a short turn. */
+function sectionOf(measured: readonly PerTurn[]): ScenarioSection {
+  const kib = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KB`;
+  const short = measured.find((result) => result.name === 'short');
+  const partNames = [...new Set(measured.flatMap((result) => Object.keys(result.parts)))].sort(
+    (left, right) => (short?.parts[right] ?? 0) - (short?.parts[left] ?? 0)
+  );
+  return {
+    title: '13. Bytes per turn',
+    method:
+      `The standalone host on a fresh data folder, the emulator answering 20 tokens; one conversation continued for ${turns} short turns (the soak's prompt), ` +
+      `then ${turns} turns of 2 KB of text. After each run the WAL is checkpointed; the growth of the store's pages in use, the WAL and the reply journal is divided by the turns, ` +
+      `with each table's and index's growth from SQLite's dbstat.`,
+    table: {
+      columns: ['turn', 'store (pages in use)', 'store file', 'WAL after checkpoint', 'reply journal'],
+      rows: measured.map((result) => [result.name, kib(result.usedBytes), kib(result.mainBytes), kib(result.walBytes), kib(result.journalBytes)]),
+    },
+    tables: [
+      {
+        title: 'Where the bytes of a turn go (per table and index)',
+        columns: ['table or index', ...measured.map((result) => `${result.name} turn`)],
+        rows: partNames.map((name) => [name, ...measured.map((result) => `${result.parts[name] ?? 0} B`)]),
+      },
+    ],
+    targets: short
+      ? [{ description: 'store bytes per short turn ≤ 5 KB', measured: kib(short.usedBytes), target: '≤ 5.0 KB', met: short.usedBytes <= SHORT_TURN_TARGET_BYTES }]
+      : [],
+    notes: [
+      'A short turn writes two Communications (prompt and reply) and their search-index rows; docs/architecture.md ("Bytes per turn") says what takes the space and what was cut.',
+      'The reply journal is rewritten past 8 MiB, so it does not grow with the store.',
+    ],
+  };
 }
 
 function folderBytes(folder: string): number {
