@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { AuditEvent } from '@medplum/fhirtypes';
 import { startTestHost, TEST_METRICS_TOKEN, type TestHost } from './support/test-host.ts';
 import { postJsonFrom, type ResponseFrom } from './support/from-address.ts';
+import { CREATE_OBSERVATION, observationInput } from './support/observation-mutation.ts';
 
 const SYSTEM = 'urn:example:ward-devices';
 const MONITOR_KEY = 'Ward3-Monitor-Key-7Hc2Lw9vTq4Rb';
@@ -44,8 +45,16 @@ describe('device networks', () => {
 
   const exchange = (from: string, deviceId: string, apiKey: string, headers: Record<string, string> = {}): Promise<ResponseFrom> =>
     postJsonFrom(`${host.url}account/api/token/device/`, from, { device_id: deviceId, api_key: apiKey }, headers);
-  const readOwnDevice = (from: string, token: string, headers: Record<string, string> = {}): Promise<ResponseFrom> =>
-    postJsonFrom(`${host.url}graphql`, from, { query: '{ ObservationList(_count: 1) { id } }' }, { Authorization: `Bearer ${token}`, ...headers });
+  // The spec's mutation, as a monitor sends a heart rate.
+  const recordHeartRate = (from: string, token: string, headers: Record<string, string> = {}): Promise<ResponseFrom> =>
+    postJsonFrom(
+      `${host.url}graphql`,
+      from,
+      { query: CREATE_OBSERVATION.loc?.source.body, variables: { input: observationInput('ward3-monitor', SYSTEM, 72) } },
+      { Authorization: `Bearer ${token}`, ...headers },
+    );
+  const storedObservations = async (): Promise<number> =>
+    (await host.store.search({ resourceType: 'Observation', total: 'accurate', count: 0 })).total ?? 0;
   const refusalsFrom = async (address: string): Promise<AuditEvent[]> => {
     const bundle = await host.store.search<AuditEvent>({ resourceType: 'AuditEvent', filters: [{ code: 'address', operator: 'eq', value: address }], count: 100 });
     return (bundle.entry ?? []).flatMap((entry) => (entry.resource?.outcome === '4' ? [entry.resource] : []));
@@ -88,21 +97,22 @@ describe('device networks', () => {
     expect((await exchange(OUTSIDER, 'pump-anywhere', PUMP_KEY)).status).toBe(200);
   });
 
-  test("/graphql refuses the device's token presented from outside its networks (spoofed or not), on record; inside, it answers", async () => {
+  test("/graphql refuses the device's token presented from outside its networks (spoofed or not), on record; inside, its heart rate is stored", async () => {
     const issued = await exchange(PROXY, 'ward3-monitor', MONITOR_KEY, { 'X-Forwarded-For': WARD_ADDRESS });
     const token = (issued.body as { access: string }).access;
     const carriedOff = '127.0.0.7';
     for (const headers of [{}, { 'X-Forwarded-For': WARD_ADDRESS }] as Record<string, string>[]) {
-      const refused = await readOwnDevice(carriedOff, token, headers);
+      const refused = await recordHeartRate(carriedOff, token, headers);
       expect(refused.status).toBe(403);
       expect(refused.body).toEqual({ errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })] });
     }
+    expect(await storedObservations()).toBe(0);
     const events = await refusalsFrom(carriedOff);
     expect(events.map(reasonOf)).toEqual(['outside_network', 'outside_network']);
     expect(events[0]?.agent?.[0]?.who?.reference).toMatch(/^Device\//);
-    const inside = await readOwnDevice(PROXY, token, { 'X-Forwarded-For': WARD_ADDRESS });
+    const inside = await recordHeartRate(PROXY, token, { 'X-Forwarded-For': WARD_ADDRESS });
     expect(inside.status).toBe(200);
-    // Answered by the engine (its data, no errors): past authentication, the network check included.
-    expect(inside.body).toEqual({ data: expect.objectContaining({ ObservationList: null }) });
+    expect(inside.body).toEqual({ data: { ObservationCreate: expect.objectContaining({ id: expect.any(String), status: 'final' }) } });
+    expect(await storedObservations()).toBe(1);
   });
 });
