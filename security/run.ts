@@ -3,7 +3,8 @@
  * forged and misused tokens, reaching another project's records, forged records of what the AI said, resource
  * consumption, bodies that do not parse or are too large or too deep, work before authentication, what is exposed
  * (search pages, file modes, `/metrics`), device key guessing and timing, floods of wrong keys and unknown device
- * ids, weak configured keys, device writes into charts, sign-in floods and guessing, a data folder shared, taken
+ * ids, weak configured keys, device keys and tokens from outside their networks (on a host of its own, trusting one
+ * proxy), device writes into charts, sign-in floods and guessing, a data folder shared, taken
  * or deleted (on a host process of its own), GraphQL costs on fresh hosts of their own (Medplum's whole schema built
  * for a device, or holding others; a device's mutations beyond its rate limit), and fuzzing; then the host's logs
  * are scanned for secrets.
@@ -26,6 +27,7 @@ import { DATE_SHIFT_KEY, deIdentificationAttacks } from './de-identification-att
 import { GATEWAY, UNCLEARED_MODEL, type SecurityContext } from './context.ts';
 import { DEVICE_ID, DEVICE_KEY, DEVICE_SYSTEM, deviceAttacks, weakKeyAttacks } from './device-attacks.ts';
 import { deviceFloodAttacks } from './device-flood-attacks.ts';
+import { deviceNetworkAttacks } from './device-network-attacks.ts';
 import { deviceWriteAttacks } from './device-write-attacks.ts';
 import { chartInjectionAttack, forgeryAttacks } from './forgery-attacks.ts';
 import { exposureAttacks } from './exposure-attacks.ts';
@@ -128,6 +130,7 @@ await deviceAttacks(context);
 await deviceWriteAttacks(context);
 await deviceFloodAttacks(context, DEVICE_FAILURE_WINDOW_SECONDS);
 await weakKeyAttacks(context);
+await deviceNetworkAttacks(log);
 await hostAttacks(context);
 await graphqlAttacks(context);
 await fuzzAttacks(context, Number(args['fuzz-runs']));

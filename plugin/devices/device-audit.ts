@@ -11,7 +11,7 @@ import type { AuditEvent, AuditEventAgent, Device, Reference } from '@medplum/fh
 const DICOM = 'http://dicom.nema.org/resources/ontology/DCM';
 
 /** Why an exchange was refused; recorded in `outcomeDesc` and as an entity detail. */
-export type DeviceAuthFailure = 'unknown_device' | 'wrong_key' | 'too_many_failures' | 'inactive_device' | 'unmapped_device' | 'rate_limited';
+export type DeviceAuthFailure = 'unknown_device' | 'wrong_key' | 'too_many_failures' | 'inactive_device' | 'unmapped_device' | 'rate_limited' | 'outside_network';
 
 const FAILURE_TEXT: Readonly<Record<DeviceAuthFailure, string>> = {
   unknown_device: 'Device token refused: unknown device',
@@ -20,6 +20,7 @@ const FAILURE_TEXT: Readonly<Record<DeviceAuthFailure, string>> = {
   inactive_device: 'Device token refused: the Device is not active',
   unmapped_device: 'Device token refused: no Device resource for this device',
   rate_limited: 'Device token refused: rate limit exceeded',
+  outside_network: "Device refused: source address outside the device's allowed networks",
 };
 
 /** What is known about one exchange. */

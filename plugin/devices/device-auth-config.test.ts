@@ -173,6 +173,7 @@ describe('resolveDeviceAuth', () => {
       failedAttempts: { perSource: 10, perDevice: 20, windowSeconds: 60, lockoutSeconds: 300 },
       autoRegister: true,
       manufacturer: 'Acme',
+      networks: expect.objectContaining({ restricted: false }),
     });
     expect(warnings).toEqual([]);
   });

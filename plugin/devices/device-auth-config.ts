@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { describeWeakKey } from './device-key-strength.ts';
+import { createDeviceNetworks, createNetworkList, parseNetwork, type DeviceNetworks, type NetworkList, type ParsedNetwork } from './device-networks.ts';
 
 /** A secret as written in the configuration: a literal, `env:NAME` or `file:/path`. */
 const secretReference = z.string().min(1);
@@ -43,6 +44,10 @@ export const deviceAuthSchema = z
     failed_attempts_window_seconds: z.number().int().min(1).max(3600).default(60),
     /** How long a source or device id past its limit has its failing attempts answered 429. The right key always passes. */
     lockout_seconds: z.number().int().min(1).max(86_400).default(300),
+    /** Networks (addresses, CIDR ranges; IPv4 and IPv6) every device may come from; unset: anywhere. */
+    allowed_networks: z.array(z.string()).min(1).optional(),
+    /** Device id → the networks that device may come from, instead of `allowed_networks`. */
+    allowed_networks_per_device: z.record(deviceId, z.array(z.string()).min(1)).optional(),
     /** Create an active Device on the first valid exchange of a device that has none. */
     auto_register: z.boolean().default(false),
     /** `deviceName` (type `manufacturer`) of auto-registered Devices. */
@@ -68,6 +73,8 @@ export interface DeviceAuthConfig {
   readonly failedAttempts: { readonly perSource: number; readonly perDevice: number; readonly windowSeconds: number; readonly lockoutSeconds: number };
   readonly autoRegister: boolean;
   readonly manufacturer?: string;
+  /** Where each device may come from (the token exchange and every `/graphql` request check it). */
+  readonly networks: DeviceNetworks;
 }
 
 /** Where secrets are looked up; replaceable in tests. */
@@ -136,6 +143,28 @@ export function resolveDeviceAuth(
     }
     return value;
   });
+  const readNetworks = (entries: readonly string[], setting: string, owner: string): NetworkList => {
+    const parsed: ParsedNetwork[] = [];
+    entries.forEach((entry, index) => {
+      const network = parseNetwork(entry);
+      if (network) {
+        parsed.push(network);
+      } else {
+        problems.push(`${setting}[${index}]: ${JSON.stringify(entry)} of ${owner} is not an IPv4 or IPv6 address or CIDR range`);
+      }
+    });
+    return createNetworkList(entries, parsed);
+  };
+  const forAllDevices = options.allowed_networks && readNetworks(options.allowed_networks, 'device_auth.allowed_networks', 'all devices');
+  const perDevice = new Map<string, NetworkList>();
+  for (const [device, entries] of Object.entries(options.allowed_networks_per_device ?? {})) {
+    const setting = `device_auth.allowed_networks_per_device.${device}`;
+    if (!validKeys.has(device)) {
+      // A misspelt id would otherwise leave the device it meant free to come from anywhere.
+      problems.push(`${setting}: device ${device} has no key in device_auth.valid_keys`);
+    }
+    perDevice.set(device, readNetworks(entries, setting, `device ${device}`));
+  }
   if (!options.project_id) {
     problems.push('device_auth.project_id: required: the project the devices belong to (a Medplum server holds several)');
   }
@@ -158,6 +187,7 @@ export function resolveDeviceAuth(
       },
       autoRegister: options.auto_register,
       manufacturer: options.manufacturer,
+      networks: createDeviceNetworks(forAllDevices, perDevice),
     },
     warnings,
   };

@@ -17,6 +17,7 @@ import { createDeviceRateLimiter, type DeviceRateLimiter } from './device-rate-l
 import { createFailedAttemptLimiter, type FailedAttemptLimiter } from './failed-attempt-limiter.ts';
 import { createLimiterStore } from './limiter-store.ts';
 import { RefusalAudit } from './refusal-audit.ts';
+import type { DeviceAuthAttempt, DeviceAuthFailure } from './device-audit.ts';
 import { createDeviceTokenService, type DeviceTokenService } from './device-tokens.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
@@ -32,6 +33,12 @@ export interface DeviceServices {
   readonly failedAttempts: FailedAttemptLimiter;
   /** Refused exchanges on record: the first ones of each source one by one, the rest summarised per period. */
   readonly refusals: RefusalAudit;
+  /**
+   * Puts one refusal on record: counted in `fhirgate.device.token_exchanges` with its reason, and in the refusal
+   * AuditEvents (one by one or summarised). A record that cannot be written is logged, never thrown: the caller
+   * is refused either way.
+   */
+  recordRefusal(attempt: DeviceAuthAttempt, reason: DeviceAuthFailure): Promise<void>;
   /** The Device of a device id (registering it when `auto_register` is on), or undefined. */
   findDevice(deviceId: string): Promise<WithId<Device> | undefined>;
   /** The Device resource by id, or undefined when it is gone. */
@@ -82,6 +89,12 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
       telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': limit })
     ),
     refusals,
+    recordRefusal: async (attempt, reason) => {
+      telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'refused', 'fhirgate.reason': reason });
+      await refusals.record(attempt, reason).catch((auditError: unknown) => {
+        host.logger?.error('Could not record a refused device token exchange', { reason, error: String(auditError) });
+      });
+    },
     findDevice: async (deviceId) => {
       const { device } = await mapDevice(repositoryLookupClient(await systemRepo()), {
         deviceId,

@@ -4,11 +4,13 @@
  *   2. check the key (constant time)          → 403, the same for an unknown device and a wrong key; a failure is
  *                                               counted by source address and by device id, and past either
  *                                               limit it is a 429 (the lockout; the right key still passes)
- *   3. count the request against the device   → 429 with Retry-After (only the device's own requests count)
- *   4. map the device to its FHIR Device      → 403 when there is none, or it is not active
- *   5. record the AuditEvent, issue the token → 200 {access, expires_in}
+ *   3. the source address, from the device's allowed networks → 403, the same as a wrong key (nothing revealed)
+ *   4. count the request against the device   → 429 with Retry-After (only the device's own requests count)
+ *   5. map the device to its FHIR Device      → 403 when there is none, or it is not active
+ *   6. record the AuditEvent, issue the token → 200 {access, expires_in}
  * Every refusal after step 1 is on record: the first ones of each source as AuditEvents of their own, the rest in
- * a summary per source and period (refusal-audit.ts). No bearer token is read here.
+ * a summary per source and period (refusal-audit.ts). No bearer token is read here. The source address is Express's
+ * `request.ip`: the peer, or what the proxies the host trusts (`trust proxy`) forwarded, never a header read here.
  */
 import type { Device, Reference } from '@medplum/fhirtypes';
 import express, { type Router } from 'express';
@@ -41,11 +43,8 @@ export function createDeviceTokenRoute(services: DeviceServices, telemetry: Tele
       sourceAddress: request.ip,
     };
     const refuse = async (reason: DeviceAuthFailure, error: AppError, device?: Reference<Device>): Promise<never> => {
-      telemetry.deviceTokenExchanges.add(1, { 'fhirgate.outcome': 'refused', 'fhirgate.reason': reason });
       annotateRequest(response, { refusal: reason });
-      await services.refusals.record({ ...attempt, device }, reason).catch((auditError: unknown) => {
-        logger?.error('Could not record a refused device token exchange', { reason, error: String(auditError) });
-      });
+      await services.recordRefusal({ ...attempt, device }, reason);
       throw error;
     };
 
@@ -56,6 +55,10 @@ export function createDeviceTokenRoute(services: DeviceServices, telemetry: Tele
       }
       const known = services.config.validKeys.has(body.device_id);
       return refuse(known ? 'wrong_key' : 'unknown_device', new AppError('forbidden', INVALID_CREDENTIALS));
+    }
+    // After the key: a refusal with the right key from elsewhere is told apart on record (a key copied off the ward).
+    if (!services.config.networks.allows(body.device_id, request.ip)) {
+      return refuse('outside_network', new AppError('forbidden', INVALID_CREDENTIALS));
     }
     try {
       await services.rateLimiter.consume(body.device_id);

@@ -1,7 +1,8 @@
 /**
  * `POST /graphql`: the spec's device dialect (and Medplum's own) on Medplum's GraphQL engine, step by step:
  *   1. authenticate, from the headers alone: a device token, or a user's Medplum token  → 401 / 403
- *      (a device is also rate limited → 429, and must still be an active Device)
+ *      (a device must come from its allowed networks → 403, on record as a refusal; it is also rate limited → 429,
+ *      and must still be an active Device)
  *   2. read the body, within its size and depth (one request; batching is off)          → 400 / 413
  *   3. translate the document to Medplum's dialect, within fhirgate's limits (planned once per document text)
  *   4. for a device: a document naming only its Observations and its Device (`device-document-scope.ts`, before
@@ -121,6 +122,17 @@ async function authenticate(options: GraphqlRouteOptions, request: Request): Pro
     throw new AppError('unauthenticated', 'Missing, invalid or expired device token.');
   }
   annotateCaller(request, `Device/${claims.deviceResourceId}`);
+  // A token carried off the ward is refused as its key would be; Express's `request.ip` honours only trusted proxies.
+  if (!devices.config.networks.allows(claims.deviceId, request.ip)) {
+    const attempt = {
+      deviceId: claims.deviceId,
+      identifierSystem: devices.config.identifierSystem,
+      device: { reference: `Device/${claims.deviceResourceId}` },
+      sourceAddress: request.ip,
+    };
+    await devices.recordRefusal(attempt, 'outside_network');
+    throw new AppError('forbidden', 'The device token is not accepted from this network.');
+  }
   await devices.rateLimiter.consume(claims.deviceId);
   const device = await devices.readDevice(claims.deviceResourceId);
   const identifierSystem = devices.config.identifierSystem;

@@ -55,7 +55,7 @@ export interface TestHostOptions {
   /** Where the host logs; silent unless given. */
   readonly logger?: HostLogger;
   /** The host's own bounds on bodies, unauthenticated requests, password checks and failed sign-ins (its defaults otherwise). */
-  readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests' | 'passwordChecks' | 'signInLimits'>;
+  readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests' | 'passwordChecks' | 'signInLimits' | 'trustProxy'>;
   /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
   readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }

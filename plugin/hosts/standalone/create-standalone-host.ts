@@ -27,6 +27,7 @@ import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
 import { createCapabilityStatementRoute } from './capability-statement.ts';
 import { createCorsMiddleware, type AllowedOrigins } from './cors.ts';
+import { DEFAULT_TRUST_PROXY, type TrustProxy } from './trust-proxy.ts';
 import { createPartialRouter } from './partial-fhir-engine.ts';
 import { WorkerGraphqlEngine } from './off-thread-graphql.ts';
 import { createJsonLogger } from './logger.ts';
@@ -81,6 +82,11 @@ export interface StandaloneHostOptions {
    * `/admin/`, ...) as Medplum's CORS rules allow them (cors.ts); default none.
    */
   readonly allowedOrigins?: AllowedOrigins;
+  /**
+   * The proxies whose `X-Forwarded-For` sets `request.ip` (Express's `trust proxy`; default `loopback`): the source
+   * address of device networks, failed-attempt limits and AuditEvents. Anyone else's header changes nothing.
+   */
+  readonly trustProxy?: TrustProxy;
 }
 
 /** Medplum's default `maxJsonSize` (config/utils.ts): 1 MB. */
@@ -136,7 +142,7 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
 
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', options.trustProxy ?? DEFAULT_TRUST_PROXY);
   const allowedOrigins = options.allowedOrigins ?? [];
   app.use(createCorsMiddleware(allowedOrigins));
   app.get('/healthcheck', createHealthcheck(store, options.redis));

@@ -78,6 +78,7 @@ const standalone = await createStandaloneHost({
   // Built before listening (below), the whole schema is this thread's already: no worker to build a second one.
   graphqlWorker: config.graphqlWarmUp ? false : undefined,
   allowedOrigins: config.allowedOrigins,
+  trustProxy: config.trustProxy,
   plugin: {
     maxUnauthenticatedRequests: config.maxUnauthenticatedRequests,
     llm: configuredLlm ?? demoProvider?.llm,

@@ -9,6 +9,7 @@ import { parsePriceList, type PricePerMillion } from '../../governance/model-pri
 import { DEFAULT_PASSWORD_CHECK_LIMITS } from './auth/password-checks.ts';
 import { DEFAULT_SIGN_IN_LIMITS, type SignInLimits } from './auth/sign-in-limits.ts';
 import { parseAllowedOrigins, type AllowedOrigins } from './cors.ts';
+import { parseTrustProxy, type TrustProxy } from './trust-proxy.ts';
 
 /** The standalone host's settings. */
 export interface StandaloneConfig {
@@ -70,6 +71,8 @@ export interface StandaloneConfig {
   readonly modelPrices: Readonly<Record<string, PricePerMillion>>;
   /** Origins of browser applications allowed to call the host's Medplum routes (`FHIRGATE_ALLOWED_ORIGINS`; default none). */
   readonly allowedOrigins: AllowedOrigins;
+  /** The proxies whose `X-Forwarded-For` is believed (`FHIRGATE_TRUST_PROXY`; default `loopback`). */
+  readonly trustProxy: TrustProxy;
 }
 
 const environmentSchema = z.object({
@@ -106,6 +109,7 @@ const environmentSchema = z.object({
   FHIRGATE_REPORT_REPOSITORY_OPERATIONS: z.enum(['on', 'off']).default('off'),
   FHIRGATE_MODEL_PRICES: z.string().optional(),
   FHIRGATE_ALLOWED_ORIGINS: z.string().optional(),
+  FHIRGATE_TRUST_PROXY: z.string().optional(),
 });
 
 /** Reads the configuration from environment variables; a wrong value stops start-up naming the variable. */
@@ -158,6 +162,7 @@ export function readStandaloneConfig(environment: NodeJS.ProcessEnv = process.en
     reportRepositoryOperations: values.FHIRGATE_REPORT_REPOSITORY_OPERATIONS === 'on',
     modelPrices: readModelPrices(values.FHIRGATE_MODEL_PRICES),
     allowedOrigins: readAllowedOrigins(values.FHIRGATE_ALLOWED_ORIGINS),
+    trustProxy: readTrustProxy(values.FHIRGATE_TRUST_PROXY),
   };
 }
 
@@ -174,6 +179,15 @@ function readModelPrices(text: string | undefined): Record<string, PricePerMilli
 function readAllowedOrigins(text: string | undefined): AllowedOrigins {
   try {
     return parseAllowedOrigins(text, 'FHIRGATE_ALLOWED_ORIGINS');
+  } catch (error) {
+    throw new Error(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+/** `FHIRGATE_TRUST_PROXY`: `true`, `false`, a hop count, or addresses, CIDR ranges and proxy-addr's names (trust-proxy.ts). */
+function readTrustProxy(text: string | undefined): TrustProxy {
+  try {
+    return parseTrustProxy(text);
   } catch (error) {
     throw new Error(`Invalid configuration: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
