@@ -59,13 +59,17 @@ const REFERENCE_PATTERN = /^([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/;
 /** Fields that name a record's patient in the shared types. */
 const PATIENT_FIELDS = ['subject', 'patient'] as const;
 
-/** The tools' definitions, as the model is given them. */
-export function fhirToolDefinitions(types: readonly PatientContextType[], options: FhirToolsOptions): ChatTool[] {
+/**
+ * The tools' definitions, as the model is given them. `patient`: `turn` when the turn sets the patient (the chat),
+ * `argument` when the caller names it in each call (the MCP server adds the argument).
+ */
+export function fhirToolDefinitions(types: readonly PatientContextType[], options: FhirToolsOptions, patient: 'turn' | 'argument' = 'turn'): ChatTool[] {
+  const whose = patient === 'turn' ? "the current patient's" : "a patient's";
   return [
     {
       name: SEARCH_TOOL,
       description:
-        `Searches the current patient's FHIR records of one type, with the requesting user's permissions. The patient is set by the server. ` +
+        `Searches ${whose} FHIR records of one type, with the requesting user's permissions.${patient === 'turn' ? ' The patient is set by the server.' : ''} ` +
         `Returns at most ${options.maxResults} records as JSON. Use FHIR search parameters, e.g. {"code": "http://loinc.org|8867-4", "date": "ge2024-01-01", "_sort": "-date", "_count": "5"}.`,
       parameters: {
         type: 'object',
@@ -83,7 +87,7 @@ export function fhirToolDefinitions(types: readonly PatientContextType[], option
     },
     {
       name: READ_TOOL,
-      description: `Reads one FHIR record of the current patient (or the Patient itself) by reference, e.g. "Observation/123", with the requesting user's permissions.`,
+      description: `Reads one FHIR record ${patient === 'turn' ? 'of the current patient' : 'of a patient'} (or the Patient itself) by reference, e.g. "Observation/123", with the requesting user's permissions.`,
       parameters: {
         type: 'object',
         properties: { reference: { type: 'string', description: 'ResourceType/id of the record.' } },

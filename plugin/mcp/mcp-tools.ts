@@ -57,7 +57,7 @@ export function registerMcpTools(server: McpServer, scope: McpToolScope): void {
     type: 'string',
     description: scope.rule === 'de-identify' ? 'The handle of the patient, as find_patients gives it.' : 'The id of the Patient (find_patients gives it).',
   } as const;
-  for (const definition of fhirToolDefinitions(scope.types, scope.options)) {
+  for (const definition of fhirToolDefinitions(scope.types, scope.options, 'argument')) {
     const parameters = definition.parameters as { properties: Record<string, unknown>; required: string[] };
     const paged: Record<string, typeof PAGE_TOKEN> = definition.name === SEARCH_TOOL ? { page_token: PAGE_TOKEN } : {};
     const inputSchema = scope.schemas.of({
@@ -65,8 +65,7 @@ export function registerMcpTools(server: McpServer, scope: McpToolScope): void {
       properties: { patient_id: patientId, ...parameters.properties, ...paged },
       required: ['patient_id', ...parameters.required],
     });
-    const description = (definition.description ?? '').replaceAll("the current patient's", "a patient's").replace('of the current patient', 'of a patient').replace('The patient is set by the server. ', '');
-    server.registerTool(definition.name, { description, inputSchema, annotations: { readOnlyHint: true } }, async (input) =>
+    server.registerTool(definition.name, { description: definition.description, inputSchema, annotations: { readOnlyHint: true } }, async (input) =>
       guarded(scope, () => runChartTool(scope, patients, definition.name, input))
     );
   }
