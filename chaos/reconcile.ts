@@ -13,6 +13,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { Communication } from '@medplum/fhirtypes';
 import type { ReceivedRequest } from '../test/emulator/index.ts';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
+import { decodeContent } from '../plugin/hosts/standalone/store/content-codec.ts';
 import { LOST_INSTANCE_REASON } from '../plugin/chat/reply-records.ts';
 import type { ClientSeen } from './client.ts';
 
@@ -114,7 +115,7 @@ function readCommunications(storeFile: string, projectId: string): Communication
     const rows = database
       .prepare("SELECT content FROM resources WHERE resource_type = 'Communication' AND deleted = 0 AND project = ?")
       .all(projectId.toLowerCase());
-    return rows.map((row) => JSON.parse(String(row.content)) as Communication);
+    return rows.map((row) => JSON.parse(decodeContent(row.content)) as Communication);
   } finally {
     database.close();
   }

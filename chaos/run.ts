@@ -20,6 +20,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import { readUnfinished } from '../plugin/chat/reply-journal.ts';
 import { STORE_FILE_NAME } from '../plugin/hosts/standalone/open-store.ts';
+import { decodeContent } from '../plugin/hosts/standalone/store/content-codec.ts';
 import { startLlmEmulator } from '../test/emulator/index.ts';
 import { demoToken, startHostProcess, until, type HostProcess } from '../test/support/host-process.ts';
 import { hasRedisServer, startOwnRedis } from '../test/support/own-redis.ts';
@@ -234,7 +235,7 @@ function promptsWithoutReply(file: string): number {
     const communications = database
       .prepare("SELECT content FROM resources WHERE resource_type = 'Communication' AND deleted = 0")
       .all()
-      .map((row) => JSON.parse(String(row.content)) as { id: string; category?: { coding?: { code?: string }[] }[]; inResponseTo?: { reference?: string }[] });
+      .map((row) => JSON.parse(decodeContent(row.content)) as { id: string; category?: { coding?: { code?: string }[] }[]; inResponseTo?: { reference?: string }[] });
     const answered = new Set(communications.map((item) => item.inResponseTo?.[0]?.reference).filter(Boolean));
     return communications.filter((item) => item.category?.[0]?.coding?.[0]?.code === 'ai-prompt' && !answered.has(`Communication/${item.id}`)).length;
   } finally {

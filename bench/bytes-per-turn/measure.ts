@@ -7,7 +7,7 @@
  *   node bench/bytes-per-turn/measure.ts [--turns 200] [--json] [--keep]
  *   node bench/bytes-per-turn/measure.ts --out <file.json> [--smoke]     (scenario 13 of `npm run bench`)
  */
-import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,7 +22,12 @@ const { values } = parseArgs({
 const turns = Number(values.turns ?? (values.smoke ? 20 : 200));
 /** Issue 38's goal for a short turn's store growth. */
 const SHORT_TURN_TARGET_BYTES = 5 * 1024;
-const LONG_TEXT = 'The patient reports intermittent chest tightness on exertion, relieved by rest. '.repeat(26).slice(0, 2048);
+/**
+ * 2 KB of real prose for each long turn, a different passage each time: the project's LICENSE, whose English
+ * compresses about as a clinical note does (a repeated sentence would compress far better than any real text).
+ */
+const PROSE = readFileSync(new URL('../../LICENSE', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+const longText = (index: number): string => PROSE.slice((index * 397) % (PROSE.length - 2048)).slice(0, 2048);
 
 /** One run's growth per turn, in bytes. */
 interface PerTurn {
@@ -62,7 +67,7 @@ try {
   await turn('Soak user 0, turn 0: what should I check next?');
   const runs = [
     ['short', (index: number) => `Soak user 0, turn ${index}: what should I check next?`],
-    ['2 KB', () => LONG_TEXT],
+    ['2 KB', longText],
   ] as const;
   for (const [name, text] of runs) {
     const before = { ...measureStoreFiles(storeFile), journalBytes: folderBytes(journalDir) };

@@ -1,6 +1,6 @@
 /**
  * Bulk loading of a benchmark's store file: rows written straight into the store's SQLite schema, each what the
- * repository would write (the JSON in `resources`, a history row without it as for any current version, and the
+ * repository would write (the compressed JSON in `resources`, no history row as for any current version, and the
  * given `search_index` rows), in one transaction without a journal. Secondary indexes are dropped during the load and rebuilt after it
  * (same SQL), which is far faster than updating them row by row. A load that fails is rebuilt from scratch, so
  * neither a journal nor durability buys anything during it.
@@ -9,15 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { stringify } from '@medplum/core';
 import type { Resource } from '@medplum/fhirtypes';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { TYPE_CODE_OF_NAME, openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
-import type { IndexRow } from '../../plugin/hosts/standalone/store/search-index.ts';
+import { PARAM_CODE_OF_NAME, TYPE_CODE_OF_NAME, openStoreDatabase } from '../../plugin/hosts/standalone/store/schema.ts';
+import { encodeContent } from '../../plugin/hosts/standalone/store/content-codec.ts';
+import { SearchIndexSpec, type IndexRow } from '../../plugin/hosts/standalone/store/search-index.ts';
 
 /** A store file being bulk-loaded; `finish()` commits and rebuilds its indexes, `close()` releases it. */
 export class BulkStore {
   readonly #database: DatabaseSync;
   readonly #droppedIndexes: string[];
   readonly #insertResource: StatementSync;
-  readonly #insertHistory: StatementSync;
   readonly #insertIndexRow: StatementSync;
   readonly #addType: StatementSync;
   /** Resources inserted so far. */
@@ -37,13 +37,17 @@ export class BulkStore {
     for (const row of secondary) {
       this.#database.exec(`DROP INDEX ${String(row.name)}`);
     }
+    // Each index row parameter's code, as the repository gives them when it opens the store.
+    const addParam = this.#database.prepare('INSERT OR IGNORE INTO search_params (name) VALUES (?)');
+    for (const name of new SearchIndexSpec().rowParams()) {
+      addParam.run(name);
+    }
     this.#database.exec('BEGIN IMMEDIATE');
     this.#insertResource = this.#database.prepare(
       'INSERT INTO resources (resource_type, id, version_id, last_updated, project, deleted, content) VALUES (?, ?, ?, ?, ?, 0, ?)'
     );
-    this.#insertHistory = this.#database.prepare('INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)');
     this.#insertIndexRow = this.#database.prepare(
-      `INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (${TYPE_CODE_OF_NAME}, ?, ?, ?, ?)`
+      `INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (${TYPE_CODE_OF_NAME}, ${PARAM_CODE_OF_NAME}, ?, ?, ?)`
     );
     this.#addType = this.#database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
   }
@@ -63,10 +67,9 @@ export class BulkStore {
       versionId,
       lastUpdated,
       stored.meta.project?.toLowerCase() ?? null,
-      content
+      encodeContent(content)
     );
     const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, versionId, lastUpdated);
     this.#addType.run(stored.resourceType);
     for (const row of indexRowsOf(stored, content)) {
       this.#insertIndexRow.run(stored.resourceType, row.param, row.value, row.extra, pk);

@@ -17,7 +17,7 @@
 import type { SQLInputValue, SQLOutputValue } from 'node:sqlite';
 import { placeholders, rowParamOf, type Lookup, type SqlFragment } from './filter-translation.ts';
 import { toNumber } from './resource-store.ts';
-import { TYPE_CODE_OF_NAME } from './schema.ts';
+import { PARAM_CODE_OF_NAME, TYPE_CODE_OF_NAME } from './schema.ts';
 
 /** Where the previous slice ended: its last row's ordering key and pk. */
 export interface Cursor {
@@ -46,7 +46,7 @@ export interface CandidateSource {
 export function indexRange(resourceType: string, param: string, value: string, descending: boolean): CandidateSource {
   const direction = descending ? 'DESC' : 'ASC';
   const after = descending ? '<' : '>';
-  const select = `SELECT resource_pk AS pk, extra AS cursor_key FROM search_index WHERE type_code = ${TYPE_CODE_OF_NAME} AND param = ? AND value = ?`;
+  const select = `SELECT resource_pk AS pk, extra AS cursor_key FROM search_index WHERE type_code = ${TYPE_CODE_OF_NAME} AND param = ${PARAM_CODE_OF_NAME} AND value = ?`;
   const order = (limit: number): string => `ORDER BY extra ${direction}, resource_pk ${direction} LIMIT ${rowLimit(limit)}`;
   return {
     descending,
@@ -103,7 +103,7 @@ export function countUpTo(lookup: Lookup, resourceType: string, cap: number): Sq
     return { sql: 'SELECT ? AS total', params: [lookup.values.length] };
   }
   return {
-    sql: `SELECT COUNT(*) AS total FROM (SELECT 1 FROM search_index WHERE type_code = ${TYPE_CODE_OF_NAME} AND param = ? AND value IN (${placeholders(lookup.values.length)}) LIMIT ${rowLimit(cap)})`,
+    sql: `SELECT COUNT(*) AS total FROM (SELECT 1 FROM search_index WHERE type_code = ${TYPE_CODE_OF_NAME} AND param = ${PARAM_CODE_OF_NAME} AND value IN (${placeholders(lookup.values.length)}) LIMIT ${rowLimit(cap)})`,
     params: [resourceType, rowParamOf(lookup), ...lookup.values],
   };
 }

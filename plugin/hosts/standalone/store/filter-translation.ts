@@ -19,6 +19,7 @@ import {
   type Filter,
 } from '@medplum/core';
 import type { SQLInputValue } from 'node:sqlite';
+import { PARAM_CODES_OF_TWO_NAMES, PARAM_CODE_OF_NAME } from './schema.ts';
 import { presenceParam, type IndexedParameter } from './search-index.ts';
 
 /** An SQL expression and its bound parameters. */
@@ -120,7 +121,7 @@ export function translateFilter(
 /** Rows a resource has for the parameter `code`, where `condition` (on the row's value and extra) holds. */
 export function existsRow(code: string, condition: string, conditionParams: readonly SQLInputValue[]): SqlFragment {
   return {
-    sql: `EXISTS (SELECT 1 FROM search_index WHERE resource_pk = r.pk AND param = ? AND ${condition})`,
+    sql: `EXISTS (SELECT 1 FROM search_index WHERE resource_pk = r.pk AND param = ${PARAM_CODE_OF_NAME} AND ${condition})`,
     params: [code, ...conditionParams],
   };
 }
@@ -146,7 +147,7 @@ export function rowParamOf(lookup: Lookup): string {
 /** `:missing` / `:present`: whether the expression gives any value, a searchable one or one with a presence row. */
 function translatePresence(parameter: IndexedParameter, filter: Filter): FilterTranslation {
   const wanted = (filter.operator === Operator.MISSING && filter.value === 'false') || (filter.operator === Operator.PRESENT && filter.value === 'true');
-  const present = `EXISTS (SELECT 1 FROM search_index WHERE resource_pk = r.pk AND param IN (?, ?))`;
+  const present = `EXISTS (SELECT 1 FROM search_index WHERE resource_pk = r.pk AND param IN ${PARAM_CODES_OF_TWO_NAMES})`;
   return { exact: true, condition: { sql: wanted ? present : `NOT ${present}`, params: [parameter.rowParam, presenceParam(parameter.code)] } };
 }
 

@@ -86,7 +86,7 @@ test('a Communication’s references have only their sorted lookup’s rows', ()
   try {
     const params = database
       .prepare(
-        "SELECT DISTINCT s.param FROM search_index s JOIN resources r ON r.pk = s.resource_pk WHERE r.id = 'turn-4' ORDER BY s.param"
+        "SELECT DISTINCT p.name AS param FROM search_index s JOIN resources r ON r.pk = s.resource_pk JOIN search_params p ON p.code = s.param WHERE r.id = 'turn-4' ORDER BY p.name"
       )
       .all()
       .map((row) => String(row.param));

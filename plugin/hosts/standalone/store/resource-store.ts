@@ -3,6 +3,8 @@
  * the repository decides what to write and this class writes it.
  */
 import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
+import { DecodedContentCache } from './content-cache.ts';
+import { decodeContent, encodeContent } from './content-codec.ts';
 import type { IndexRow } from './search-index.ts';
 
 /** The current row of a resource. */
@@ -37,11 +39,13 @@ export interface VersionWrite {
 
 const INDEX_FINGERPRINT_KEY = 'search_index_fingerprint';
 /**
- * A version's JSON: its history row's, or, for the current version (whose row holds NULL), the resource's. NULL
- * either way for a delete.
+ * A resource's versions, newest first: the current one (its row in `resources`, a delete included) and the
+ * superseded ones (`resource_history`, by `seq`). Bound: the resource's pk, twice.
  */
-const VERSION_COLUMNS =
-  'h.version_id, h.last_updated, COALESCE(h.content, CASE WHEN h.version_id = r.version_id THEN r.content END) AS content';
+const VERSIONS =
+  'SELECT version_id, last_updated, content FROM (' +
+  'SELECT version_id, last_updated, content, 9223372036854775807 AS seq FROM resources WHERE pk = ? ' +
+  'UNION ALL SELECT version_id, last_updated, content, seq FROM resource_history WHERE resource_pk = ?)';
 /** Search SQL varies with the shape of the request; a bounded cache keeps the common shapes prepared. */
 const MAX_CACHED_QUERIES = 256;
 
@@ -53,10 +57,12 @@ export class ResourceStore {
   readonly #insertResource: StatementSync;
   readonly #updateResource: StatementSync;
   readonly #markDeleted: StatementSync;
-  readonly #insertHistory: StatementSync;
   readonly #keepSuperseded: StatementSync;
   readonly #insertIndexRow: StatementSync;
   readonly #addType: StatementSync;
+  readonly #addParam: StatementSync;
+  /** Index row parameters' codes, given in a committed transaction (registerParams): never one a rollback undid. */
+  readonly #paramCodes = new Map<string, number>();
   readonly #typeCodeOf: StatementSync;
   readonly #deleteIndexRows: StatementSync;
   readonly #history: StatementSync;
@@ -65,6 +71,7 @@ export class ResourceStore {
   readonly #contents: StatementSync;
   readonly #readInfo: StatementSync;
   readonly #writeInfo: StatementSync;
+  readonly #decoded = new DecodedContentCache();
   #commits = 0;
 
   constructor(database: DatabaseSync) {
@@ -82,31 +89,23 @@ export class ResourceStore {
     this.#markDeleted = database.prepare(
       'UPDATE resources SET version_id = ?, last_updated = ?, deleted = 1, content = NULL WHERE pk = ?'
     );
-    // The current version's JSON is kept once, in `resources`: its history row holds NULL until a newer version
-    // supersedes it, when the JSON is moved there (schema.ts, version 3).
-    this.#insertHistory = database.prepare(
-      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) VALUES (?, ?, ?, NULL)'
-    );
+    // The current version is kept once, in `resources`; it becomes a history row when a newer version supersedes
+    // it (schema.ts, version 5). A delete superseded by a new version is a history row without JSON.
     this.#keepSuperseded = database.prepare(
-      'UPDATE resource_history SET content = r.content FROM resources r ' +
-        'WHERE r.pk = ? AND resource_history.resource_pk = r.pk AND resource_history.version_id = r.version_id ' +
-        'AND resource_history.content IS NULL AND r.content IS NOT NULL'
+      'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) ' +
+        'SELECT pk, version_id, last_updated, content FROM resources WHERE pk = ?'
     );
     this.#insertIndexRow = database.prepare(
       'INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
     );
     this.#addType = database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
+    this.#addParam = database.prepare('INSERT OR IGNORE INTO search_params (name) VALUES (?)');
     this.#typeCodeOf = database.prepare('SELECT code FROM resource_types WHERE name = ?');
     this.#deleteIndexRows = database.prepare('DELETE FROM search_index WHERE resource_pk = ?');
-    this.#history = database.prepare(
-      `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? ` +
-        'ORDER BY h.seq DESC LIMIT ? OFFSET ?'
-    );
-    this.#version = database.prepare(
-      `SELECT ${VERSION_COLUMNS} FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE h.resource_pk = ? AND h.version_id = ?`
-    );
-    this.#content = database.prepare('SELECT content FROM resources WHERE pk = ?');
-    this.#contents = database.prepare('SELECT pk, content FROM resources WHERE pk IN (SELECT value FROM json_each(?)) AND content IS NOT NULL');
+    this.#history = database.prepare(`${VERSIONS} ORDER BY seq DESC LIMIT ? OFFSET ?`);
+    this.#version = database.prepare(`${VERSIONS} WHERE version_id = ? LIMIT 1`);
+    this.#content = database.prepare('SELECT version_id, content FROM resources WHERE pk = ?');
+    this.#contents = database.prepare('SELECT pk, version_id, content FROM resources WHERE pk IN (SELECT value FROM json_each(?)) AND content IS NOT NULL');
     this.#readInfo = database.prepare('SELECT value FROM store_info WHERE key = ?');
     this.#writeInfo = database.prepare('INSERT OR REPLACE INTO store_info (key, value) VALUES (?, ?)');
   }
@@ -175,12 +174,14 @@ export class ResourceStore {
     if (!row) {
       return undefined;
     }
+    const pk = toNumber(row.pk);
+    const versionId = toText(row.version_id);
     return {
-      pk: toNumber(row.pk),
-      versionId: toText(row.version_id),
+      pk,
+      versionId,
       lastUpdated: toText(row.last_updated),
       deleted: toNumber(row.deleted) !== 0,
-      content: toOptionalText(row.content),
+      content: this.#decodedOrUndefined(pk, versionId, row.content),
     };
   }
 
@@ -192,10 +193,10 @@ export class ResourceStore {
       write.versionId,
       write.lastUpdated,
       write.project ?? null,
-      write.content
+      encodeContent(write.content)
     );
     const pk = Number(lastInsertRowid);
-    this.#insertHistory.run(pk, write.versionId, write.lastUpdated);
+    this.#decoded.remember(pk, write.versionId, write.content);
     this.#insertIndexRows(pk, write);
     return pk;
   }
@@ -203,8 +204,8 @@ export class ResourceStore {
   /** Stores a new current version of the resource `pk` (also reviving a deleted one). */
   replaceVersion(pk: number, write: VersionWrite): void {
     this.#keepSuperseded.run(pk);
-    this.#updateResource.run(write.versionId, write.lastUpdated, write.project ?? null, write.content, pk);
-    this.#insertHistory.run(pk, write.versionId, write.lastUpdated);
+    this.#updateResource.run(write.versionId, write.lastUpdated, write.project ?? null, encodeContent(write.content), pk);
+    this.#decoded.remember(pk, write.versionId, write.content);
     this.#deleteIndexRows.run(pk);
     this.#insertIndexRows(pk, write);
   }
@@ -213,30 +214,31 @@ export class ResourceStore {
   markDeleted(pk: number, versionId: string, lastUpdated: string): void {
     this.#keepSuperseded.run(pk);
     this.#markDeleted.run(versionId, lastUpdated, pk);
-    this.#insertHistory.run(pk, versionId, lastUpdated);
     this.#deleteIndexRows.run(pk);
   }
 
   /** Versions of the resource `pk`, newest first. */
   history(pk: number, limit: number, offset: number): VersionRow[] {
-    return this.#history.all(pk, limit, offset).map(toVersionRow);
+    return this.#history.all(pk, pk, limit, offset).map((row) => this.#toVersionRow(pk, row));
   }
 
   version(pk: number, versionId: string): VersionRow | undefined {
-    const row = this.#version.get(pk, versionId);
-    return row ? toVersionRow(row) : undefined;
+    const row = this.#version.get(pk, pk, versionId);
+    return row ? this.#toVersionRow(pk, row) : undefined;
   }
 
   /** The current JSON of the resource `pk`, undefined when deleted. */
   contentOf(pk: number): string | undefined {
-    return toOptionalText(this.#content.get(pk)?.content);
+    const row = this.#content.get(pk);
+    return row ? this.#decodedOrUndefined(pk, toText(row.version_id), row.content) : undefined;
   }
 
   /** The current JSON of each of the resources `pks` that is not deleted, by pk. */
   contentsOf(pks: readonly number[]): Map<number, string> {
     const contents = new Map<number, string>();
     for (const row of this.#contents.all(JSON.stringify(pks))) {
-      contents.set(toNumber(row.pk), toText(row.content));
+      const pk = toNumber(row.pk);
+      contents.set(pk, this.#decoded.decode(pk, toText(row.version_id), row.content));
     }
     return contents;
   }
@@ -250,6 +252,23 @@ export class ResourceStore {
   queryIterate(sql: string, params: readonly SQLInputValue[]): Iterable<Record<string, SQLOutputValue>> {
     const statement = this.#prepared(sql);
     return { [Symbol.iterator]: () => statement.iterate(...params) };
+  }
+
+  /**
+   * Gives each index row parameter of `names` its code in the file (another process may have given it already),
+   * committed before any row uses it, and remembers the codes.
+   */
+  registerParams(names: readonly string[]): void {
+    if (names.some((name) => !this.#paramCodes.has(name))) {
+      this.atomically(() => {
+        for (const name of names) {
+          this.#addParam.run(name);
+        }
+      });
+    }
+    for (const row of this.#database.prepare('SELECT code, name FROM search_params').all()) {
+      this.#paramCodes.set(toText(row.name), toNumber(row.code));
+    }
   }
 
   /** The search index fingerprint recorded in the file. */
@@ -277,8 +296,8 @@ export class ResourceStore {
         const resourceType = toText(row.resource_type);
         const typeCode = typeCodes.get(resourceType) ?? this.#typeCode(resourceType);
         typeCodes.set(resourceType, typeCode);
-        for (const indexRow of rowsFor(toText(row.content))) {
-          this.#insertIndexRow.run(typeCode, indexRow.param, indexRow.value, indexRow.extra, pk);
+        for (const indexRow of rowsFor(decodeContent(row.content))) {
+          this.#insertIndexRow.run(typeCode, this.#paramCode(indexRow.param), indexRow.value, indexRow.extra, pk);
         }
       }
       this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
@@ -291,8 +310,16 @@ export class ResourceStore {
     }
     const typeCode = this.#typeCode(write.resourceType);
     for (const row of write.indexRows) {
-      this.#insertIndexRow.run(typeCode, row.param, row.value, row.extra, pk);
+      this.#insertIndexRow.run(typeCode, this.#paramCode(row.param), row.value, row.extra, pk);
     }
+  }
+
+  #paramCode(name: string): number {
+    const code = this.#paramCodes.get(name);
+    if (code === undefined) {
+      throw new Error(`The search index has no code for the parameter ${name}`);
+    }
+    return code;
   }
 
   /**
@@ -302,6 +329,16 @@ export class ResourceStore {
   #typeCode(resourceType: string): number {
     this.#addType.run(resourceType);
     return toNumber(this.#typeCodeOf.get(resourceType)?.code);
+  }
+
+  #toVersionRow(pk: number, row: Record<string, SQLOutputValue>): VersionRow {
+    const versionId = toText(row.version_id);
+    return { versionId, lastUpdated: toText(row.last_updated), content: this.#decodedOrUndefined(pk, versionId, row.content) };
+  }
+
+  /** A version's JSON, undefined for NULL (a delete). */
+  #decodedOrUndefined(pk: number, versionId: string, stored: SQLOutputValue | undefined): string | undefined {
+    return stored === null || stored === undefined ? undefined : this.#decoded.decode(pk, versionId, stored);
   }
 
   #prepared(sql: string): StatementSync {
@@ -323,13 +360,6 @@ export class ResourceStore {
   }
 }
 
-function toVersionRow(row: Record<string, SQLOutputValue>): VersionRow {
-  return {
-    versionId: toText(row.version_id),
-    lastUpdated: toText(row.last_updated),
-    content: toOptionalText(row.content),
-  };
-}
 
 /** Reads an INTEGER column. */
 export function toNumber(value: SQLOutputValue | undefined): number {

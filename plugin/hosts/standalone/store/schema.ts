@@ -3,17 +3,19 @@
  *
  * Tables:
  * - `resources`: the current version of every resource ever created (a deleted one keeps its row, content NULL).
- * - `resource_history`: every version, oldest first by `seq`; a delete is a row with content NULL, and so is the
- *   current version, whose JSON is kept once, in `resources` (moved here when a newer version supersedes it).
+ *   `content` is the JSON compressed (content-codec.ts), or JSON text in rows written before schema 5.
+ * - `resource_history`: every superseded version, oldest first by `seq`; a delete is a row with content NULL. The
+ *   current version is only its row in `resources`, moved here when a newer version supersedes it.
  * - `search_index`: one row per (resource, search parameter, normalized value) for the indexed parameters; the
- *   resource type as its code in `resource_types` (a byte or two, not the name, in each of a row's two copies).
+ *   resource type as its code in `resource_types` and the parameter as its code in `search_params` (a byte or two,
+ *   not the name, in each of a row's two copies).
  * - `store_info`: key/value facts about the file (which search parameters `search_index` was built for).
  */
 import { DatabaseSync } from 'node:sqlite';
 import { prepareOwnerOnlyDatabaseFile } from './owner-only-files.ts';
 
 /** The schema version this code writes; kept in `PRAGMA user_version`. */
-export const STORE_SCHEMA_VERSION = 4;
+export const STORE_SCHEMA_VERSION = 5;
 
 /** SQLite `synchronous` levels the store accepts. FULL: a commit that returned survives power loss. */
 export type SynchronousMode = 'FULL' | 'EXTRA' | 'NORMAL';
@@ -111,10 +113,40 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX search_index_by_resource ON search_index (resource_pk, param, value);
   DELETE FROM store_info WHERE key = 'search_index_fingerprint';
   `,
+  // New JSON is written compressed, as a BLOB (content-codec.ts); the text of older rows stays as it is and is read
+  // as it is (older code, which cannot read a BLOB, refuses the file by its version). A version has a history row
+  // only once superseded: the current one is its row in \`resources\`.
+  // Index rows name their parameter by a small code too, given when the store opens (search_params); the rows are
+  // rebuilt from \`resources\`.
+  `
+  DELETE FROM resource_history
+  WHERE EXISTS (SELECT 1 FROM resources r WHERE r.pk = resource_history.resource_pk AND r.version_id = resource_history.version_id);
+  CREATE TABLE search_params (
+    code INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+  );
+  DROP TABLE search_index;
+  CREATE TABLE search_index (
+    type_code INTEGER NOT NULL,
+    param INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    extra TEXT NOT NULL,
+    resource_pk INTEGER NOT NULL,
+    PRIMARY KEY (type_code, param, value, extra, resource_pk)
+  ) WITHOUT ROWID;
+  CREATE INDEX search_index_by_resource ON search_index (resource_pk, param, value);
+  DELETE FROM store_info WHERE key = 'search_index_fingerprint';
+  `,
 ];
 
 /** The SQL value of a resource type's code in \`search_index\`, from its name bound as the one parameter. */
 export const TYPE_CODE_OF_NAME = '(SELECT code FROM resource_types WHERE name = ?)';
+
+/** The SQL value of an index row parameter's code in \`search_index\`, from its name bound as the one parameter. */
+export const PARAM_CODE_OF_NAME = '(SELECT code FROM search_params WHERE name = ?)';
+
+/** The SQL set of the codes of two index row parameters, from their names bound as two parameters. */
+export const PARAM_CODES_OF_TWO_NAMES = '(SELECT code FROM search_params WHERE name IN (?, ?))';
 
 /**
  * Opens (creating if missing, owner-only) a store file, or ':memory:', with WAL, a busy timeout so that several processes

@@ -12,7 +12,7 @@ import type { SQLInputValue } from 'node:sqlite';
 import type { Lookup } from './filter-translation.ts';
 import { placeholders, rowParamOf } from './filter-translation.ts';
 import { toNumber } from './resource-store.ts';
-import { TYPE_CODE_OF_NAME } from './schema.ts';
+import { PARAM_CODE_OF_NAME, TYPE_CODE_OF_NAME } from './schema.ts';
 import type { SearchStore } from './search-executor.ts';
 
 /** Matches counted one by one before the estimate extrapolates. */
@@ -40,7 +40,7 @@ export async function estimateMatches(
     const inProject = project === undefined ? '' : 'AND EXISTS (SELECT 1 FROM resources r WHERE r.pk = s.resource_pk AND r.project = ? AND r.deleted = 0)';
     const first = store.rows.queryAll(
       `SELECT COUNT(*) AS total, MIN(pk) AS low, MAX(pk) AS high FROM (SELECT s.resource_pk AS pk FROM search_index s
-         WHERE s.type_code = ${TYPE_CODE_OF_NAME} AND s.param = ? AND s.value IN (${placeholders(lookup.values.length)}) ${inProject} LIMIT ${Math.trunc(exactUpTo)})`,
+         WHERE s.type_code = ${TYPE_CODE_OF_NAME} AND s.param = ${PARAM_CODE_OF_NAME} AND s.value IN (${placeholders(lookup.values.length)}) ${inProject} LIMIT ${Math.trunc(exactUpTo)})`,
       [resourceType, rowParamOf(lookup), ...lookup.values, ...(project === undefined ? [] : [project])]
     )[0];
     const counted = toNumber(first?.total);

@@ -182,6 +182,23 @@ export class SearchIndexSpec {
     return parameters;
   }
 
+  /** Every `param` an index row of any type may have: each is given its code in the store before any write. */
+  rowParams(): string[] {
+    const names = new Set<string>();
+    for (const code of this.#spec['*'] ?? []) {
+      names.add(code).add(presenceParam(code));
+    }
+    for (const resourceType of Object.keys(this.#spec).filter((key) => key !== '*')) {
+      for (const parameter of this.parametersFor(resourceType).values()) {
+        names.add(parameter.rowParam).add(presenceParam(parameter.code));
+      }
+      for (const pair of this.#pairsOf(resourceType)) {
+        names.add(sortedLookupParam(pair.filter.code, pair.sort.code));
+      }
+    }
+    return [...names].sort();
+  }
+
   /** The `param` of the sorted lookup of `filter` by `sort` on the type, when the index keeps one. */
   sortedLookupFor(resourceType: string, filter: string, sort: string): string | undefined {
     return this.#pairsOf(resourceType).some((pair) => pair.filter.code === filter && pair.sort.code === sort) ? sortedLookupParam(filter, sort) : undefined;

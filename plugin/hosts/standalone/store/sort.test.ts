@@ -57,7 +57,7 @@ describe('sqlSortKey', () => {
   test('indexed parameters and columns are read in SQL (the largest value descending, the smallest ascending); others are left to sortKey', () => {
     const indexed = new SearchIndexSpec().parametersFor('Communication');
     const [sent, id] = resolveSortRules('Communication', [{ code: 'sent', descending: true }, { code: '_id' }]).map((rule) => sqlSortKey(rule, indexed));
-    expect(sent).toEqual({ sql: '(SELECT MAX(value) FROM search_index WHERE resource_pk = r.pk AND param = ?)', params: ['sent'] });
+    expect(sent).toEqual({ sql: '(SELECT MAX(value) FROM search_index WHERE resource_pk = r.pk AND param = (SELECT code FROM search_params WHERE name = ?))', params: ['sent'] });
     expect(id).toEqual({ sql: 'r.id', params: [] });
     expect(sqlSortKey(resolveSortRules('Communication', [{ code: 'sent' }])[0], indexed)?.sql).toContain('MIN(value)');
     expect(sqlSortKey(resolveSortRules('Communication', [{ code: 'received' }])[0], indexed)).toBeUndefined();

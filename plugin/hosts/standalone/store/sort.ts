@@ -22,6 +22,7 @@ import {
   type TypedValue,
 } from '@medplum/core';
 import type { Resource, SearchParameter } from '@medplum/fhirtypes';
+import { PARAM_CODE_OF_NAME } from './schema.ts';
 import type { IndexedParameter } from './search-index.ts';
 import type { SqlFragment } from './search-plan.ts';
 
@@ -68,7 +69,7 @@ export function sqlSortKey(rule: ResolvedSortRule, indexed: ReadonlyMap<string, 
   if (!parameter) {
     return undefined;
   }
-  return { sql: `(SELECT ${rule.descending ? 'MAX' : 'MIN'}(value) FROM search_index WHERE resource_pk = r.pk AND param = ?)`, params: [parameter.rowParam] };
+  return { sql: `(SELECT ${rule.descending ? 'MAX' : 'MIN'}(value) FROM search_index WHERE resource_pk = r.pk AND param = ${PARAM_CODE_OF_NAME})`, params: [parameter.rowParam] };
 }
 
 /**

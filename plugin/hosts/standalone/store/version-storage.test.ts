@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseSearchRequest } from '@medplum/core';
 import type { Observation, Patient } from '@medplum/fhirtypes';
+import { decodeContent } from './content-codec.ts';
 import { STORE_SCHEMA_VERSION } from './schema.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
 
@@ -45,26 +46,47 @@ function copiesByVersion(id: string): Record<string, number> {
 }
 
 /**
- * Rewrites the file as schema version 2 wrote it: every history row holds its version's JSON (the current one's
- * too), and index rows name their resource type.
+ * Rewrites the file as schema version 2 wrote it: JSON as text; every version has a history row holding its JSON
+ * (the current one's too, newest by `seq`); index rows name their resource type and parameter.
  */
 function rewriteAsVersion2(): void {
   const database = new DatabaseSync(path);
   try {
+    database.function('json_text', (value) => (value === null ? null : decodeContent(value)));
     database.exec(`
-      UPDATE resource_history SET content = (SELECT content FROM resources r WHERE r.pk = resource_history.resource_pk)
-      WHERE content IS NULL AND version_id = (SELECT version_id FROM resources r WHERE r.pk = resource_history.resource_pk);
+      UPDATE resources SET content = json_text(content);
+      UPDATE resource_history SET content = json_text(content);
+      INSERT INTO resource_history (resource_pk, version_id, last_updated, content) SELECT pk, version_id, last_updated, content FROM resources;
       CREATE TABLE search_index_v2 (
         resource_type TEXT NOT NULL, param TEXT NOT NULL, value TEXT NOT NULL, extra TEXT NOT NULL, resource_pk INTEGER NOT NULL,
         PRIMARY KEY (resource_type, param, value, extra, resource_pk)
       ) WITHOUT ROWID;
-      INSERT INTO search_index_v2 SELECT t.name, s.param, s.value, s.extra, s.resource_pk FROM search_index s JOIN resource_types t ON t.code = s.type_code;
+      INSERT INTO search_index_v2 SELECT t.name, p.name, s.value, s.extra, s.resource_pk FROM search_index s
+        JOIN resource_types t ON t.code = s.type_code JOIN search_params p ON p.code = s.param;
       DROP TABLE search_index;
       DROP TABLE resource_types;
+      DROP TABLE search_params;
       ALTER TABLE search_index_v2 RENAME TO search_index;
       CREATE INDEX search_index_by_resource ON search_index (resource_pk, param, value);
       PRAGMA user_version = 2;
     `);
+  } finally {
+    database.close();
+  }
+}
+
+/** SQLite's type of each stored JSON of the resource `id`, the current version first. */
+function contentTypes(id: string): string[] {
+  const database = new DatabaseSync(path, { readOnly: true });
+  try {
+    return database
+      .prepare(
+        `SELECT typeof(content) AS kind FROM (SELECT content, 1e18 AS seq FROM resources WHERE id = ?
+         UNION ALL SELECT h.content, h.seq FROM resource_history h JOIN resources r ON r.pk = h.resource_pk WHERE r.id = ? AND h.content IS NOT NULL)
+         ORDER BY seq DESC`
+      )
+      .all(id, id)
+      .map((row) => String(row.kind));
   } finally {
     database.close();
   }
@@ -123,8 +145,11 @@ describe('stored versions', () => {
       const reread = new DatabaseSync(path, { readOnly: true });
       expect(reread.prepare('PRAGMA user_version').get()?.user_version).toBe(STORE_SCHEMA_VERSION);
       reread.close();
+      // The JSON written before is read as the text it is; what is written now is compressed.
+      expect(contentTypes(versions[0].id as string)).toEqual(['text', 'text', 'text', 'text']);
       // And it keeps working: a further version keeps the one it supersedes; the index was rebuilt with type codes.
       const fifth = await reopened.updateResource<Patient>({ ...versions[3], name: [{ family: 'Five' }] });
+      expect(contentTypes(versions[0].id as string)).toEqual(['blob', 'text', 'text', 'text', 'text']);
       expect((await reopened.readVersion<Patient>('Patient', fifth.id, versions[3].meta?.versionId as string)).name?.[0]?.family).toBe('Four');
       const indexedAfter = await reopened.createResource<Observation>(observationAbout(fifth.id));
       const found = await reopened.searchResources(parseSearchRequest(`Observation?subject=Patient/${fifth.id}`));
