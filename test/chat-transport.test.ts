@@ -88,7 +88,7 @@ describe('chat route over HTTP', () => {
     expect(response.status).toBe(status);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     const body = (await response.json()) as ErrorBody;
-    expect(body).toEqual({ error: { message: expect.any(String), ...expected } });
+    expect(body).toEqual({ error: { message: expect.any(String), param: null, ...expected } });
     expect(body.error.message).not.toBe('');
     return body;
   }
@@ -146,7 +146,7 @@ describe('chat route over HTTP', () => {
     const events = parseSse(raw);
     expect(raw.endsWith('\n\n')).toBe(true);
     expect(events).not.toContain('[DONE]');
-    expect(events.at(-1)).toEqual({ error: { message: expect.stringContaining(`${STRICT_TIMEOUT_MS} ms`), type: 'api_error', code: 'upstream_timeout' } });
+    expect(events.at(-1)).toEqual({ error: { message: expect.stringContaining(`${STRICT_TIMEOUT_MS} ms`), type: 'api_error', code: 'upstream_timeout', param: null } });
     const delivered = contentOf(events);
     expect(delivered).toBe('token1');
     const reply = await storedReply();

@@ -129,7 +129,7 @@ describe('a data folder deleted under a running host', () => {
       // Not a 401: the caller is who they were; the store is what failed.
       const turn = await chat();
       expect(turn.status).toBe(503);
-      expect(await turn.json()).toEqual({ error: { message: expect.stringMatching(/file was deleted while the server ran/), type: expect.any(String), code: 'unavailable' } });
+      expect(await turn.json()).toEqual({ error: { message: expect.stringMatching(/file was deleted while the server ran/), type: expect.any(String), code: 'unavailable', param: null } });
       const write = await fetch(`${host.url}fhir/R4/Patient`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/fhir+json', Authorization: `Bearer ${token}` },

@@ -268,7 +268,7 @@ describe('failed attempts', () => {
       const locked = await from(host, '127.0.0.4', 'intruder-9', 'wrong');
       expect(locked.status).toBe(429);
       expect(Number(locked.headers['retry-after'])).toBeGreaterThan(60);
-      expect(locked.body).toEqual({ error: { message: 'Too many failed attempts; try again later.', type: 'rate_limit_error', code: 'rate_limited' } });
+      expect(locked.body).toEqual({ error: { message: 'Too many failed attempts; try again later.', type: 'rate_limit_error', code: 'rate_limited', param: null } });
 
       expect((await from(host, '127.0.0.5', 'monitor-1', 'wrong')).status).toBe(403);
       expect((await from(host, '127.0.0.4', 'monitor-1', MONITOR_KEY)).status).toBe(200);

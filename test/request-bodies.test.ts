@@ -96,7 +96,7 @@ describe('request bodies on the standalone host', () => {
 
     const notJson = await fetch(`${host.url}v1/chat/completions`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'messages=Hello' });
     expect(notJson.status).toBe(400);
-    expect(await notJson.json()).toEqual({ error: { message: 'The request body is not valid JSON.', type: 'invalid_request_error', code: 'invalid_request' } });
+    expect(await notJson.json()).toEqual({ error: { message: 'The request body is not valid JSON.', type: 'invalid_request_error', code: 'invalid_request', param: null } });
   });
 
   test("a path or method nobody serves is Medplum's 404 OperationOutcome, not an HTML page", async () => {

@@ -53,7 +53,7 @@ describe('the Responses API', () => {
 
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: CHAT_MODEL, output_text: 'Echo: Summarise the last visit.', error: null, instructions: 'Answer briefly.' });
     expect(response.output).toEqual([
-      { id: `msg_${replyIdOf(response)}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Echo: Summarise the last visit.', annotations: [] }] },
+      { id: `msg_${replyIdOf(response)}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Echo: Summarise the last visit.', annotations: [], logprobs: [] }] },
     ]);
     expect(response.usage).toMatchObject({ input_tokens: expect.any(Number), output_tokens: 5, total_tokens: expect.any(Number) });
     expect(emulator.received[0].messages).toEqual([

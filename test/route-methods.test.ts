@@ -30,7 +30,7 @@ describe('methods and paths fhirgate owns', () => {
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe(allowed);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await response.json()).toEqual({ error: { message: expect.stringContaining(`use ${allowed}`), type: 'invalid_request_error', code: 'method_not_allowed' } });
+    expect(await response.json()).toEqual({ error: { message: expect.stringContaining(`use ${allowed}`), type: 'invalid_request_error', code: 'method_not_allowed', param: null } });
   });
 
   test('GET /graphql is 405 as a GraphQL error, Allow: POST', async () => {
@@ -43,6 +43,6 @@ describe('methods and paths fhirgate owns', () => {
   test.each([['POST', '/account/api/token/device/extra'], ['GET', '/v1/nothing-here']])('%s %s is 404 in the spec error body', async (method, path) => {
     const response = await ask(method, path);
     expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code: 'not_found' } });
+    expect(await response.json()).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code: 'not_found', param: null } });
   });
 });

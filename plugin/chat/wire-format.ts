@@ -22,7 +22,10 @@ export interface AnswerFields {
   readonly includeUsage?: boolean;
 }
 
-/** The `chat.completion` body of a JSON answer; with calls, `content` is null when the model wrote no text, as OpenAI's is. */
+/**
+ * The `chat.completion` body of a JSON answer; with calls, `content` is null when the model wrote no text, as OpenAI's
+ * is. `refusal` and `logprobs` are null unless there is one, as OpenAI's contract requires them.
+ */
 export function completionBody(
   fields: AnswerFields,
   text: string,
@@ -33,14 +36,19 @@ export function completionBody(
 ): Record<string, unknown> {
   const message =
     toolCalls.length > 0
-      ? { role: 'assistant', content: text || null, tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
-      : { role: 'assistant', content: text };
+      ? {
+          role: 'assistant',
+          content: text || null,
+          refusal: null,
+          tool_calls: toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
+        }
+      : { role: 'assistant', content: text, refusal: null };
   return {
     id: fields.completionId,
     object: 'chat.completion',
     created: fields.created,
     model: fields.modelId,
-    choices: [{ index: 0, message, finish_reason: finishReason, ...(logprobs ? { logprobs: toWireLogprobs(logprobs) } : {}) }],
+    choices: [{ index: 0, message, finish_reason: finishReason, logprobs: logprobs ? toWireLogprobs(logprobs) : null }],
     usage: toWireUsage(usage),
     conversation_id: fields.conversationId,
     communication_id: fields.replyId,

@@ -275,7 +275,7 @@ describe('fhirgate mounted on a Medplum-like app', () => {
     const withHeader = (call: request.Test): request.Test => (header ? call.set('Authorization', header) : call);
 
     const plugin = await withHeader(request(app).get('/v1/models').set('X-Project-ID', clinic.project.id)).expect(401);
-    expect(plugin.body).toEqual({ error: { message: 'Missing, invalid or expired access token.', type: 'authentication_error', code: 'unauthenticated' } });
+    expect(plugin.body).toEqual({ error: { message: 'Missing, invalid or expired access token.', type: 'authentication_error', code: 'unauthenticated', param: null } });
     const own = await withHeader(request(app).get('/auth/me')).expect(401);
     expect(own.body.resourceType).toBe('OperationOutcome');
   });

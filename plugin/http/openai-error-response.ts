@@ -5,9 +5,9 @@ import { annotateRequest, requestIdOf } from '../telemetry/request-telemetry.ts'
 import { fromBodyParserError } from './json-body.ts';
 import { allowHeaderOf } from './method-not-allowed.ts';
 
-/** The spec's error body: `{error: {message, type, code}}`, as OpenAI clients expect it. */
+/** The spec's error body: `{error: {message, type, code, param}}`, as OpenAI clients expect it; `param` null when no one field is at fault. */
 export interface OpenAiErrorBody {
-  readonly error: { readonly message: string; readonly type: string; readonly code: string; readonly param?: string };
+  readonly error: { readonly message: string; readonly type: string; readonly code: string; readonly param: string | null };
 }
 
 const ERROR_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
@@ -32,13 +32,13 @@ const ERROR_TYPE_BY_CODE: Readonly<Partial<Record<AppError['code'], string>>> = 
 
 /** Renders an AppError in the spec's error body. */
 export function toOpenAiErrorBody(error: AppError): OpenAiErrorBody {
-  const param = typeof error.details?.param === 'string' ? error.details.param : undefined;
+  const param = typeof error.details?.param === 'string' && error.details.param ? error.details.param : null;
   return {
     error: {
       message: error.message,
       type: ERROR_TYPE_BY_CODE[error.code] ?? ERROR_TYPE_BY_STATUS[error.status] ?? 'api_error',
       code: error.code,
-      ...(param ? { param } : {}),
+      param,
     },
   };
 }

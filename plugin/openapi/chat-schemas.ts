@@ -22,9 +22,8 @@ export const CHAT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
           message: text('What went wrong, for a person; never holds keys, tokens or message text.'),
           type: oneOfValues(['invalid_request_error', 'authentication_error', 'permission_error', 'rate_limit_error', 'api_error']),
           code: oneOfValues(Object.keys(HTTP_STATUS_BY_CODE), "fhirgate's error code; docs/api.md#errors has what each means."),
-          param: text('The request field at fault, named as the client sent it (`messages.0.content.1.type`).'),
-        },
-        ['param']
+          param: nullable(text('The request field at fault, named as the client sent it (`messages.0.content.1.type`); null when no one field is.')),
+        }
       ),
     },
     [],
@@ -49,14 +48,14 @@ export const CHAT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
               {
                 role: constant('assistant'),
                 content: nullable(text('The reply; null when the model only asked for calls.')),
+                refusal: NULL,
                 tool_calls: arrayOf(objectOf({ id: text(), type: constant('function'), function: objectOf({ name: text(), arguments: text() }) })),
               },
               ['tool_calls']
             ),
             finish_reason: oneOfValues(FINISH_REASONS),
-            logprobs: ref('TokenLogprobs'),
-          },
-          ['logprobs']
+            logprobs: nullable(ref('TokenLogprobs', 'Null unless the request asked for log probabilities.')),
+          }
         ),
       },
       usage: ref('Usage'),

@@ -66,7 +66,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
       version: FHIRGATE_VERSION,
       summary: 'An OpenAI-compatible AI gateway in a Medplum FHIR server: every prompt and reply is a FHIR Communication.',
       description:
-        "OpenAI's chat-completions and Responses wire formats under `/v1` (with fhirgate's own fields: `conversation_id`, `patient_id`, `patient_context`, `communication_id`), the models and the usage report, the device token exchange and `/graphql` for devices. What fhirgate does with each request field, per provider, is in docs/api.md; errors have the spec's body `{error: {message, type, code}}` (and `param` where one field is at fault) on `/v1` and the device token route, GraphQL errors on `/graphql`. Every error answer carries `x-should-retry`.",
+        "OpenAI's chat-completions and Responses wire formats under `/v1` (with fhirgate's own fields: `conversation_id`, `patient_id`, `patient_context`, `communication_id`), the models and the usage report, the device token exchange and `/graphql` for devices. What fhirgate does with each request field, per provider, is in docs/api.md; errors have the spec's body `{error: {message, type, code, param}}` (`param` null when no one field is at fault) on `/v1` and the device token route, GraphQL errors on `/graphql`. Every error answer carries `x-should-retry`.",
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [

@@ -24,7 +24,7 @@ const partEvent = (type: string): JsonSchema => event(type, { item_id: text(), o
 
 /** The schemas of this file, by component name. */
 export const RESPONSES_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
-  ResponseOutputText: objectOf({ type: constant('output_text'), text: text(), annotations: { type: 'array', maxItems: 0 }, logprobs: arrayOf(tokenLogprob) }, ['logprobs']),
+  ResponseOutputText: objectOf({ type: constant('output_text'), text: text(), annotations: { type: 'array', maxItems: 0 }, logprobs: arrayOf(tokenLogprob, 'Empty unless the request asked for log probabilities.') }),
   ResponseOutputItem: {
     description: "The reply's message (`msg_<reply id>`), or one of its function calls (`fc_<reply id>_<index>`).",
     oneOf: [
@@ -34,7 +34,7 @@ export const RESPONSES_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   },
   ResponseUsage: objectOf({
     input_tokens: INTEGER,
-    input_tokens_details: objectOf({ cached_tokens: INTEGER }),
+    input_tokens_details: objectOf({ cached_tokens: INTEGER, cache_write_tokens: INTEGER }),
     output_tokens: INTEGER,
     output_tokens_details: objectOf({ reasoning_tokens: INTEGER }),
     total_tokens: INTEGER,
@@ -53,6 +53,7 @@ export const RESPONSES_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       output: arrayOf(ref('ResponseOutputItem')),
       usage: nullable(ref('ResponseUsage')),
       conversation: objectOf({ id: text("fhirgate's conversation: send it as `conversation` to continue it.") }),
+      access_programs: { type: 'null', description: "OpenAI's access programs are not served: always null." },
       instructions: nullable(text()),
       max_output_tokens: nullable(INTEGER),
       metadata: { type: 'object', additionalProperties: { type: 'string' } },
@@ -90,7 +91,7 @@ export const RESPONSES_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       event('response.output_text.delta', { item_id: text(), output_index: INTEGER, content_index: INTEGER, delta: text(), logprobs: arrayOf(tokenLogprob) }),
       event('response.output_text.done', { item_id: text(), output_index: INTEGER, content_index: INTEGER, text: text(), logprobs: arrayOf(tokenLogprob) }),
       event('response.function_call_arguments.delta', { item_id: text(), output_index: INTEGER, delta: text() }),
-      event('response.function_call_arguments.done', { item_id: text(), output_index: INTEGER, arguments: text() }),
+      event('response.function_call_arguments.done', { item_id: text(), output_index: INTEGER, name: text(), arguments: text() }),
       event('error', { code: text("fhirgate's error code (docs/api.md#errors)."), message: text(), param: nullable(text()) }),
     ],
   },

@@ -50,6 +50,20 @@ describe('the input items of a Responses request', () => {
     expect(itemIndex).toEqual([0, 1, 4, 5]);
   });
 
+  test("what the API returns on its items is taken back: an assistant message's phase, a direct caller, an output's tool name", () => {
+    const { messages } = messagesOf([
+      { role: 'user', content: 'Weather in Lyon?' },
+      { type: 'message', role: 'assistant', phase: 'commentary', content: [{ type: 'output_text', text: 'Let me look.', annotations: [], logprobs: [] }] },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}', caller: { type: 'direct' }, namespace: null },
+      { type: 'function_call_output', call_id: 'call_1', output: '18 °C', name: 'get_weather', caller: { type: 'direct' }, namespace: null },
+    ]);
+    expect(messages).toEqual([
+      { role: 'user', content: 'Weather in Lyon?' },
+      { role: 'assistant', content: 'Let me look.', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{}' }] },
+      { role: 'tool', content: '18 °C', toolCallId: 'call_1' },
+    ]);
+  });
+
   test('a function call without a message before it opens an assistant message of its own', () => {
     const { messages } = messagesOf([
       { role: 'user', content: 'Time?' },
@@ -70,12 +84,17 @@ describe('the input items of a Responses request', () => {
     ['input.0.content.0.type', [{ role: 'user', content: [{ type: 'output_text', text: 'not mine' }] }]],
     ['input.0.content.0.annotations', [{ role: 'assistant', content: [{ type: 'output_text', text: 'x', annotations: [{ type: 'url_citation' }] }] }]],
     ['input.0.content.0.prompt_cache_breakpoint', [{ role: 'user', content: [{ type: 'input_text', text: 'x', prompt_cache_breakpoint: { mode: 'explicit' } }] }]],
-    ['input.0.phase', [{ role: 'assistant', content: 'x', phase: 'final_answer' }]],
+    ['input.0.phase', [{ role: 'user', content: 'x', phase: 'final_answer' }]],
+    ['input.0.phase', [{ role: 'assistant', content: 'x', phase: 'aside' }]],
     ['input.0.role', [{ role: 'tool', content: 'x' }]],
     ['input.1.type', [{ role: 'user', content: 'hi' }, { type: 'reasoning', id: 'rs_1', summary: [] }]],
     ['input.0.type', [{ type: 'web_search_call', id: 'ws_1' }]],
     ['input.0.type', [{ content: 'no role' }]],
     ['input.0.namespace', [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', namespace: 'tools' }]],
+    ['input.0.caller', [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', caller: { type: 'program', caller_id: 'p' } }]],
+    ['input.0.namespace', [{ type: 'function_call_output', call_id: 'c', output: 'x', namespace: 'tools' }]],
+    ['input.0.caller', [{ type: 'function_call_output', call_id: 'c', output: 'x', caller: { type: 'program', caller_id: 'p' } }]],
+    ['input.0.name', [{ type: 'function_call_output', call_id: 'c', output: 'x', name: 'not a name' }]],
     ['input.0.output.0.type', [{ type: 'function_call_output', call_id: 'c', output: [{ type: 'input_file', file_id: 'file_1' }] }]],
     ['input.0.call_id', [{ type: 'function_call_output', call_id: ' ', output: 'x' }]],
     ['input.0', ['not an item']],

@@ -6,7 +6,7 @@
  * - `function_call`, the model's call as the API returned it, and `function_call_output`, its result;
  * - `item_reference`, naming the message or a function call of a response fhirgate gave (read from its record).
  * Anything else is refused by name: images, files and audio (fhirgate sends and records text only), reasoning items
- * (fhirgate returns none), hosted tools' items.
+ * (fhirgate returns none), hosted tools' items, tool namespaces and programmatic calls.
  */
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
@@ -35,12 +35,42 @@ const NON_TEXT = new Set(['input_image', 'input_file', 'input_audio']);
 const callId = z.string().max(256).regex(/\S/, 'must not be empty');
 /** Fields the API puts on the items it returns, which clients send back as they got them; nothing to act on. */
 const echoed = { id: z.string().nullish(), status: z.enum(['in_progress', 'completed', 'incomplete']).nullish() };
+/** A schema that refuses its field with `message` when it is given (null counts as not given). */
+const refused = (message: string) => z.unknown().refine(() => false, message).optional();
+/**
+ * Who made a call: `direct` (the model) is every call fhirgate knows; `program` (programmatic tool calling) is
+ * refused, as `tools.N.allowed_callers` is.
+ */
+const caller = z
+  .object({ type: z.string() })
+  .passthrough()
+  .refine((value) => value.type === 'direct', 'only direct calls are supported: programmatic tool calling is not')
+  .optional();
+/** Tool namespaces group tools fhirgate does not serve: its tools are flat function tools. */
+const namespace = refused('tool namespaces are not supported: fhirgate serves flat function tools only');
 
 const functionCallSchema = z
-  .object({ type: z.literal('function_call'), call_id: callId, name: z.string().regex(TOOL_NAME_PATTERN, 'is not a valid function name'), arguments: z.string(), ...echoed })
+  .object({
+    type: z.literal('function_call'),
+    call_id: callId,
+    name: z.string().regex(TOOL_NAME_PATTERN, 'is not a valid function name'),
+    arguments: z.string(),
+    caller,
+    namespace,
+    ...echoed,
+  })
   .strict();
 const functionCallOutputSchema = z
-  .object({ type: z.literal('function_call_output'), call_id: callId, output: z.union([z.string(), z.array(z.object({ type: z.string() }).passthrough())]), ...echoed })
+  .object({
+    type: z.literal('function_call_output'),
+    call_id: callId,
+    output: z.union([z.string(), z.array(z.object({ type: z.string() }).passthrough())]),
+    // The tool's name, as the API returns it: the output answers its call by `call_id`, so it is not needed.
+    name: z.string().regex(TOOL_NAME_PATTERN, 'is not a valid function name').optional(),
+    caller,
+    namespace,
+    ...echoed,
+  })
   .strict();
 const itemReferenceSchema = z.object({ type: z.literal('item_reference').nullish(), id: z.string().min(1).max(128) }).strict();
 const messageSchema = z
@@ -48,9 +78,12 @@ const messageSchema = z
     type: z.literal('message').optional(),
     role: z.enum(['user', 'system', 'developer', 'assistant'], 'must be user, system, developer or assistant'),
     content: z.union([z.string(), z.array(z.object({ type: z.string() }).passthrough())]),
+    // The API's label of an assistant message (`commentary`, `final_answer`): chat providers have no such label.
+    phase: z.enum(['commentary', 'final_answer'], 'must be commentary or final_answer').optional(),
     ...echoed,
   })
-  .strict();
+  .strict()
+  .refine((message) => message.phase === undefined || message.role === 'assistant', { message: 'labels assistant messages only', path: ['phase'] });
 
 /** Reads `input`; a bad item is a 400 naming it (`input.3.content.0.type`). */
 export function readInputItems(input: string | readonly unknown[]): InputItem[] {

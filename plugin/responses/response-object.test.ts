@@ -29,7 +29,7 @@ describe('the Responses wire format of the records', () => {
     const tools = [{ type: 'function', name: 'f', parameters: {}, strict: true }];
     const echoed = responseObject({ ...fields, request: { input: 'hi', instructions: 'Be brief.', tools, tool_choice: 'required', store: false, temperature: 0.2, user: 'u1' } });
     expect(echoed).toMatchObject({ id: 'resp_r1', instructions: 'Be brief.', tools, tool_choice: 'required', store: false, temperature: 0.2, user: 'u1', conversation: { id: 'c1' } });
-    expect(echoed.usage).toEqual({ input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 });
+    expect(echoed.usage).toEqual({ input_tokens: 0, input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 });
 
     const chat = responseObject({ ...fields, request: { messages: [], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'required', temperature: 0.2 } });
     expect(chat).toMatchObject({ instructions: null, tools: [], tool_choice: 'auto', store: true, temperature: null });

@@ -39,9 +39,9 @@ export function parseOutputItemId(id: string): OutputItemRef | undefined {
 export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
-/** An `output_text` part; `logprobs` only when the request asked for them. */
+/** An `output_text` part; its `logprobs` (required by the contract) are empty unless the request asked for them. */
 export function outputTextPart(text: string, logprobs?: readonly ChatTokenLogprob[]): Record<string, unknown> {
-  return { type: 'output_text', text, annotations: [], ...(logprobs ? { logprobs: toWireLogprobs(logprobs).content } : {}) };
+  return { type: 'output_text', text, annotations: [], logprobs: logprobs ? toWireLogprobs(logprobs).content : [] };
 }
 
 /** The assistant's message item. */
@@ -118,17 +118,22 @@ export function responseObject(fields: ResponseFields): Record<string, unknown> 
     output: fields.output,
     usage: fields.usage === undefined ? null : toResponseUsage(fields.usage),
     conversation: { id: fields.conversationId },
+    // OpenAI's access programs are refused on requests (docs/api.md): a response never used one.
+    access_programs: null,
     ...echoedSettings(fields.request),
   };
 }
 
-/** Token counts in the Responses API's shape; zeros when the provider reported none. */
+/**
+ * Token counts in the Responses API's shape; zeros when the provider reported none. The providers' cache counts do
+ * not reach fhirgate's usage (a turn is counted as its prompt and completion tokens), so both cache counts are 0.
+ */
 export function toResponseUsage(usage: ChatUsage | null | undefined): Record<string, unknown> {
   const input = usage?.promptTokens ?? 0;
   const output = usage?.completionTokens ?? 0;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: input + output,
@@ -155,7 +160,7 @@ function echoedSettings(body: Readonly<Record<string, unknown>>): Record<string,
     temperature: of('temperature', isNumber),
     text: { format: text?.format ?? { type: 'text' }, ...(text?.verbosity ? { verbosity: text.verbosity } : {}) },
     tool_choice: body.tool_choice !== undefined && body.tool_choice !== null && responses ? body.tool_choice : 'auto',
-    tools: of('tools', Array.isArray) ?? [],
+    tools: (of('tools', Array.isArray) ?? []).map(echoedTool),
     top_p: of('top_p', isNumber),
     top_logprobs: of('top_logprobs', isNumber),
     truncation: of('truncation', isString) ?? 'disabled',
@@ -163,6 +168,11 @@ function echoedSettings(body: Readonly<Record<string, unknown>>): Record<string,
     safety_identifier: of('safety_identifier', isString),
     ...(isString(body.service_tier) && responses ? { service_tier: body.service_tier } : {}),
   };
+}
+
+/** A function tool as OpenAI echoes it: `parameters` and `strict` always there, null when not given. */
+function echoedTool(tool: unknown): unknown {
+  return isObject(tool) ? { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? null } : tool;
 }
 
 function isString(value: unknown): value is string {

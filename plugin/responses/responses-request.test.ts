@@ -99,6 +99,14 @@ describe('parseResponsesDraft', () => {
     expect(error.message).toContain(param);
   });
 
+  test("service_tier: OpenAI's chat tiers are passed on; ultrafast, a Responses-only tier, is refused by name with the reason", () => {
+    expect(parse({ service_tier: 'priority' }).options.openAiOnly).toEqual({ service_tier: 'priority' });
+    const error = appErrorOf(() => parse({ service_tier: 'ultrafast' }));
+    expect(error.details?.param).toBe('service_tier');
+    expect(error.message).toContain('ultrafast is not supported');
+    expect(paramOf({ service_tier: 'turbo' })).toBe('service_tier');
+  });
+
   test('a client who continues a conversation as on chat completions is pointed at the Responses way', () => {
     expect(appErrorOf(() => parse({ conversation_id: 'c-1' })).message).toContain('conversation (its id) or previous_response_id');
   });

@@ -61,6 +61,17 @@ const formatSchema = z.discriminatedUnion('type', [
 
 const conversationId = z.string().regex(ID_PATTERN, 'is not a conversation id');
 
+/**
+ * OpenAI's tiers, passed on as `service_tier` is on chat completions; `ultrafast`, a tier of OpenAI's Responses API
+ * only, is refused by name: fhirgate asks every provider through its chat API, which has no such tier.
+ */
+const serviceTierSchema = z.enum(OPENAI_ONLY_FIELDS.service_tier.options, {
+  error: (issue) =>
+    issue.input === 'ultrafast'
+      ? 'ultrafast is not supported: fhirgate asks providers through chat completions, which have no ultrafast tier'
+      : `must be one of ${OPENAI_ONLY_FIELDS.service_tier.options.join(', ')}`,
+});
+
 /** The request body's schema; the OpenAPI description is generated from it too (plugin/openapi/). */
 export const responsesSchema = z
   .object({
@@ -102,7 +113,7 @@ export const responsesSchema = z
     user: z.string().optional(),
     safety_identifier: z.string().optional(),
     truncation: z.enum(['auto', 'disabled']).optional(),
-    service_tier: OPENAI_ONLY_FIELDS.service_tier.optional(),
+    service_tier: serviceTierSchema.optional(),
     prompt_cache_key: OPENAI_ONLY_FIELDS.prompt_cache_key.optional(),
     prompt_cache_retention: OPENAI_ONLY_FIELDS.prompt_cache_retention.optional(),
     prompt_cache_options: OPENAI_ONLY_FIELDS.prompt_cache_options.optional(),

@@ -93,7 +93,7 @@ export class StreamedOutput {
         await this.#events.send({ type: 'response.content_part.done', item_id: itemId, output_index: item.outputIndex, content_index: 0, part });
       } else {
         const itemId = `fc_${this.#replyId}_${item.callIndex}`;
-        await this.#events.send({ type: 'response.function_call_arguments.done', item_id: itemId, output_index: item.outputIndex, arguments: item.call.arguments });
+        await this.#events.send({ type: 'response.function_call_arguments.done', item_id: itemId, output_index: item.outputIndex, name: item.call.name, arguments: item.call.arguments });
       }
       await this.#events.send({ type: 'response.output_item.done', output_index: item.outputIndex, item: this.#item(item, 'completed') });
     }
