@@ -61,6 +61,8 @@ describe('the model with FHIR tools', () => {
     const toolbox = new FhirToolbox(
       { repo, patient, types: ['Observation'], options: { maxSteps, maxResults: 10, maxCharacters: 4000 } },
       async (call, result) => {
+        // On record a turn of the event loop later, as a store's write is: a loop that does not wait runs ahead.
+        await new Promise((resolve) => setImmediate(resolve));
         events.push(`disclosed ${call.id}: ${result.shared.length}`);
       },
       (call) => events.push(`journaled ${call.id}`)
