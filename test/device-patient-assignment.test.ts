@@ -130,13 +130,21 @@ describe('a device writes only about the patient it is assigned to', () => {
     expect(await observationCount()).toBe(before);
   });
 
-  test("an encounter of another patient's stay is FORBIDDEN", async () => {
+  // A device never names an encounter: not even its own patient's stay, which a check of the stay's patient would let through.
+  test.each([
+    ["the assigned patient's own stay", () => maria],
+    ["another patient's stay", () => james],
+  ])('an encounter of %s is FORBIDDEN by name, and nothing is stored', async (_name, patientOfStay) => {
+    await assign(maria);
     const repo = await host.standalone.host.getSystemRepo(project.projectId);
-    const stay = await repo.createResource<Encounter>({ resourceType: 'Encounter', status: 'in-progress', class: { code: 'IMP' }, subject: { reference: james } });
+    const stay = await repo.createResource<Encounter>({ resourceType: 'Encounter', status: 'in-progress', class: { code: 'IMP' }, subject: { reference: patientOfStay() } });
+    const before = await observationCount();
 
     const result = await write(await deviceClient(), { subject: { reference: maria }, encounter: { reference: `Encounter/${stay.id}` } });
 
+    expect(result.data?.ObservationCreate ?? null).toBeNull();
     expect(refusal(result.error)).toEqual({ code: 'FORBIDDEN', message: 'ObservationCreate: a device may not set encounter; its Observations refer only to their device and their subject.' });
+    expect(await observationCount()).toBe(before);
   });
 
   test('a reassignment applies to the next request with the same token: writes and reads follow the new patient', async () => {

@@ -147,12 +147,17 @@ describe('model access by AccessPolicy', () => {
 
   test('an edited policy applies without a restart, within the policy cache bound', async () => {
     const { openai, admin, project } = await governedProject();
+    // The grant is read and kept now, so the edit below has to wait for the cache.
     expect((await openai.models.list()).data.map((model) => model.id)).not.toContain('openai/gpt-4o');
     await grant(admin, project, 'openai/*');
+    const edited = Date.now();
     const listed = await waitFor(async () => {
       const ids = (await openai.models.list()).data.map((model) => model.id);
       return ids.includes('openai/gpt-4o') ? ids : undefined;
-    });
+    }, 8000);
+    // Within twice the configured 200 ms (a grant in use is read again in the background), with room for a slow
+    // machine's requests; the 5 s default would be far outside it.
+    expect(Date.now() - edited).toBeLessThan(2 * 200 + 1000);
     expect(listed).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
     const answer = await openai.chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Now?' }] });
     expect(answer.model).toBe('openai/gpt-4o');
@@ -160,6 +165,8 @@ describe('model access by AccessPolicy', () => {
 
   test('a project without AI_MODEL_ACCESS lets every member use every model, whatever the policies say', async () => {
     const project = await host.seedProject();
+    // The practitioner's policy grants only claude's models: without the setting, that grant is not applied.
+    await grant(await projectAdministrator(host, project), project, 'claude/*');
     const openai = new OpenAI({
       baseURL: `${host.url}v1`,
       apiKey: await host.accessTokenFor(project.ids['practitioner-membership']),
@@ -167,5 +174,8 @@ describe('model access by AccessPolicy', () => {
       maxRetries: 0,
     });
     expect((await openai.models.list()).data.map((model) => model.id)).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o', 'claude/claude-sonnet-5-5']);
+    const answer = await openai.chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'Any model?' }] });
+    expect(answer.model).toBe('openai/gpt-4o');
+    expect(emulator.received.map((request) => `${request.provider}/${request.model}`)).toEqual(['openai/gpt-4o']);
   });
 });

@@ -5,13 +5,15 @@
  * the openai SDK as the client and MedplumClient reading what was stored.
  */
 import type { MedplumClient } from '@medplum/core';
-import type { Communication, Resource } from '@medplum/fhirtypes';
+import type { AuditEvent, Communication, Resource } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
 import type { LlmEmulator } from './emulator/index.ts';
+import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
+import { seedChart, type SeededChart } from './support/seeded-chart.ts';
 import { waitFor } from './support/wait-for.ts';
 
 const isReply = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.inResponseTo?.length;
@@ -162,5 +164,62 @@ describe('the store refusing writes', () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatchObject({ status: 'not-done' });
     expect(replies[0].about).toBeUndefined();
+  });
+
+  describe('the FHIR tools', () => {
+    let chart: SeededChart;
+    beforeEach(async () => {
+      chart = await seedChart(await chatHost.host.standalone.host.getSystemRepo(project.projectId), project);
+    });
+
+    /** A turn whose model searches the patient's heart rates once, then answers. */
+    const askWithSearch = (): Promise<unknown> =>
+      openai.chat.completions
+        .create({
+          model: MODEL,
+          messages: [{ role: 'user', content: `Pulse? [emulator-behaviour ${JSON.stringify({ toolCalls: [[{ name: 'search_patient_records', arguments: { resource_type: 'Observation', params: { code: 'http://loinc.org|8867-4' } } }]] })}]` }],
+          // @ts-expect-error fhirgate's extra request fields
+          patient_id: project.ids['patient-in-care-team-1'],
+          patient_context: 'tools',
+        })
+        .catch((error: unknown) => error);
+    const auditsOf = (replyId: string): Promise<AuditEvent[]> => medplum.searchResources('AuditEvent', { entity: `Communication/${replyId}` }, { cache: 'no-cache' });
+
+    test("a disclosure the store is slow to audit: the model is given the tool's records only once the AuditEvent is written", async () => {
+      faults.delay((resource) => resource.resourceType === 'AuditEvent', 400);
+      const completion = (await askWithSearch()) as FhirgateCompletion;
+      faults.heal();
+
+      expect(emulator.received).toHaveLength(2);
+      expect(JSON.stringify(emulator.received[0].messages)).not.toContain(chart.pulse.id);
+      expect(emulator.received[1].messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining(chart.pulse.id) });
+      const [audit, ...more] = await auditsOf(completion.communication_id);
+      expect(more).toHaveLength(0);
+      expect(audit.entity?.filter((entity) => entity.role?.code === '4').map((entity) => entity.what?.reference)).toEqual([`Observation/${chart.pulse.id}`]);
+      // The record was written before the request that carried the heart rate reached the model.
+      expect(Date.parse(audit.meta?.lastUpdated ?? '')).toBeLessThanOrEqual(emulator.received[1].receivedAt);
+    });
+
+    test("a disclosure the store will not audit: the tool's records never reach the model; 503, and a not-done reply that names no record", async () => {
+      faults.fail((resource) => resource.resourceType === 'AuditEvent');
+      const failure = await askWithSearch();
+      // Time for a request that did not wait for the record to reach the model anyway.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      faults.heal();
+
+      expect(failure).toBeInstanceOf(APIError);
+      expect((failure as APIError).status).toBe(503);
+      expect((failure as APIError).error).toMatchObject({ code: 'unavailable' });
+      expect(emulator.received).toHaveLength(1);
+      expect(JSON.stringify(emulator.received)).not.toContain(chart.pulse.id);
+      const records = await communications();
+      const prompt = records.find((record) => record.payload?.[0]?.contentString?.startsWith('Pulse?'));
+      const replies = records.filter((record) => record.inResponseTo?.[0]?.reference === `Communication/${prompt?.id}`);
+      expect(replies).toHaveLength(1);
+      expect(replies[0]).toMatchObject({ status: 'not-done' });
+      expect(replies[0].about).toBeUndefined();
+      expect(replies[0].extension?.filter((extension) => extension.url === EXTENSION.fhirToolCall) ?? []).toHaveLength(0);
+      expect(await auditsOf(replies[0].id ?? '')).toHaveLength(0);
+    });
   });
 });

@@ -61,6 +61,8 @@ describe('the model with FHIR tools', () => {
     const toolbox = new FhirToolbox(
       { repo, patient, types: ['Observation'], options: { maxSteps, maxResults: 10, maxCharacters: 4000 } },
       async (call, result) => {
+        // On record a turn of the event loop later, as a store's write is: a loop that does not wait runs ahead.
+        await new Promise((resolve) => setImmediate(resolve));
         events.push(`disclosed ${call.id}: ${result.shared.length}`);
       },
       (call) => events.push(`journaled ${call.id}`)
@@ -107,6 +109,69 @@ describe('the model with FHIR tools', () => {
     expect(toolbox.calls.map((call) => call.id)).toEqual(['call_1', 'call_2']);
     expect(completion.finishReason).toBe('length');
     expect(completion.toolCalls).toBeUndefined();
+  });
+
+  /**
+   * A toolbox whose disclosure is put on record only later (as a store's write is), and a model that notes, each
+   * time it is asked, whether the tool's records were in its request and what was on record by then.
+   */
+  function setUpSlowRecord(replies: readonly ChatCompletion[], recordDisclosure: () => Promise<void>): { target: ResolvedModel; toolbox: FhirToolbox; seen: { carriesRecords: boolean; onRecord: string[] }[]; journaled: string[] } {
+    const { model } = scriptedModel(replies);
+    const seen: { carriesRecords: boolean; onRecord: string[] }[] = [];
+    const journaled: string[] = [];
+    const watching: ChatModel = {
+      provider: model.provider,
+      complete: (step) => {
+        seen.push({ carriesRecords: step.messages.some((message) => message.content.includes('mg/dL')), onRecord: [...events] });
+        return model.complete(step);
+      },
+      stream: (step) => {
+        seen.push({ carriesRecords: step.messages.some((message) => message.content.includes('mg/dL')), onRecord: [...events] });
+        return model.stream(step);
+      },
+    };
+    const toolbox = new FhirToolbox({ repo, patient, types: ['Observation'], options: { maxSteps: 4, maxResults: 10, maxCharacters: 4000 } }, recordDisclosure, (call) => journaled.push(call.id));
+    const plain: ResolvedModel = { model: watching, modelName: 'm', id: 'script/m', retries: { maxRetries: 0, baseDelayMs: 0, maxDelayMs: 0 }, fallbacks: [] };
+    return { target: withFhirTools(plain, toolbox), toolbox, seen, journaled };
+  }
+
+  /** A disclosure the store takes a while to write: on record only when the returned promise resolves. */
+  const recordedLater = async (): Promise<void> => {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    events.push('disclosed');
+  };
+
+  test.each([['JSON'], ['streamed']])('%s: a disclosure written later is on record before the model is given the records', async (mode) => {
+    const { target, seen } = setUpSlowRecord([searchObservations('call_1'), answer], recordedLater);
+    if (mode === 'JSON') {
+      await target.model.complete(request);
+    } else {
+      for await (const event of target.model.stream(request)) void event;
+    }
+    expect(seen).toEqual([
+      { carriesRecords: false, onRecord: [] },
+      { carriesRecords: true, onRecord: ['disclosed'] },
+    ]);
+  });
+
+  test.each([['JSON'], ['streamed']])('%s: a disclosure the store cannot record keeps the records from the model, and nothing of the call is kept', async (mode) => {
+    const refusal = new Error('The FHIR store could not complete the operation');
+    const { target, toolbox, seen, journaled } = setUpSlowRecord([searchObservations('call_1'), answer], async () => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      throw refusal;
+    });
+    const outcome =
+      mode === 'JSON'
+        ? target.model.complete(request)
+        : (async () => {
+            for await (const event of target.model.stream(request)) void event;
+          })();
+    await expect(outcome).rejects.toBe(refusal);
+    // Give a call that did not wait for its disclosure the time to reach the model anyway.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(seen).toEqual([{ carriesRecords: false, onRecord: [] }]);
+    expect(journaled).toEqual([]);
+    expect(toolbox.calls).toEqual([]);
   });
 
   test('a call that shares nothing is journaled but needs no disclosure', async () => {

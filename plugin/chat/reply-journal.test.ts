@@ -195,13 +195,27 @@ describe('ReplyJournal', () => {
     expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => entry.delivered)).toEqual(['kept']);
   });
 
-  test('without a directory it keeps nothing on disk and recovers nothing', () => {
-    const journal = ReplyJournal.open(undefined);
-    journal.open(turn('a'));
-    journal.delivered('a', 'text');
-    // Nothing to wait for: a stream's text goes out at once.
-    expect(journal.whenWritten(() => undefined)).toBe(false);
-    expect(journal.unfinished).toEqual([]);
-    journal.close();
+  test('without a directory it keeps nothing on disk and recovers nothing', async () => {
+    // Run from an empty working directory, so a folder made relative to it would show; every line it would write is
+    // counted, wherever it went.
+    const cwd = process.cwd();
+    process.chdir(root);
+    try {
+      const disk = countedWrites();
+      const journal = ReplyJournal.open(undefined, { writeLines: disk.writeLines });
+      journal.open(turn('a'));
+      journal.delivered('a', 'text');
+      await endOfLoopTurn();
+      expect(readdirSync(root)).toEqual([]);
+      expect(disk.writes).toEqual([]);
+      // Nothing to wait for: a stream's text goes out at once.
+      expect(journal.whenWritten(() => undefined)).toBe(false);
+      expect(journal.unfinished).toEqual([]);
+      // No close(): the process died with the turn open. The next start finds nothing of it.
+      expect(ReplyJournal.open(undefined).unfinished).toEqual([]);
+      expect(readdirSync(root)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+    }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * A store that refuses writes on command, as a database does during an outage: the FHIR repository is wrapped so
- * that creates, updates, patches, deletes and transactions fail with a server error while a fault applies.
- * Everything else is the real store underneath.
+ * that creates, updates, patches, deletes and transactions fail with a server error while a fault applies, or
+ * are slow to be written while a delay applies. Everything else is the real store underneath.
  */
 import { OperationOutcomeError, serverError } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
@@ -17,6 +17,8 @@ export interface FaultyStore {
   /** Writes matching `fault` fail until `heal()`, or for the next `times` matching writes. */
   fail(fault: WriteFault, times?: number): void;
   heal(): void;
+  /** Writes matching `fault` reach the store only `ms` later, until `heal()`: a store under load. */
+  delay(fault: WriteFault, ms: number): void;
   /** Writes refused since the last `fail`. */
   readonly refused: number;
 }
@@ -25,6 +27,7 @@ export function withWriteFaults<T extends FhirRepository>(store: T): FaultyStore
   let fault: WriteFault | undefined;
   let remaining = Number.POSITIVE_INFINITY;
   let refused = 0;
+  let slow: { fault: WriteFault; ms: number } | undefined;
   const refuses = (name: string, args: unknown[]): boolean => {
     if (!fault || remaining <= 0) {
       return false;
@@ -40,6 +43,11 @@ export function withWriteFaults<T extends FhirRepository>(store: T): FaultyStore
     }
     return false;
   };
+  const delayOf = (name: string, args: unknown[]): number => {
+    const resource = args[0];
+    const hit = slow && WRITES.has(name) && (slow.fault === 'all' || (typeof resource === 'object' && resource !== null && 'resourceType' in resource && slow.fault(resource as Resource)));
+    return hit && slow ? slow.ms : 0;
+  };
   const repo = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
@@ -49,6 +57,10 @@ export function withWriteFaults<T extends FhirRepository>(store: T): FaultyStore
       return (...args: unknown[]) => {
         if (refuses(String(property), args)) {
           return Promise.reject(new OperationOutcomeError(serverError(new Error('The FHIR store could not complete the operation'))));
+        }
+        const ms = delayOf(String(property), args);
+        if (ms > 0) {
+          return new Promise((resolve) => setTimeout(resolve, ms)).then(() => value.apply(target, args));
         }
         return value.apply(target, args);
       };
@@ -61,8 +73,12 @@ export function withWriteFaults<T extends FhirRepository>(store: T): FaultyStore
       remaining = times;
       refused = 0;
     },
+    delay: (next, ms) => {
+      slow = { fault: next, ms };
+    },
     heal: () => {
       fault = undefined;
+      slow = undefined;
     },
     get refused() {
       return refused;

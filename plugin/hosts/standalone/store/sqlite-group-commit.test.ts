@@ -12,6 +12,7 @@ import type { Communication } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { ControlledSync } from '../../../../test/support/controlled-sync.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
+import { failWritesMidway } from '../../../../test/support/midway-write-failure.ts';
 
 let directory: string;
 let path: string;
@@ -87,18 +88,23 @@ describe('SqliteRepository group commit', () => {
     const repository = open();
     await repository.createResource(turn('taken'), { assignedId: true });
     const before = repository.commitCount;
-    const [first, duplicate, stale, last] = [
+    // 'half' fails after its resource row is written: only its own rollback takes that row away.
+    failWritesMidway(path, 'half');
+    const [first, duplicate, half, stale, last] = [
       repository.createResource(turn('first'), { assignedId: true }),
       repository.createResource(turn('taken'), { assignedId: true }),
+      repository.createResource(turn('half'), { assignedId: true }),
       repository.updateResource(turn('taken'), { ifMatch: 'not-the-current-version' }),
       repository.createResource(turn('last'), { assignedId: true }),
     ];
     expect(await statusOf(duplicate)).toBe(400);
+    expect(await statusOf(half)).toBe(500);
     expect(await statusOf(stale)).toBe(412);
     expect((await first).id).toBe('first');
     expect((await last).id).toBe('last');
     expect(repository.commitCount).toBe(before + 1);
     expect(committedIds()).toEqual(['first', 'last', 'taken']);
+    expect(await statusOf(repository.readResource('Communication', 'half'))).toBe(404);
   });
 
   test('withTransaction stays atomic and isolated among grouped writes', async () => {

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { OperationOutcomeError } from '@medplum/core';
 import type { Communication, Patient } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
+import { failWritesMidway, storedIds } from '../../../../test/support/midway-write-failure.ts';
 
 const repositories: SqliteRepository[] = [];
 
@@ -67,12 +71,24 @@ describe('SqliteRepository writes and reads', () => {
     expect(await statusOf(repository.readHistory('Patient', 'missing'))).toBe(404);
   });
 
-  test('returned resources are copies: changing them does not change the store', async () => {
+  test("a write stores the resource as it was when asked: the caller's later changes, to what it gave or got back, change nothing", async () => {
     const repository = openRepository();
-    const created = await repository.createResource(patient);
-    created.name = [{ family: 'Changed' }];
-    const read = await repository.readResource<Patient>('Patient', created.id);
-    expect(read.name?.[0]?.family).toBe('Lovelace');
+    const given: Patient = { resourceType: 'Patient', name: [{ given: ['Ada'], family: 'Lovelace' }] };
+    // The write waits for its group's commit; the caller changes its object meanwhile.
+    const creating = repository.createResource(given);
+    given.name?.[0]?.given?.push('Augusta');
+    const created = await creating;
+    expect(created.name).toEqual([{ given: ['Ada'], family: 'Lovelace' }]);
+    // What came back is the caller's own: changing it changes neither what was given nor what is stored.
+    created.name?.[0]?.given?.push('King');
+    expect(given.name).toEqual([{ given: ['Ada', 'Augusta'], family: 'Lovelace' }]);
+    expect((await repository.readResource<Patient>('Patient', created.id)).name).toEqual([{ given: ['Ada'], family: 'Lovelace' }]);
+
+    const changed: Patient & { id: string } = { ...created, name: [{ given: ['Ada'], family: 'King' }] };
+    const updating = repository.updateResource(changed);
+    changed.name?.[0]?.given?.push('Byron');
+    expect((await updating).name).toEqual([{ given: ['Ada'], family: 'King' }]);
+    expect((await repository.readResource<Patient>('Patient', created.id)).name).toEqual([{ given: ['Ada'], family: 'King' }]);
   });
 
   test('update writes a new version; history is newest first; vread returns each version', async () => {
@@ -255,15 +271,30 @@ describe('SqliteRepository transactions', () => {
   });
 
   test('a failed write inside a transaction undoes only itself', async () => {
-    const repository = openRepository();
-    await repository.withTransaction(
-      async (transaction) => {
-        await transaction.createResource({ ...patient, id: 'kept' }, { assignedId: true });
-        await expect(transaction.createResource({ ...patient, id: 'kept' }, { assignedId: true })).rejects.toThrow();
-      },
-      { resourceTypes: ['Patient'] }
-    );
-    expect(await repository.searchResources({ resourceType: 'Patient' })).toHaveLength(1);
+    const directory = mkdtempSync(join(tmpdir(), 'fhirgate-store-'));
+    const path = join(directory, 'store.sqlite');
+    try {
+      const repository = SqliteRepository.open(path);
+      repositories.push(repository);
+      // The write of 'half' fails after its resource row is written: only its own rollback takes that row away.
+      failWritesMidway(path, 'half');
+      await repository.withTransaction(
+        async (transaction) => {
+          await transaction.createResource({ ...patient, id: 'kept' }, { assignedId: true });
+          expect(await statusOf(transaction.createResource({ ...patient, id: 'half' }, { assignedId: true }))).toBe(500);
+          await transaction.createResource({ ...patient, id: 'after' }, { assignedId: true });
+        },
+        { resourceTypes: ['Patient'] }
+      );
+      expect((await repository.searchResources({ resourceType: 'Patient' })).map((found) => found.id).sort()).toEqual(['after', 'kept']);
+      expect(await statusOf(repository.readResource('Patient', 'half'))).toBe(404);
+      expect(storedIds(path, 'Patient')).toEqual(['after', 'kept']);
+    } finally {
+      for (const repository of repositories.splice(0)) {
+        repository.close();
+      }
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   test('a nested withTransaction runs in the outer one, and its failure rolls the outer one back', async () => {
