@@ -5,13 +5,15 @@
  *   `E2E_DEVICE_AUTH_FILE` (the `device_auth` file the server reads) and `E2E_DEVICE_ID` (`npm run e2e` sets these
  *   from its flags);
  * - otherwise a standalone host of this checkout, started here on the LLM emulator, as a user would run it.
- * Either way the project is set up by `fhirgate provision` first, as docs/mounting.md tells operators to.
+ * Either way the project is set up by `fhirgate provision` first, as docs/mounting.md tells operators to. Asked for
+ * the ward's device (the device networks cases), it is provisioned into the same device_auth file and listed there
+ * as allowed only from `E2E_WARD_ADDRESS`; the host started here then trusts only `E2E_PROXY_ADDRESS` as a proxy.
  * The local host reports each turn's repository operations (`FHIRGATE_REPORT_REPOSITORY_OPERATIONS=on`); a server
  * of the user's does when it was mounted with `reportRepositoryOperations` and `E2E_REPOSITORY_OPERATIONS=on` says so.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,6 +28,36 @@ const run = promisify(execFile);
 /** The device the suite uses when the device_auth file holds none for the project and `E2E_DEVICE_ID` names none. */
 const OWN_DEVICE_ID = 'fhirgate-e2e-sensor';
 
+/**
+ * The device networks cases (device-networks.e2e.test.ts): the loopback address the suite's reverse proxy connects to
+ * the target from, the one proxy the target trusts (the standalone host started here: `FHIRGATE_TRUST_PROXY`); and
+ * the address the ward's device calls the proxy from, the only one in its allowlist.
+ */
+export const E2E_PROXY_ADDRESS = '127.0.0.2';
+export const E2E_WARD_ADDRESS = '127.0.0.5';
+/** The device of the networks cases, allowed only from `E2E_WARD_ADDRESS` (`allowed_networks_per_device`). */
+const WARD_DEVICE_ID = 'fhirgate-e2e-ward-monitor';
+
+/**
+ * A device the suite may exchange a token for, in its identifier system, with its key and the requests it may
+ * make a second (the file's `rate_limit_per_second`); `addedToFile` when this run's provision added it to the
+ * device_auth file (or changed its networks there), which a running server has not read yet.
+ */
+export interface E2eDevice {
+  readonly id: string;
+  readonly identifierSystem: string;
+  readonly resourceId: string;
+  readonly key: string;
+  readonly perSecond: number;
+  readonly addedToFile: boolean;
+}
+
+/** What a test file asks of the target beyond the project and its device. */
+export interface E2eTargetOptions {
+  /** The ward's device too, limited to `E2E_WARD_ADDRESS`; and, on the host started here, only the suite's proxy trusted. */
+  readonly wardDevice?: boolean;
+}
+
 /** A server ready for the suite. */
 export interface E2eTarget {
   /** Base URL with a trailing slash. */
@@ -34,19 +66,10 @@ export interface E2eTarget {
   readonly admin: MedplumClient;
   readonly projectId: string;
   readonly provisioned: ProvisionReport;
-  /**
-   * The device the suite may exchange a token for, in its identifier system, with its key and the requests it may
-   * make a second (the file's `rate_limit_per_second`); `addedToFile` when this run's provision added it to the
-   * device_auth file, which a running server has not read yet. Undefined when the target has none configured.
-   */
-  readonly device?: {
-    readonly id: string;
-    readonly identifierSystem: string;
-    readonly resourceId: string;
-    readonly key: string;
-    readonly perSecond: number;
-    readonly addedToFile: boolean;
-  };
+  /** The device the suite uses; undefined when the target has none configured. */
+  readonly device?: E2eDevice;
+  /** The ward's device, when asked for and the target has a device_auth file. */
+  readonly wardDevice?: E2eDevice;
   /** True when the suite started the server itself (on the LLM emulator). */
   readonly local: boolean;
   close(): Promise<void>;
@@ -56,11 +79,11 @@ export interface E2eTarget {
 export const reportsRepositoryOperations = !process.env.E2E_BASE_URL || process.env.E2E_REPOSITORY_OPERATIONS === 'on';
 
 /** Connects to (or starts) the target and provisions its project. */
-export async function connectE2eTarget(): Promise<E2eTarget> {
-  return process.env.E2E_BASE_URL ? connectRemote(process.env.E2E_BASE_URL) : startLocal();
+export async function connectE2eTarget(options: E2eTargetOptions = {}): Promise<E2eTarget> {
+  return process.env.E2E_BASE_URL ? connectRemote(process.env.E2E_BASE_URL, options) : startLocal(options);
 }
 
-async function connectRemote(baseUrl: string): Promise<E2eTarget> {
+async function connectRemote(baseUrl: string, options: E2eTargetOptions): Promise<E2eTarget> {
   const clientId = requireVariable('E2E_CLIENT_ID');
   const clientSecret = requireVariable('E2E_CLIENT_SECRET');
   const authFile = process.env.E2E_DEVICE_AUTH_FILE;
@@ -69,7 +92,8 @@ async function connectRemote(baseUrl: string): Promise<E2eTarget> {
   const chosen = authFile ? { ...(await chooseDevice(authFile, admin.getProject()?.id, process.env.E2E_DEVICE_ID)), authFile } : undefined;
   const provisioned = await provision(url, { clientId, clientSecret }, chosen);
   const device = chosen ? await deviceOf(provisioned, chosen) : undefined;
-  return { baseUrl: url, admin, projectId: provisioned.projectId, provisioned, device, local: false, close: async () => undefined };
+  const wardDevice = chosen && options.wardDevice ? await provisionWardDevice(url, { clientId, clientSecret }, chosen) : undefined;
+  return { baseUrl: url, admin, projectId: provisioned.projectId, provisioned, device, wardDevice, local: false, close: async () => undefined };
 }
 
 /**
@@ -91,7 +115,36 @@ async function chooseDevice(authFile: string, projectId: string | undefined, req
   };
 }
 
-async function deviceOf(provisioned: ProvisionReport, chosen: { readonly id: string; readonly identifierSystem: string; readonly authFile: string }): Promise<E2eTarget['device']> {
+/**
+ * The ward's device: provisioned into the same device_auth file as the suite's device, then allowed only from
+ * `E2E_WARD_ADDRESS` there, as an operator lists a ward monitor's subnet (docs/devices.md).
+ */
+async function provisionWardDevice(
+  baseUrl: string,
+  credentials: { readonly clientId: string; readonly clientSecret: string },
+  beside: { readonly identifierSystem: string; readonly authFile: string }
+): Promise<E2eDevice | undefined> {
+  const ward = { id: WARD_DEVICE_ID, identifierSystem: beside.identifierSystem, authFile: beside.authFile };
+  const provisioned = await provision(baseUrl, credentials, ward);
+  const listChanged = await allowOnly(beside.authFile, WARD_DEVICE_ID, [E2E_WARD_ADDRESS]);
+  const device = await deviceOf(provisioned, ward);
+  return device && { ...device, addedToFile: device.addedToFile || listChanged };
+}
+
+/** Sets the device's `allowed_networks_per_device` entry in the file, replacing the file whole; false when it was so already. */
+async function allowOnly(authFile: string, deviceId: string, networks: readonly string[]): Promise<boolean> {
+  const config = JSON.parse(await readFile(authFile, 'utf8')) as DeviceAuthInput;
+  const perDevice = config.allowed_networks_per_device ?? {};
+  if (JSON.stringify(perDevice[deviceId]) === JSON.stringify(networks)) {
+    return false;
+  }
+  const partial = `${authFile}.partial`;
+  await writeFile(partial, `${JSON.stringify({ ...config, allowed_networks_per_device: { ...perDevice, [deviceId]: [...networks] } }, null, 2)}\n`, { mode: 0o600 });
+  await rename(partial, authFile);
+  return true;
+}
+
+async function deviceOf(provisioned: ProvisionReport, chosen: { readonly id: string; readonly identifierSystem: string; readonly authFile: string }): Promise<E2eDevice | undefined> {
   if (!provisioned.device) {
     return undefined;
   }
@@ -108,7 +161,7 @@ async function deviceOf(provisioned: ProvisionReport, chosen: { readonly id: str
  * A standalone host as `npm start` runs it, on the emulator: started, provisioned with a device (which writes the
  * device_auth file), then restarted on that file, as an operator would after provisioning a device.
  */
-async function startLocal(): Promise<E2eTarget> {
+async function startLocal(options: E2eTargetOptions): Promise<E2eTarget> {
   const dataDir = await mkdtemp(join(tmpdir(), 'fhirgate-e2e-'));
   const emulator = await startLlmEmulator();
   const authFile = join(dataDir, 'device-auth.json');
@@ -127,8 +180,11 @@ async function startLocal(): Promise<E2eTarget> {
     const credentials = await adminClientOf(dataDir, host.url);
     const chosen = { id: 'e2e-sensor-1', identifierSystem: DEFAULT_IDENTIFIER_SYSTEM, authFile };
     const provisioned = await provision(host.url, credentials, chosen);
+    const wardDevice = options.wardDevice ? await provisionWardDevice(host.url, credentials, chosen) : undefined;
     await stop(host);
-    host = await startHostProcess({ ...environment, FHIRGATE_DEVICE_AUTH: authFile });
+    // Behind the suite's proxy only: a forwarded address is believed from it and from no other caller.
+    const trust: Record<string, string> = options.wardDevice ? { FHIRGATE_TRUST_PROXY: E2E_PROXY_ADDRESS } : {};
+    host = await startHostProcess({ ...environment, ...trust, FHIRGATE_DEVICE_AUTH: authFile });
     const admin = await signInAdmin(host.url, credentials.clientId, credentials.clientSecret);
     const device = await deviceOf(provisioned, chosen);
     const running = host;
@@ -139,6 +195,7 @@ async function startLocal(): Promise<E2eTarget> {
       provisioned,
       // Restarted on the file above: the host knows the device whatever provision just wrote.
       device: device && { ...device, addedToFile: false },
+      wardDevice: wardDevice && { ...wardDevice, addedToFile: false },
       local: true,
       close: async () => {
         await stop(running);

@@ -8,8 +8,10 @@ import { readCommandLine, USAGE_EXIT_CODE } from '../../plugin/command-line.ts';
 const USAGE = `Usage: npm run e2e -- [--base-url <url> --client-id <id> --client-secret <secret>] [options]
 
 Runs fhirgate's end-to-end suite from the outside: practitioners sign in with email and password and chat with the
-openai SDK; a device posts an Observation through /graphql; in Chromium (/usr/bin/chromium, or CHROMIUM_PATH;
-skipped without it), a practitioner signs in to the web app at /fhirgate/app/, chats, reopens the conversation and
+openai SDK; a device posts an Observation through /graphql; a ward's device, allowed only from the ward's
+address, is refused from outside it and from a caller forging X-Forwarded-For, and answered through a reverse
+proxy the suite starts on loopback; in Chromium (/usr/bin/chromium, or CHROMIUM_PATH; skipped without it), a
+practitioner signs in to the web app at /fhirgate/app/, chats, reopens the conversation and
 signs out, and a reviewer reads it in the review console; what was stored is read back with MedplumClient.
 Without --base-url it starts a standalone host of this checkout on the LLM emulator.
 
@@ -21,7 +23,11 @@ practitioners (Medplum allows 5 sign-ins a minute from one address by default: l
 Options:
   --device-auth-file <path>   the device_auth file the server reads (FHIRGATE_DEVICE_AUTH); the suite provisions
                               its device there. After the first run, restart the server so it reads the new device.
-                              Without it, the device checks are skipped.
+                              Without it, the device checks are skipped. The suite also provisions the device
+                              fhirgate-e2e-ward-monitor there, allowed only from 127.0.0.5
+                              (allowed_networks_per_device): on a server on loopback, its proxy reaches the server
+                              from 127.0.0.2, the one proxy the server must trust (a server that believes
+                              X-Forwarded-For from any caller fails the forged-header case, saying so)
   --device-id <id>            the device the suite uses (default: the first the --device-auth-file holds for the project, else fhirgate-e2e-sensor)
   --model <provider/model>    the model to chat with (default: the first /v1/models lists)
   --repository-operations     the server was mounted with reportRepositoryOperations: check and print what each
