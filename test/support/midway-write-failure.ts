@@ -1,7 +1,8 @@
 /**
  * For the store's tests: a write that fails after it has written something, as a disk error midway does. A trigger,
- * added over another connection to the store's file, refuses the history row of the resource `id`: by then the
- * write has already stored the resource's own row, so only a rollback of that write takes it away again.
+ * added over another connection to the store's file, refuses the index rows of the resource `id`: by then the
+ * write has already stored the resource's own row, so only a rollback of that write takes it away again. The
+ * resource must have an index row (a Communication's `status`, or any resource's `meta.compartment`).
  */
 import { DatabaseSync } from 'node:sqlite';
 
@@ -13,7 +14,7 @@ export function failWritesMidway(path: string, id: string): void {
   const database = new DatabaseSync(path);
   try {
     database.exec(
-      `CREATE TRIGGER fail_midway_${id.replace(/\W/g, '_')} BEFORE INSERT ON resource_history ` +
+      `CREATE TRIGGER fail_midway_${id.replace(/\W/g, '_')} BEFORE INSERT ON search_index ` +
         `WHEN (SELECT id FROM resources WHERE pk = NEW.resource_pk) = '${id.replace(/'/g, "''")}' ` +
         `BEGIN SELECT RAISE(ABORT, '${MIDWAY_FAILURE}'); END`
     );

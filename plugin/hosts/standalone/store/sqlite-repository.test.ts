@@ -281,7 +281,8 @@ describe('SqliteRepository transactions', () => {
       await repository.withTransaction(
         async (transaction) => {
           await transaction.createResource({ ...patient, id: 'kept' }, { assignedId: true });
-          expect(await statusOf(transaction.createResource({ ...patient, id: 'half' }, { assignedId: true }))).toBe(500);
+          const indexed = { ...patient, id: 'half', meta: { compartment: [{ reference: 'Project/project-1' }] } };
+          expect(await statusOf(transaction.createResource(indexed, { assignedId: true }))).toBe(500);
           await transaction.createResource({ ...patient, id: 'after' }, { assignedId: true });
         },
         { resourceTypes: ['Patient'] }
