@@ -3,9 +3,11 @@
  * standalone host (the emulator as the provider) validated against JSON Schemas generated, as the test runs, from
  * the official `openai` package's type declarations (test/support/openai-contract.ts). Chat completions as JSON and
  * every chunk of their streams, with and without tools and usage; Responses as JSON, read back, and every event of
- * their streams; the models; and the error body of every status. fhirgate's own fields are extensions the contract
+ * their streams, the in-band `error` event of one the server stops included; the models; and the error body of
+ * every status. fhirgate's own fields are extensions the contract
  * allows. When the SDK is updated, a field OpenAI newly requires fails here.
  */
+import { rm } from 'node:fs/promises';
 import type { Project } from '@medplum/fhirtypes';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
@@ -160,7 +162,7 @@ describe("fhirgate's answers hold to OpenAI's contract, as the openai package de
     expectResponseStream(await responses({ input: behaviour('Go on', { replyTokens: 20, streamErrorAfterTokens: 3 }), stream: true }), 'a failed stream');
     expectResponseStream(await send('GET', `/v1/responses/${String(created.id)}?stream=true`), 'read back as a stream');
 
-    // Every event fhirgate sends was seen and held to the contract (`error` aside: it needs the store to fail).
+    // Every event fhirgate sends was seen and held to the contract (`error` aside: the next test shuts a host down).
     expect([...responseEventsSeen].sort()).toEqual(
       [
         'response.created',
@@ -178,6 +180,42 @@ describe("fhirgate's answers hold to OpenAI's contract, as the openai package de
         'response.failed',
       ].sort()
     );
+  });
+
+  test("a stream the server stops while shutting down: the Responses stream's error event and the chat stream's in-band error", async () => {
+    // A host of its own, since this test closes it; the same provider, the emulator.
+    const stopping = await startTestHost({
+      pluginFor: () => ({
+        llm: { providers: { openai: { kind: 'openai', apiKey: 'sk-test', baseUrl: `${emulator.url}/v1`, models: ['gpt-4o-mini'], retries: { maxRetries: 0 } } }, defaultModel: 'openai/gpt-4o-mini' },
+      }),
+    });
+    try {
+      const stoppingProject = stopping.project as SeededProject;
+      const headers = {
+        Authorization: `Bearer ${await stopping.accessTokenFor(stoppingProject.ids['practitioner-membership'])}`,
+        'X-Project-ID': stoppingProject.projectId,
+        'Content-Type': 'application/json',
+      };
+      // Twenty seconds of reply: still running when the server gives its streams 200 ms to finish.
+      const content = behaviour('Tell me everything.', { replyTokens: 400, tokensPerSecond: 20 });
+      const open = (path: string, body: Record<string, unknown>) => fetch(`${stopping.url}v1/${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+      // Each answer's headers came: its stream has begun.
+      const [chatStream, responseStream] = await Promise.all([open('chat/completions', { messages: [{ role: 'user', content }], stream: true }), open('responses', { input: content, stream: true })]);
+      const bodies = Promise.all([chatStream.text(), responseStream.text()]);
+      await stopping.standalone.close({ graceMs: 200 });
+      const [chatText, responseText] = await bodies;
+      const answerOf = (response: globalThis.Response, text: string): Answer => ({ status: response.status, contentType: response.headers.get('content-type') ?? '', text });
+
+      const chatEvents = expectChatStream(answerOf(chatStream, chatText), 'a chat stream the server stops');
+      expect(chatEvents.at(-1)).toMatchObject({ error: { code: 'unavailable', param: null, message: expect.stringContaining('shutting down') } });
+      const responseEvents = expectResponseStream(answerOf(responseStream, responseText), 'a Responses stream the server stops');
+      expect(responseEvents.some((event) => event.type === 'response.output_text.delta')).toBe(true);
+      expect(responseEvents.at(-1)).toMatchObject({ type: 'error', code: 'unavailable', param: null, message: expect.stringContaining('shutting down') });
+      expect(responseEventsSeen).toContain('error');
+    } finally {
+      stopping.store.close();
+      await rm(stopping.dataDir, { recursive: true, force: true });
+    }
   });
 
   test('the models: the list and one model', async () => {

@@ -275,6 +275,12 @@ describe('the Responses API', () => {
       .create({ model: CHAT_MODEL, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.org/x.png', detail: 'auto' }] }] })
       .catch((error: unknown) => error);
     expect(image).toMatchObject({ status: 400, param: 'input.0.content.0.type' });
+    // An asynchronous call, as the SDK lets a function_call item say it was: refused by name, with the reason.
+    const asynchronous = await openai.responses
+      .create({ model: CHAT_MODEL, input: [{ role: 'user', content: 'Weather?' }, { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}', async: true }] })
+      .catch((error: unknown) => error);
+    expect(asynchronous).toMatchObject({ status: 400, param: 'input.1.async' });
+    expect((asynchronous as Error).message).toContain('asynchronous function calls are not supported');
     const jsonObject = await openai.responses
       .create({ model: OTHER_PROVIDERS.anthropic.model, input: 'hi', text: { format: { type: 'json_object' } } })
       .catch((error: unknown) => error);

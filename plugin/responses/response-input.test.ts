@@ -50,11 +50,11 @@ describe('the input items of a Responses request', () => {
     expect(itemIndex).toEqual([0, 1, 4, 5]);
   });
 
-  test("what the API returns on its items is taken back: an assistant message's phase, a direct caller, an output's tool name", () => {
+  test("what the API returns on its items is taken back: an assistant message's phase, a direct caller, a call that is not asynchronous, an output's tool name", () => {
     const { messages } = messagesOf([
       { role: 'user', content: 'Weather in Lyon?' },
       { type: 'message', role: 'assistant', phase: 'commentary', content: [{ type: 'output_text', text: 'Let me look.', annotations: [], logprobs: [] }] },
-      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}', caller: { type: 'direct' }, namespace: null },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}', caller: { type: 'direct' }, namespace: null, async: false },
       { type: 'function_call_output', call_id: 'call_1', output: '18 °C', name: 'get_weather', caller: { type: 'direct' }, namespace: null },
     ]);
     expect(messages).toEqual([
@@ -92,6 +92,7 @@ describe('the input items of a Responses request', () => {
     ['input.0.type', [{ content: 'no role' }]],
     ['input.0.namespace', [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', namespace: 'tools' }]],
     ['input.0.caller', [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', caller: { type: 'program', caller_id: 'p' } }]],
+    ['input.0.async', [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', async: 'yes' }]],
     ['input.0.namespace', [{ type: 'function_call_output', call_id: 'c', output: 'x', namespace: 'tools' }]],
     ['input.0.caller', [{ type: 'function_call_output', call_id: 'c', output: 'x', caller: { type: 'program', caller_id: 'p' } }]],
     ['input.0.name', [{ type: 'function_call_output', call_id: 'c', output: 'x', name: 'not a name' }]],
@@ -100,6 +101,15 @@ describe('the input items of a Responses request', () => {
     ['input.0', ['not an item']],
   ])('%s is refused by name', (param, input) => {
     expect(paramOf(input)).toBe(param);
+  });
+
+  test('an asynchronous function call is refused with the reason; one that says it is not asynchronous is read', () => {
+    const error = appErrorOf(() => readInputItems([{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', async: true }]));
+    expect(error.details?.param).toBe('input.0.async');
+    expect(error.message).toContain('asynchronous function calls are not supported');
+    expect(readInputItems([{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}', async: false }])).toEqual([
+      { kind: 'function_call', index: 0, call: { id: 'c', name: 'f', arguments: '{}' } },
+    ]);
   });
 
   test('a string input is one user message', () => {

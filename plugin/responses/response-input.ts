@@ -6,7 +6,7 @@
  * - `function_call`, the model's call as the API returned it, and `function_call_output`, its result;
  * - `item_reference`, naming the message or a function call of a response fhirgate gave (read from its record).
  * Anything else is refused by name: images, files and audio (fhirgate sends and records text only), reasoning items
- * (fhirgate returns none), hosted tools' items, tool namespaces and programmatic calls.
+ * (fhirgate returns none), hosted tools' items, tool namespaces, programmatic and asynchronous calls.
  */
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
@@ -48,6 +48,14 @@ const caller = z
   .optional();
 /** Tool namespaces group tools fhirgate does not serve: its tools are flat function tools. */
 const namespace = refused('tool namespaces are not supported: fhirgate serves flat function tools only');
+/**
+ * Whether a call runs asynchronously: `false` is every call fhirgate knows; `true` is refused, as `tools.N.async`
+ * is: fhirgate's tools are never asynchronous, so such a call is not one it made.
+ */
+const asyncCall = z
+  .boolean('must be a boolean')
+  .refine((value) => !value, 'asynchronous function calls are not supported: fhirgate never makes one (its tools cannot be asynchronous)')
+  .optional();
 
 const functionCallSchema = z
   .object({
@@ -55,6 +63,7 @@ const functionCallSchema = z
     call_id: callId,
     name: z.string().regex(TOOL_NAME_PATTERN, 'is not a valid function name'),
     arguments: z.string(),
+    async: asyncCall,
     caller,
     namespace,
     ...echoed,
