@@ -257,6 +257,9 @@ describe('looksLikeDeviceToken', () => {
   test('looks only at the header type, not at validity', async () => {
     expect(looksLikeDeviceToken(await craftToken({ secret: OTHER_SECRET }))).toBe(true);
     expect(looksLikeDeviceToken(`${encodeSegment({ typ: DEVICE_TOKEN_TYPE })}.x.y`)).toBe(true);
+    // As jose compares `typ`: without case, with or without `application/`.
+    expect(looksLikeDeviceToken(`${encodeSegment({ typ: `Application/${DEVICE_TOKEN_TYPE.toUpperCase()}` })}.x.y`)).toBe(true);
+    expect(looksLikeDeviceToken(`${encodeSegment({ typ: `text/${DEVICE_TOKEN_TYPE}` })}.x.y`)).toBe(false);
   });
 
   test('is false for a Medplum user token and for HS256 tokens of another or no type', async () => {

@@ -94,13 +94,19 @@ async function verifySignedToken(token: string, keys: readonly Uint8Array[]): Pr
   return undefined;
 }
 
+const MEDIA_TYPE_PREFIX = 'application/';
+
 /** True when a bearer token claims to be a device token (header `typ`); says nothing about its validity. */
 export function looksLikeDeviceToken(token: string): boolean {
   const header = token.split('.', 1)[0];
   try {
     const parsed = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { typ?: unknown };
     // Compared as jose compares `typ` when it verifies: without case, and with an optional `application/`.
-    return typeof parsed.typ === 'string' && parsed.typ.toLowerCase().replace(/^application\//, '') === DEVICE_TOKEN_TYPE;
+    if (typeof parsed.typ !== 'string') {
+      return false;
+    }
+    const typ = parsed.typ.toLowerCase();
+    return (typ.startsWith(MEDIA_TYPE_PREFIX) ? typ.slice(MEDIA_TYPE_PREFIX.length) : typ) === DEVICE_TOKEN_TYPE;
   } catch {
     return false;
   }

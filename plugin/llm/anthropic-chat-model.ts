@@ -63,8 +63,11 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
+      // Once the SDK returns the answer it has read the body to its end: nothing of the call is left to release.
+      let answered = false;
       try {
         const message = await client.messages.create({ ...buildParameters(request), stream: false }, { signal: call.signal, headers: request.traceHeaders });
+        answered = true;
         let text = '';
         for (const block of message.content) {
           if (block.type === 'text') {
@@ -81,7 +84,7 @@ export function createAnthropicChatModel(options: AnthropicChatModelOptions): Ch
       } catch (error) {
         throw call.toError(error, describeAnthropicError);
       } finally {
-        call.finish();
+        call.finish(answered);
       }
     },
 

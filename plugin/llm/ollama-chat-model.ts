@@ -66,8 +66,11 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
       const scope: OllamaRequestScope = { signal: call.signal, stream: false, headers: request.traceHeaders };
+      // Once the SDK returns the answer it has read the body to its end: nothing of the call is left to release.
+      let answered = false;
       try {
         const response = await runInOllamaScope(scope, () => client.chat({ ...buildRequest(request), stream: false }));
+        answered = true;
         const toolCalls = readToolCalls(response.message?.tool_calls);
         return {
           text: response.message?.content ?? '',
@@ -79,7 +82,7 @@ export function createOllamaChatModel(options: OllamaChatModelOptions): ChatMode
       } catch (error) {
         throw call.toError(error, (sdkError) => describeOllamaError(sdkError, scope));
       } finally {
-        call.finish();
+        call.finish(answered);
       }
     },
 

@@ -94,11 +94,14 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
 
     async complete(request: ChatModelRequest): Promise<ChatCompletion> {
       const call = startUpstreamCall(provider, request.signal, timeouts);
+      // Once the SDK returns the answer it has read the body to its end: nothing of the call is left to release.
+      let answered = false;
       try {
         const completion = await client.chat.completions.create(
           { ...buildParameters(request, wire), stream: false },
           { signal: call.signal, headers: request.traceHeaders },
         );
+        answered = true;
         const choice = completion.choices?.[0];
         if (choice === undefined) {
           throw createUpstreamError(provider, { kind: 'malformed_response' });
@@ -116,7 +119,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       } catch (error) {
         throw call.toError(error, describeOpenAiError);
       } finally {
-        call.finish();
+        call.finish(answered);
       }
     },
 

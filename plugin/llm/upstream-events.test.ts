@@ -33,13 +33,13 @@ function sdkStream(chunks: readonly Chunk[], failure?: Error): AsyncIterable<Chu
 }
 
 /** The mapping an adapter would give: a text event per piece; the end once a chunk said so (or `endsOnChunk`). */
-function mapping(stream: AsyncIterable<Chunk>, options: { endsOnChunk?: boolean; signal?: AbortSignal } = {}): UpstreamEventMapping<Chunk> & { calls: UpstreamCall[] } {
+function mapping(stream: AsyncIterable<Chunk>, options: { endsOnChunk?: boolean; signal?: AbortSignal; timeoutMs?: number } = {}): UpstreamEventMapping<Chunk> & { calls: UpstreamCall[] } {
   const calls: UpstreamCall[] = [];
   let ended = false;
   return {
     calls,
     start: () => {
-      const call = startUpstreamCall('emulated', options.signal ?? new AbortController().signal, { timeoutMs: 5_000 }, true);
+      const call = startUpstreamCall('emulated', options.signal ?? new AbortController().signal, { timeoutMs: options.timeoutMs ?? 5_000, ...(options.timeoutMs === undefined ? {} : { totalTimeoutMs: options.timeoutMs }) }, true);
       calls.push(call);
       return call;
     },
@@ -79,13 +79,16 @@ describe('upstreamEvents', () => {
     expect(stream.read).toBe(5);
   });
 
-  it('starts the call only when first read, and finishes it (its signal released) at the end', async () => {
-    const events = mapping(sdkStream([{ texts: ['a'], end: true }]));
+  it('starts the call only when first read, and ends it with the stream: its timer stopped, its signal left alone (the SDK holds nothing)', async () => {
+    const events = mapping(sdkStream([{ texts: ['a'], end: true }]), { timeoutMs: 20 });
     const iterator = upstreamEvents(events);
     expect(events.calls).toHaveLength(0);
-    await collect(iterator);
+    const { error } = await collect(iterator);
+    expect(error).toBeUndefined();
     expect(events.calls).toHaveLength(1);
-    expect(events.calls[0]?.signal.aborted).toBe(true);
+    // Well past the call's time limits: a timer left running would abort the signal with a timeout.
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(events.calls[0]?.signal.aborted).toBe(false);
   });
 
   it('closes the provider stream when the chunk that ends the reply arrives, before handing out the end', async () => {

@@ -40,9 +40,9 @@ export function upstreamEvents<Chunk>(mapping: UpstreamEventMapping<Chunk>): Asy
   };
   const take = (): IteratorResult<ChatStreamEvent> => ({ done: false, value: queued.shift() as ChatStreamEvent });
 
-  const finish = (): void => {
+  const finish = (answered = false): void => {
     finished = true;
-    call?.finish();
+    call?.finish(answered);
   };
   const fail = (error: unknown): never => {
     finish();
@@ -56,7 +56,8 @@ export function upstreamEvents<Chunk>(mapping: UpstreamEventMapping<Chunk>): Asy
     try {
       call?.throwIfStopped();
       emit(mapping.end());
-      finish();
+      // The source ended, or was closed (which cancels its request): nothing of the call is left to release.
+      finish(true);
       return take();
     } catch (error) {
       return fail(error);
