@@ -9,7 +9,7 @@
  *
  *   npm run chaos                           # 3,000 requests, 16 at a time
  *   npm run chaos -- --requests 500 --concurrency 8 --seed 7
- *   npm run chaos -- --short                # the form CI runs: 300 requests
+ *   npm run chaos -- --short                # 300 requests, 8 at a time: the form CI runs (.ci/run, its exit code a gate)
  *   npm run chaos -- --json summary.json    # also write the figures as JSON
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
