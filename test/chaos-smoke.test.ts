@@ -27,6 +27,7 @@ interface ChaosSummary {
   mismatches: number;
   mismatchDetails: string[];
   hostExitCode: number;
+  sharedJournal: { skipped?: string; streams: number; takenFromLiveInstance: number; lost: number; duplicates: number; mismatches: string[] };
   redisFaults?: {
     phases: { name: string; exchanges: number; writes: number; failed: number; blocked: number; maxMs: number }[];
     failed: number;
@@ -48,6 +49,11 @@ test('a short chaos run loses, duplicates and misreports nothing', async () => {
     expect({ lost: summary.lost, duplicates: summary.duplicates, mismatches: summary.mismatches }).toEqual({ lost: 0, duplicates: 0, mismatches: 0 });
     expect(summary.replies).toBe(summary.prompts);
     expect(summary.hostExitCode).toBe(0);
+    // Two instances, each PID 1 of its own namespace, sharing the journal's folder: neither took the other's live
+    // journal (where the machine lets the run create namespaces).
+    if (!summary.sharedJournal.skipped) {
+      expect(summary.sharedJournal).toEqual({ streams: 8, takenFromLiveInstance: 0, lost: 0, duplicates: 0, mismatches: [] });
+    }
     // The run met what it is meant to: every kind of fault, the kill, and a store that refused writes.
     expect(Object.keys(summary.faults).sort()).toEqual(
       [

@@ -36,9 +36,18 @@ export interface JournalLease {
   readonly heartbeatMs: number;
   /** The lease's text as of now. */
   render(): string;
-  /** True when the `LOCK` text names a writer that is gone. */
-  isGone(lockText: string): boolean;
+  /**
+   * True when the `LOCK` text names a writer that is gone. `whileRunning`: asked at a beat, not at start, when a
+   * journal of this same process is never gone (a process holds one journal; tests hold several, and only a start
+   * takes the journals its own pid left, as after a restart).
+   */
+  isGone(lockText: string, whileRunning: boolean): boolean;
+  /** This journal is closed: its lease is no longer this process's. */
+  release(): void;
 }
+
+/** The instance ids of the journals this process holds open. */
+const HELD_HERE = new Set<string>();
 
 interface LeaseRecord {
   readonly instance: string;
@@ -59,19 +68,21 @@ export function journalLease(options: JournalLeaseOptions = {}): JournalLease {
   const scope = options.scope ?? pidScope();
   const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
   const now = options.now ?? Date.now;
+  HELD_HERE.add(instanceId);
   return {
     instanceId,
     pid,
     heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
     render: () => JSON.stringify({ instance: instanceId, pid, scope, expires: now() + ttlMs } satisfies LeaseRecord),
-    isGone: (lockText) => {
+    release: () => HELD_HERE.delete(instanceId),
+    isGone: (lockText, whileRunning) => {
       const record = parseLease(lockText);
       if (!record) {
         // An earlier version's lock: a bare pid, judged here as it judged it.
         const holder = Number(lockText.trim());
         return !(Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder));
       }
-      if (record.instance === instanceId) {
+      if (record.instance === instanceId || (whileRunning && HELD_HERE.has(record.instance))) {
         return false;
       }
       if (record.scope === scope) {
@@ -83,11 +94,11 @@ export function journalLease(options: JournalLeaseOptions = {}): JournalLease {
 }
 
 /** Moves into `dir` every sibling journal whose process is gone; returns their new paths. */
-export function adoptOrphans(root: string, dir: string, lease: JournalLease): string[] {
+export function adoptOrphans(root: string, dir: string, lease: JournalLease, whileRunning: boolean): string[] {
   const adopted: string[] = [];
   for (const name of readdirSync(root)) {
     const sibling = join(root, name);
-    if (sibling === dir || !isOrphan(sibling, lease)) {
+    if (sibling === dir || !isOrphan(sibling, lease, whileRunning)) {
       continue;
     }
     const target = join(dir, `adopted-${name}`);
@@ -102,7 +113,7 @@ export function adoptOrphans(root: string, dir: string, lease: JournalLease): st
 }
 
 /** A journal directory whose lease names no live writer (journal-lease.ts). */
-function isOrphan(path: string, lease: JournalLease): boolean {
+function isOrphan(path: string, lease: JournalLease, whileRunning: boolean): boolean {
   const lock = join(path, LOCK);
   try {
     if (!statSync(path).isDirectory()) {
@@ -112,7 +123,7 @@ function isOrphan(path: string, lease: JournalLease): boolean {
       // Closed cleanly (the lock goes last), or never fully opened.
       return true;
     }
-    return lease.isGone(readFileSync(lock, 'utf8'));
+    return lease.isGone(readFileSync(lock, 'utf8'), whileRunning);
   } catch {
     // Adopted by another instance meanwhile.
     return false;

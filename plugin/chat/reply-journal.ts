@@ -136,7 +136,7 @@ export class ReplyJournal {
     mkdirSync(dir, { mode: OWNER_ONLY_DIRECTORY });
     writeFileSync(join(dir, LOCK), lease.render(), { flush: true, mode: OWNER_ONLY_FILE });
     const journal = new ReplyJournal(root, dir, lease, rotateBytes, write, []);
-    journal.#unfinished = journal.#adoptOrphans();
+    journal.#unfinished = journal.#adoptOrphans(false);
     journal.#beat = setInterval(journal.#renew, lease.heartbeatMs);
     journal.#beat.unref();
     return journal;
@@ -165,7 +165,7 @@ export class ReplyJournal {
       const lock = join(this.#dir, LOCK);
       writeFileSync(`${lock}.next`, this.#lease.render(), { mode: OWNER_ONLY_FILE });
       renameSync(`${lock}.next`, lock);
-      const adopted = this.#adoptOrphans();
+      const adopted = this.#adoptOrphans(true);
       if (adopted.length > 0) {
         this.#onAdopted?.(adopted);
       }
@@ -178,11 +178,11 @@ export class ReplyJournal {
    * Moves every journal under the root whose writer is gone into this one, copies their unfinished turns into this
    * journal's file, then removes them; returns those turns.
    */
-  #adoptOrphans(): UnfinishedTurn[] {
+  #adoptOrphans(whileRunning: boolean): UnfinishedTurn[] {
     if (!this.#root || !this.#dir || !this.#lease) {
       return [];
     }
-    const adopted = adoptOrphans(this.#root, this.#dir, this.#lease);
+    const adopted = adoptOrphans(this.#root, this.#dir, this.#lease, whileRunning);
     const unfinished = adopted.flatMap((orphan) => {
       const path = join(orphan, FILE);
       return existsSync(path) ? readUnfinished(readFileSync(path, 'utf8')) : [];
@@ -296,6 +296,7 @@ export class ReplyJournal {
   /** Closes the file; a journal with unfinished turns stays for the next start to adopt, an empty one is removed. */
   close(): void {
     clearInterval(this.#beat);
+    this.#lease?.release();
     if (this.#fd === undefined || !this.#dir) {
       return;
     }
