@@ -16,6 +16,7 @@ RUN npm run build
 # Runtime: the locked production dependencies (none has an install script) and the build, run as the unprivileged
 # `node` user of the official image.
 FROM ${NODE_IMAGE} AS runtime
+# NODE_ENV=production: the host does not start without a provider (AI_PROVIDER; AI_PROVIDER=demo for the echo demo).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8103 \

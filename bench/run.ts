@@ -21,7 +21,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Contender } from './contenders/contender.ts';
-import { startFhirgate } from './contenders/start-fhirgate.ts';
+import { FHIRGATE_HOST_DIFFERENCES, startFhirgate } from './contenders/start-fhirgate.ts';
 import { directContender, startPortkey, startSdkRelay, startSdkRelayWithStore, startUndiciProxy } from './contenders/start-proxies.ts';
 import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
 import { runExternalScenario } from './lib/external-scenario.ts';
@@ -170,6 +170,7 @@ const report = renderReport({
   stolenPercent: stolenPercent(cpuAtStart, readCpuTimes()),
   layout: planCoreLayout().description,
   fhirgateNodeFlags: standaloneHostArgs(values['fhirgate-node-flag'] ?? []).slice(0, -1),
+  fhirgateHost: FHIRGATE_HOST_DIFFERENCES,
   sections,
   missing,
   chartFile,

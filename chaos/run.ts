@@ -3,13 +3,16 @@
  * SQLite file) and the LLM emulator, each meeting a seeded random fault; during the run another process holds the
  * store's write lock for a while (the store refuses writes), and the host is killed with SIGKILL and restarted.
  * Afterwards the store is reconciled against what every client saw and what the emulator sent (reconcile.ts), and
- * the figures are printed. Then the host's Redis (a redis-server of the run's own) is paused and killed while the
+ * the figures are printed. Then two instances sharing the data folder and the journal's folder, each PID 1 of a PID
+ * namespace of its own as containers are, stream and start side by side (shared-journal.ts: where the run may create
+ * namespaces). Then the host's Redis (a redis-server of the run's own) is paused and killed while the
  * demo device renews its token and writes Observations (redis-faults.ts). Exits 1 when a record is lost,
- * duplicated or does not match, or a device request failed or was held up because of Redis.
+ * duplicated or does not match, an instance took another's live journal, or a device request failed or was held up
+ * because of Redis.
  *
  *   npm run chaos                           # 3,000 requests, 16 at a time
  *   npm run chaos -- --requests 500 --concurrency 8 --seed 7
- *   npm run chaos -- --short                # the form CI runs: 300 requests
+ *   npm run chaos -- --short                # 300 requests, 8 at a time: the form CI runs (.ci/run, its exit code a gate)
  *   npm run chaos -- --json summary.json    # also write the figures as JSON
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -29,6 +32,7 @@ import { BLOCKED_AFTER_MS, runRedisFaults, type RedisFaultSummary } from './redi
 import { sendChaosRequest, type ChaosRequest, type ClientSeen } from './client.ts';
 import { drawFault, providerBehaviour, seededRandom, type FaultKind } from './faults.ts';
 import { reconcile } from './reconcile.ts';
+import { runSharedJournal } from './shared-journal.ts';
 
 const DEMO_PROJECT = 'a1f0c0de-0000-4000-8000-000000000001';
 const ISSUER = 'http://fhirgate.chaos.test/';
@@ -133,6 +137,8 @@ if (events.instancesLost > 0) {
   // The lost instance's turns are recorded by its replacement once its beat has expired (about 20 s).
   await until(() => promptsWithoutReply(join(dataDir, STORE_FILE_NAME)) === 0, 60_000).catch(() => log('prompts of the lost instance still lack a reply'));
 }
+const sharedJournal = await runSharedJournal(redis?.url, log);
+if (sharedJournal.skipped) log(`the shared journal across PID namespaces is skipped: ${sharedJournal.skipped}`);
 const redisFaults: RedisFaultSummary | undefined = redis
   ? await runRedisFaults({ baseUrl: host.url, redis, deviceKey: readDemoDeviceKey(dataDir), phaseMs: args.short ? 2500 : 5000, hostLogs: () => host.logs(), log })
   : undefined;
@@ -168,17 +174,19 @@ const summary = {
   duplicates: result.duplicates,
   mismatches: result.mismatches.length,
   hostExitCode: exitCode,
+  sharedJournal,
   redisFaults,
 };
 printSummary(summary, result.mismatches);
 if (args.json) writeFileSync(args.json, `${JSON.stringify({ ...summary, mismatchDetails: result.mismatches }, null, 2)}\n`);
 const redisHeldUp = redisFaults ? redisFaults.failed + redisFaults.blocked + redisFaults.hostLogged.unhandledRedisErrors : 0;
+const sharedJournalFailures = sharedJournal.takenFromLiveInstance + sharedJournal.lost + sharedJournal.duplicates + sharedJournal.mismatches.length;
 if (result.lost === 0 && result.duplicates === 0 && result.mismatches.length === 0) {
   rmSync(dataDir, { recursive: true, force: true });
 } else {
   log(`data kept for inspection: ${dataDir}`);
 }
-process.exit(result.lost + result.duplicates + result.mismatches.length === 0 && exitCode === 0 && redisHeldUp === 0 ? 0 : 1);
+process.exit(result.lost + result.duplicates + result.mismatches.length === 0 && exitCode === 0 && redisHeldUp === 0 && sharedJournalFailures === 0 ? 0 : 1);
 
 /** SIGKILL mid-run, then the same data directory again; the new process records what the killed one left. */
 async function killAndRestart(): Promise<void> {
@@ -278,6 +286,13 @@ function printSummary(figures: typeof summary, mismatches: readonly string[]): v
   ];
   process.stdout.write(`\nfhirgate chaos run, ${figures.seconds} s\n\n| figure | value |\n|---|---|\n${rows.map(([name, value]) => `| ${name} | ${value} |`).join('\n')}\n`);
   for (const mismatch of mismatches.slice(0, 20)) process.stdout.write(`  mismatch: ${mismatch}\n`);
+  const shared = figures.sharedJournal;
+  process.stdout.write(
+    shared.skipped
+      ? `\nshared journal across PID namespaces: skipped (${shared.skipped})\n`
+      : `\nshared journal across PID namespaces (two instances, each PID 1): ${shared.streams} streams; turns taken from the live instance ${shared.takenFromLiveInstance} (must be 0); lost ${shared.lost}, duplicates ${shared.duplicates}, mismatches ${shared.mismatches.length} (must be 0)\n`,
+  );
+  for (const mismatch of shared.mismatches.slice(0, 10)) process.stdout.write(`  shared journal mismatch: ${mismatch}\n`);
   if (figures.redisFaults) printRedisFaults(figures.redisFaults);
 }
 

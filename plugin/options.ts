@@ -47,7 +47,7 @@ export const fhirgateOptionsSchema = z
     /** At shutdown (`plugin.close()`), how long chat turns in flight may run on before they are stopped. */
     shutdownGraceMs: z.number().int().min(0).default(10_000),
     /**
-     * A directory of this instance's own (one process at a time) for the reply journal: what is needed to record
+     * A directory for the reply journal (instances may share it: each keeps a subdirectory under a lease), holding what is needed to record
      * the reply of a turn the process was running when it died, and replies the store did not take yet
      * (chat/reply-journal.ts). Without it, both are kept in memory only.
      */

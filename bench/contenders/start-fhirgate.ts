@@ -1,18 +1,21 @@
 /**
- * fhirgate in the standalone host with everything on: a Medplum-format RS256 token checked against its Login and
- * membership, the demo practitioner's AccessPolicy, the patient check, prompt and reply stored as Communications
- * in SQLite (WAL, synchronous=FULL: durable), and every measured request continuing a conversation, so it loads
- * the conversation's history. The chart is not shared with the model (`patient_context: none`): issue 6's
- * "everything on" is the audit trail, not the patient summary, which adds a chart read and an AuditEvent per turn.
- * Every scenario runs this one host, as `npm start` runs it (its `#!` line's flags, `/graphql` served).
+ * fhirgate in the standalone host with everything on, as `npm start` runs it: a Medplum-format RS256 token checked
+ * against its Login and membership, the demo practitioner's AccessPolicy, the patient check, the patient context
+ * the API gives by default (the chart summary: a chart read with the caller's permissions and a disclosure AuditEvent
+ * per turn), prompt and reply stored as Communications in SQLite (WAL, synchronous=FULL: durable), and every
+ * measured request continuing a conversation, so it loads the conversation's history. It logs as `npm start` does
+ * (LOG_LEVEL unset: info, one JSON line per request), to a file (host-log.ts). Every scenario runs this one host
+ * (its `#!` line's flags, `/graphql` served). What differs from `npm start`: the emulator as its provider, the
+ * per-caller concurrency limits raised (one caller sends every request), and the repository operations reported.
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { keepTail, MODEL, PROMPT, type Contender } from './contender.ts';
+import { MODEL, PROMPT, type Contender } from './contender.ts';
 import { findFreePort, waitUntilAnswering } from '../lib/free-port.ts';
+import { openHostLog } from '../lib/host-log.ts';
 import { standaloneHostArgs, startNodeProcess, stopProcess } from '../lib/processes.ts';
 
 const run = promisify(execFile);
@@ -23,6 +26,10 @@ const ISSUER = 'http://fhirgate.bench.test/';
 /** Earlier turns of each prepared conversation, so each measured request sends history to the model. */
 const EARLIER_TURNS = 3;
 const PREPARE_CONCURRENCY = 8;
+
+/** How the bench's host differs from `npm start`, for the report (bench/README.md says the same). */
+export const FHIRGATE_HOST_DIFFERENCES =
+  "as `npm start` runs it (log level info, a line per request, to a file; the default patient context, the chart summary, on every turn about a patient), except: the emulator as its provider, cleared for patient data; the per-caller limits raised to 2000 (one caller sends everything); `FHIRGATE_REPORT_REPOSITORY_OPERATIONS=on`";
 
 export interface FhirgateOptions {
   readonly emulatorUrl: string;
@@ -42,6 +49,8 @@ export interface FhirgateOptions {
 export interface FhirgateContender extends Contender {
   /** The demo patient the measured turns are about (in the practitioner's care team). */
   readonly patientId: string;
+  /** The file the host's log lines go to while it runs. */
+  readonly hostLog: string;
 }
 
 /** Whether the contender is the fhirgate host. */
@@ -66,12 +75,15 @@ export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateC
     pid: host.child.pid,
     bodies: (stream) =>
       conversationIds.map((conversationId) =>
-        JSON.stringify({ stream, patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
+        // No `patient_context`: the default (the chart summary), as a client that names a patient gets it.
+        JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
     patientId: DEMO_PATIENT,
+    hostLog: host.logFile,
     stop: async () => {
       await stopProcess(host.child, 15_000);
       await rm(dataDir, { recursive: true, force: true });
+      host.removeLog();
     },
   };
 }
@@ -81,13 +93,15 @@ interface RunningHost {
   readonly chatUrl: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly child: ChildProcess;
+  readonly logFile: string;
+  readonly removeLog: () => void;
 }
 
 async function startHost(options: FhirgateOptions, dataDir: string): Promise<RunningHost> {
   const port = await findFreePort();
-  const env = {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
-    // LOG_LEVEL=warn hides the start-up line that names the port: the bench picks the port and polls instead.
+    // The bench picks the port and polls the health check (the start-up line is in the log file).
     PORT: String(port),
     HOST: '127.0.0.1',
     FHIRGATE_DATA_DIR: dataDir,
@@ -98,7 +112,6 @@ async function startHost(options: FhirgateOptions, dataDir: string): Promise<Run
     AI_MODEL: MODEL,
     // The emulator answers on loopback: cleared for patient data (the scenarios' turns name a patient).
     AI_PATIENT_DATA_MODELS: '*',
-    LOG_LEVEL: 'warn',
     // Scenario 4 opens 1,000 streams as one caller, and scenario 2 sends 32 requests at a time as one: the per-caller
     // limits would refuse most of them.
     FHIRGATE_MAX_CONCURRENT_STREAMS: '2000',
@@ -106,18 +119,21 @@ async function startHost(options: FhirgateOptions, dataDir: string): Promise<Run
     // Non-streaming answers say what their turn asked of the store (scenario 8 reads it).
     FHIRGATE_REPORT_REPOSITORY_OPERATIONS: 'on',
   };
-  const child = startNodeProcess(standaloneHostArgs(options.nodeFlags), { core: options.core, env });
-  const stderrTail = keepTail(child.stderr);
+  // npm start's level: whatever the shell running the bench has set does not apply.
+  delete env.LOG_LEVEL;
+  const log = openHostLog(`${dataDir}.log`);
+  const child = startNodeProcess(standaloneHostArgs(options.nodeFlags), { core: options.core, env, stdio: log.stdio });
+  log.started();
   child.stdout?.resume();
   const baseUrl = `http://127.0.0.1:${port}`;
-  await waitUntilAnswering(`${baseUrl}/healthcheck`, 120_000, () => child.exitCode !== null, stderrTail);
+  await waitUntilAnswering(`${baseUrl}/healthcheck`, 120_000, () => child.exitCode !== null, () => log.tail());
   const token = (await run(process.execPath, ['plugin/hosts/standalone/print-token.ts'], { env })).stdout.trim();
   const headers = {
     'content-type': 'application/json',
     authorization: `Bearer ${token}`,
     'x-project-id': DEMO_PROJECT,
   };
-  return { baseUrl, chatUrl: `${baseUrl}/v1/chat/completions`, headers, child };
+  return { baseUrl, chatUrl: `${baseUrl}/v1/chat/completions`, headers, child, logFile: log.path, removeLog: log.remove };
 }
 
 /** A conversation about the demo patient with a few earlier turns; returns its id. */
@@ -127,7 +143,7 @@ async function prepareConversation(chatUrl: string, headers: Record<string, stri
     const response = await fetch(chatUrl, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }] }),
+      body: JSON.stringify({ patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }] }),
     });
     const answer = (await response.json()) as { conversation_id?: string };
     if (!response.ok || !answer.conversation_id) throw new Error(`fhirgate refused a preparing request: ${response.status} ${JSON.stringify(answer)}`);

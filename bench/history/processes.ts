@@ -4,6 +4,8 @@
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { openHostLog } from '../lib/host-log.ts';
 import { planCoreLayout, standaloneHostArgs, startNodeProcess, waitForOutput } from '../lib/processes.ts';
 import type { LoadPlan, LoadResult } from './load-runner.ts';
 
@@ -31,11 +33,12 @@ export interface HostOptions {
 /** Starts the standalone host; resolves with its URL once it is listening. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const profile = options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : [];
-  const child = startNodeProcess(standaloneHostArgs(profile), { core: layout.contenderCore, env: hostEnvironment(options) });
-  // Both pipes are drained for the child's whole life: a full pipe would block it.
-  child.stderr?.resume();
+  // The log as `npm start` writes it (info: a line per request), to a file in the data folder (host-log.ts).
+  const log = openHostLog(join(options.dataDir, 'host.log'));
+  const child = startNodeProcess(standaloneHostArgs(profile), { core: layout.contenderCore, env: hostEnvironment(options), stdio: log.stdio });
+  log.started();
   try {
-    // At LOG_LEVEL=warn the "started" log line is not written; the banner on stdout says the same.
+    // The banner on stdout names the address; stdout is drained for the child's whole life (a full pipe blocks it).
     const match = await waitForOutput(child, 'stdout', /fhirgate is listening on (\S+)/, 120_000);
     child.stdout?.resume();
     return { child, url: match[1] };
@@ -65,10 +68,10 @@ function hostEnvironment(options: HostOptions): NodeJS.ProcessEnv {
     AI_API_KEY: 'bench',
     // The emulator answers on loopback: cleared for patient data (the conversations are about a patient).
     AI_PATIENT_DATA_MODELS: '*',
-    LOG_LEVEL: 'warn',
   };
-  // Rate limits in memory: the benchmark measures the store, not Redis.
+  // Rate limits in memory: the benchmark measures the store, not Redis. `npm start`'s log level.
   delete environment.REDIS_URL;
+  delete environment.LOG_LEVEL;
   return environment;
 }
 

@@ -11,6 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { openHostLog } from '../lib/host-log.ts';
 import { standaloneHostArgs, startNodeProcess, stopProcess, waitForOutput } from '../lib/processes.ts';
 
 const run = promisify(execFile);
@@ -55,19 +56,21 @@ export async function startMcpHost(core: number | undefined, options: McpHostOpt
     FHIRGATE_DATA_DIR: dataDir,
     FHIRGATE_MCP_REQUESTS_PER_MINUTE: UNLIMITED,
     FHIRGATE_MAX_CONCURRENT_TURNS: '1000',
-    LOG_LEVEL: 'warn',
     AI_PROVIDER: '',
   };
   delete env.REDIS_URL;
+  // `npm start`'s log level (info: a line per request), to a file in the data folder (host-log.ts).
+  delete env.LOG_LEVEL;
+  const log = openHostLog(join(dataDir, 'host.log'));
   const hostArgs = standaloneHostArgs(options.nodeFlags ?? []);
-  const child = startNodeProcess([...hostArgs.slice(0, -1), inTree(hostArgs[hostArgs.length - 1])], { core, env });
-  child.stderr?.resume();
+  const child = startNodeProcess([...hostArgs.slice(0, -1), inTree(hostArgs[hostArgs.length - 1])], { core, env, stdio: log.stdio });
+  log.started();
   const close = async (): Promise<void> => {
     await stopProcess(child, 20_000);
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    // At LOG_LEVEL=warn the "started" log line is not written; the banner on stdout says the same.
+    // The banner on stdout names the address.
     const started = await waitForOutput(child, 'stdout', /fhirgate is listening on (\S+)/, 120_000);
     child.stdout?.resume();
     const url = started[1].endsWith('/') ? started[1] : `${started[1]}/`;

@@ -15,6 +15,8 @@ export interface ReportInput {
   readonly layout: string;
   /** The Node flags the fhirgate hosts ran with: their own commands' (main.ts's `#!` line), then any extra. */
   readonly fhirgateNodeFlags: readonly string[];
+  /** How the fhirgate host differs from `npm start`. */
+  readonly fhirgateHost?: string;
   readonly sections: readonly ScenarioSection[];
   /** Scenarios that did not produce a section, with the reason. */
   readonly missing: readonly { readonly title: string; readonly reason: string }[];
@@ -99,6 +101,7 @@ export function renderReport(input: ReportInput): string {
     `| CPU time stolen by the hypervisor during the run | ${input.stolenPercent === undefined ? 'not measured' : `${input.stolenPercent.toFixed(1)} %`} |`,
     `| process layout | ${cell(input.layout)} |`,
     `| fhirgate's Node flags | ${cell(input.fhirgateNodeFlags.length > 0 ? input.fhirgateNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`,
+    ...(input.fhirgateHost ? [`| fhirgate's host | ${cell(input.fhirgateHost)} |`] : []),
     '',
     `Targets met: ${targets.filter((target) => target.met).length} of ${targets.length}.`,
     '',

@@ -17,12 +17,17 @@
  * `write`s, which survive the process being killed (the kernel holds them); only outbox entries are fsync'd, so a
  * power loss can lose the text of a stream that was running, never a record the store refused.
  *
- * Each process has its own journal directory under the configured root (a `LOCK` file names its pid); the next
- * process to start adopts those of processes that are gone. The file is rewritten when it grows past a size,
- * keeping only the turns still unfinished.
+ * Each process has its own journal directory under the configured root, so that instances may share the root. Its
+ * `LOCK` file is a lease (journal-lease.ts): the instance's random id, where it runs (the machine's boot and PID
+ * namespace), its pid, and when the lease expires; the process renews it every `heartbeatMs`. Another process adopts
+ * a journal whose writer is gone: at once when that writer ran in its own PID namespace (its pid is gone, or is the
+ * adopter's own: an earlier life), else once its lease has expired, checked at start and at every beat after. A pid
+ * alone is no proof across containers, where every instance is PID 1. The file is rewritten when it grows past a
+ * size, keeping only the turns still unfinished.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { adoptOrphans, journalLease, LOCK, type JournalLease, type JournalLeaseOptions } from './journal-lease.ts';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Communication } from '@medplum/fhirtypes';
 import type { ModelPrice } from '../governance/model-prices.ts';
@@ -62,7 +67,6 @@ const FILE = 'replies.jsonl';
 // The journal holds prompts' parties and reply text: owner-only, whatever the process's umask.
 const OWNER_ONLY_DIRECTORY = 0o700;
 const OWNER_ONLY_FILE = 0o600;
-const LOCK = 'LOCK';
 /** The file is rewritten with only unfinished turns once it grows past this. */
 const DEFAULT_ROTATE_BYTES = 8 * 1024 * 1024;
 
@@ -90,47 +94,111 @@ export class ReplyJournal {
   #waitingLines = '';
   #waiting: AfterWrite[] = [];
   #scheduled = false;
-  /** Turns an earlier process left unfinished, found when this journal was opened. */
-  readonly unfinished: readonly UnfinishedTurn[];
+  #unfinished: readonly UnfinishedTurn[];
+  readonly #root: string | undefined;
+  readonly #lease: JournalLease | undefined;
+  #beat: NodeJS.Timeout | undefined;
+  #onAdopted: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
 
-  private constructor(dir: string | undefined, rotateBytes: number, write: WriteLines, unfinished: UnfinishedTurn[]) {
+  private constructor(root: string | undefined, dir: string | undefined, lease: JournalLease | undefined, rotateBytes: number, write: WriteLines, unfinished: UnfinishedTurn[]) {
+    this.#root = root;
     this.#dir = dir;
+    this.#lease = lease;
     this.#rotateBytes = rotateBytes;
     this.#write = write;
-    this.unfinished = unfinished;
+    this.#unfinished = unfinished;
+  }
+
+  /** Turns an earlier process left unfinished, found when this journal was opened. */
+  get unfinished(): readonly UnfinishedTurn[] {
+    return this.#unfinished;
   }
 
   /**
    * Opens this process's journal under `root` (created if needed): a directory of its own, `<pid>-<time>-<random>`, so that
-   * several instances may share one root (as they share one data directory). Journals under `root` whose process
-   * is gone (a crash, SIGKILL, or a restart) are adopted: renamed into this one (atomic, so two instances starting
-   * together never both take one), their unfinished turns copied into this journal's file, then removed.
+   * several instances may share one root (as they share one data directory), with the lease it renews every beat.
+   * Journals under `root` whose writer is gone (journal-lease.ts) are adopted, now and at every beat: renamed into
+   * this one (atomic, so two instances never both take one), their unfinished turns copied into this journal's
+   * file, then removed.
    */
-  static open(root: string | undefined, options: { readonly rotateBytes?: number; readonly writeLines?: WriteLines } = {}): ReplyJournal {
+  static open(
+    root: string | undefined,
+    options: { readonly rotateBytes?: number; readonly writeLines?: WriteLines; readonly lease?: JournalLeaseOptions } = {},
+  ): ReplyJournal {
     const rotateBytes = options.rotateBytes ?? DEFAULT_ROTATE_BYTES;
     const write = options.writeLines ?? writeSync;
     if (!root) {
-      return new ReplyJournal(undefined, rotateBytes, write, []);
+      return new ReplyJournal(undefined, undefined, undefined, rotateBytes, write, []);
     }
+    const lease = journalLease(options.lease);
     mkdirSync(root, { recursive: true, mode: OWNER_ONLY_DIRECTORY });
-    const dir = join(root, `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
+    const dir = join(root, `${lease.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
     mkdirSync(dir, { mode: OWNER_ONLY_DIRECTORY });
-    writeFileSync(join(dir, LOCK), String(process.pid), { flush: true, mode: OWNER_ONLY_FILE });
-    const adopted = adoptOrphans(root, dir);
+    writeFileSync(join(dir, LOCK), lease.render(), { flush: true, mode: OWNER_ONLY_FILE });
+    const journal = new ReplyJournal(root, dir, lease, rotateBytes, write, []);
+    journal.#unfinished = journal.#adoptOrphans(false);
+    journal.#beat = setInterval(journal.#renew, lease.heartbeatMs);
+    journal.#beat.unref();
+    return journal;
+  }
+
+  /**
+   * `listener` is given the turns of journals adopted after this one opened (their writer's lease expired since): the
+   * caller records them as it records `unfinished`.
+   */
+  onAdopted(listener: (turns: readonly UnfinishedTurn[]) => void): void {
+    this.#onAdopted = listener;
+  }
+
+  /** Renews this journal's lease, then adopts the journals whose writers are gone since the last beat. */
+  readonly #renew = (): void => {
+    if (this.#fd === undefined || !this.#dir || !this.#lease) {
+      return;
+    }
+    try {
+      if (!existsSync(this.#dir)) {
+        // Taken over while this process stood still past its lease (a stop longer than `ttlMs`): the instance that
+        // took it records these turns as stopped, by their reply ids (the same records this process writes).
+        clearInterval(this.#beat);
+        return;
+      }
+      const lock = join(this.#dir, LOCK);
+      writeFileSync(`${lock}.next`, this.#lease.render(), { mode: OWNER_ONLY_FILE });
+      renameSync(`${lock}.next`, lock);
+      const adopted = this.#adoptOrphans(true);
+      if (adopted.length > 0) {
+        this.#onAdopted?.(adopted);
+      }
+    } catch {
+      // A disk that refuses the beat: the next one tries again (the lease lasts several beats).
+    }
+  };
+
+  /**
+   * Moves every journal under the root whose writer is gone into this one, copies their unfinished turns into this
+   * journal's file, then removes them; returns those turns.
+   */
+  #adoptOrphans(whileRunning: boolean): UnfinishedTurn[] {
+    if (!this.#root || !this.#dir || !this.#lease) {
+      return [];
+    }
+    const adopted = adoptOrphans(this.#root, this.#dir, this.#lease, whileRunning);
     const unfinished = adopted.flatMap((orphan) => {
       const path = join(orphan, FILE);
       return existsSync(path) ? readUnfinished(readFileSync(path, 'utf8')) : [];
     });
-    const journal = new ReplyJournal(dir, rotateBytes, write, unfinished);
     for (const turn of unfinished) {
-      journal.#turns.set(turn.reply.id, { ...turn });
+      this.#turns.set(turn.reply.id, { ...turn, delivered: turn.delivered });
     }
-    // The adopted turns are on this journal's file (fsync'd) before their old files go: a crash now loses none.
-    journal.#rewrite();
+    if (adopted.length > 0 || this.#fd === undefined) {
+      // The adopted turns are on this journal's file (fsync'd) before their old files go: a crash now loses none.
+      this.writeWaiting();
+      this.#rewrite();
+    }
     for (const orphan of adopted) {
       rmSync(orphan, { recursive: true, force: true });
     }
-    return journal;
+    return unfinished;
   }
 
   /** Turns not yet recorded, this process's and recovered ones. */
@@ -227,6 +295,8 @@ export class ReplyJournal {
 
   /** Closes the file; a journal with unfinished turns stays for the next start to adopt, an empty one is removed. */
   close(): void {
+    clearInterval(this.#beat);
+    this.#lease?.release();
     if (this.#fd === undefined || !this.#dir) {
       return;
     }
@@ -237,7 +307,8 @@ export class ReplyJournal {
     if (this.#turns.size === 0) {
       rmSync(this.#dir, { recursive: true, force: true });
     } else {
-      unlinkSync(join(this.#dir, LOCK));
+      // `force`: another instance may have taken the journal over while this process stood still.
+      rmSync(join(this.#dir, LOCK), { force: true });
     }
   }
 
@@ -359,48 +430,6 @@ function parseLine(line: string): Entry | undefined {
     return typeof entry === 'object' && entry !== null && typeof entry.id === 'string' ? entry : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** Moves into `dir` every sibling journal whose process is gone; returns their new paths. */
-function adoptOrphans(root: string, dir: string): string[] {
-  const adopted: string[] = [];
-  for (const name of readdirSync(root)) {
-    const sibling = join(root, name);
-    if (sibling === dir || !isOrphan(sibling)) {
-      continue;
-    }
-    const target = join(dir, `adopted-${name}`);
-    try {
-      renameSync(sibling, target);
-      adopted.push(target);
-    } catch {
-      // Another instance adopted it first.
-    }
-  }
-  return adopted;
-}
-
-/** A journal directory whose lock names no live process (its own process's earlier life included). */
-function isOrphan(path: string): boolean {
-  const lock = join(path, LOCK);
-  if (!statSync(path).isDirectory()) {
-    return false;
-  }
-  if (!existsSync(lock)) {
-    // Closed cleanly (the lock goes last), or never fully opened.
-    return true;
-  }
-  const holder = Number(readFileSync(lock, 'utf8').trim());
-  return !(Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder));
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

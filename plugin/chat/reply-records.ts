@@ -83,6 +83,8 @@ export class ReplyRecords {
     this.#options = options;
     this.#delayMs = options.drainDelayMs ?? 1_000;
     this.#adopt(options.journal.unfinished, RECOVERED_REASON);
+    // Journals adopted later (their writer's lease expired while this process ran: journal-lease.ts).
+    options.journal.onAdopted((turns) => void this.#recordAdopted(turns));
     const registry = options.registry;
     if (registry) {
       this.#sweeper = setInterval(() => void this.sweep(), registry.sweepMs);
@@ -102,6 +104,18 @@ export class ReplyRecords {
       }
     }
     return claimed.length;
+  }
+
+  async #recordAdopted(turns: readonly UnfinishedTurn[]): Promise<void> {
+    if (this.#closing) {
+      return;
+    }
+    this.#adopt(turns, RECOVERED_REASON);
+    this.#options.logger?.info('fhirgate took over the reply journal of a stopped instance', { replies: turns.length });
+    await this.#drainOnce();
+    if (this.#outbox.size > 0) {
+      this.#schedule();
+    }
   }
 
   /** Unfinished turns of a process that stopped: their outbox reply if they had one, else a `stopped` one. */

@@ -2,7 +2,8 @@
  * The standalone host with fhirgate mounted (`fhirgate`, `npm start`; main.ts runs it), on a SQLite file under the
  * data folder, with the demo project loaded. Binds to loopback by default.
  *
- * Start-up refuses, in one line (a StartUpError), a port it cannot listen on, before it touches the data folder,
+ * Start-up refuses, in one line (a StartUpError), a start with no LLM provider outside the demo
+ * (choose-llm-provider.ts), and a port it cannot listen on, before it touches the data folder,
  * and a data folder another host holds (data-folder-lock.ts). A start that fails after it took the folder puts
  * `host.json` back as it was; one that fails to listen (the port taken after the check) also closes what it
  * opened, its reply journal folder with it. The lock goes with the process.
@@ -16,7 +17,7 @@ import { openStandaloneStore } from './open-store.ts';
 import { createStandaloneHost, type StandaloneHost } from './create-standalone-host.ts';
 import { readProjectFixture, seedProject } from './seed.ts';
 import { DEMO_MODEL_ID, startDemoProvider } from './demo-provider.ts';
-import { readProviderConfigFromEnvironment } from '../../llm/provider-config.ts';
+import { chooseLlmProvider } from './choose-llm-provider.ts';
 import { DEMO_DEVICE, readStandaloneDeviceAuth } from './demo-devices.ts';
 import { connectStandaloneRedis } from './redis-client.ts';
 import { FhirRouter } from '@medplum/fhir-router';
@@ -33,6 +34,8 @@ const TOKEN_COMMAND = FROM_SOURCES ? 'npm run -s token' : 'fhirgate-token';
 const TOKEN_ARGUMENTS = FROM_SOURCES ? ' -- ' : ' ';
 
 const config = readStandaloneConfig();
+// Before anything is opened: outside the demo, no provider is no start (an echo must never answer a clinician).
+const llmChoice = chooseLlmProvider(process.env, { seedDemo: config.seedDemo });
 const logger = createJsonLogger(config.logLevel);
 const address: ListenAddress = { port: config.port, hostname: config.hostname, startCommand: FROM_SOURCES ? 'npm start' : 'fhirgate' };
 await checkPortIsFree(address);
@@ -49,11 +52,12 @@ process.once('exit', () => {
   }
 });
 const store = openStandaloneStore(config.dataDir, { busyTimeoutMs: config.storeBusyTimeoutMs, cacheSizeMiB: config.storeCacheMiB });
-const configuredLlm = readProviderConfigFromEnvironment(process.env);
-const demoProvider = configuredLlm ? undefined : await startDemoProvider();
+const configuredLlm = llmChoice.kind === 'configured' ? llmChoice.config : undefined;
+const demoProvider = llmChoice.kind === 'demo' ? await startDemoProvider() : undefined;
 if (demoProvider) {
-  logger.warn('No LLM provider configured (AI_PROVIDER unset): answering with the offline DEMO provider, which echoes prompts', {
+  logger.warn('No LLM provider configured: answering with the offline DEMO provider, which echoes prompts', {
     model: DEMO_MODEL_ID,
+    chosenBy: llmChoice.kind === 'demo' ? llmChoice.chosenBy : undefined,
   });
 }
 const demoFixture = config.seedDemo ? await readProjectFixture() : undefined;

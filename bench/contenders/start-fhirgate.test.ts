@@ -1,0 +1,38 @@
+/**
+ * The bench's fhirgate is the host `npm start` runs: it writes its log line for every request (to a file, as a
+ * deployment's log goes), and a measured turn about the demo patient gets the default patient context (the chart
+ * summary, sent to the model), not a lighter turn than a client gets.
+ */
+import { readFileSync } from 'node:fs';
+import { startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
+import { waitFor } from '../../test/support/wait-for.ts';
+import { startFhirgate, type FhirgateContender } from './start-fhirgate.ts';
+
+describe("the bench's fhirgate host", () => {
+  let emulator: LlmEmulator;
+  let fhirgate: FhirgateContender;
+  beforeAll(async () => {
+    emulator = await startLlmEmulator({ models: ['bench-model'] });
+    fhirgate = await startFhirgate({ emulatorUrl: emulator.url, core: undefined, conversations: 1 });
+  }, 120_000);
+  afterAll(async () => {
+    await fhirgate?.stop();
+    await emulator?.close();
+  });
+
+  test('a measured turn is logged as npm start logs it, and shares the chart summary as a client gets it by default', async () => {
+    const requestLines = (): number => readFileSync(fhirgate.hostLog, 'utf8').split('\n').filter((line) => line.includes('"msg":"fhirgate request"')).length;
+    const before = requestLines();
+    const [body] = fhirgate.bodies(false);
+    const response = await fetch(fhirgate.chatUrl, { method: 'POST', headers: fhirgate.headers, body });
+    expect(response.status).toBe(200);
+    await response.json();
+
+    // One line more for the measured request (written as the answer finishes).
+    await waitFor(async () => (requestLines() > before ? true : undefined), 5_000);
+    expect(requestLines()).toBe(before + 1);
+    // The model was sent Maria Lopez's chart: the summary the API shares by default with a turn about a patient.
+    const sent = emulator.received.at(-1)?.messages.map((message) => message.content).join('\n') ?? '';
+    expect(sent).toMatch(/Lopez/);
+  }, 60_000);
+});

@@ -1,0 +1,115 @@
+/**
+ * Reply journals that share one folder across containers, where every instance is PID 1: a live writer's journal is
+ * never taken (its lease is renewed), a writer gone for good is taken over once its lease expired, and a restart in
+ * the same PID namespace still takes its earlier life's journal at once. The pids are simulated (`lease.pid`,
+ * `lease.scope` stand for a container's PID 1 and its namespace); the writer that dies is a real process, killed.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ReplyJournal, readUnfinished, type OpenTurn, type UnfinishedTurn } from './reply-journal.ts';
+import { waitFor } from '../../test/support/wait-for.ts';
+
+const turn = (id: string): OpenTurn => ({
+  projectId: 'project-1',
+  parties: { categorySystem: 'urn:test', caller: { reference: 'Practitioner/dr' }, agent: { reference: 'Device/agent' } },
+  reply: { id, rootId: 'root-1', promptId: `prompt-${id}`, modelId: 'openai/gpt-4o-mini', history: { count: 0 } },
+});
+/** Short beats, so that a lease expires within the test. */
+const FAST = { heartbeatMs: 50, ttlMs: 400 };
+
+describe('reply journals sharing a folder across containers', () => {
+  let root: string;
+  const open: ReplyJournal[] = [];
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'fhirgate-journal-lease-'));
+  });
+  afterEach(() => {
+    for (const journal of open.splice(0)) journal.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+  const openJournal = (container: string, options: { now?: () => number } = {}): ReplyJournal => {
+    const journal = ReplyJournal.open(root, { lease: { pid: 1, scope: `container-${container}`, ...FAST, ...options } });
+    open.push(journal);
+    return journal;
+  };
+
+  test('two containers, both PID 1: the second leaves the first\'s live journal alone, and the first keeps writing it', async () => {
+    const first = openJournal('a');
+    first.open(turn('streaming'));
+    first.delivered('streaming', 'Resting heart rate ');
+    first.writeWaiting();
+
+    const second = openJournal('b');
+    expect(second.unfinished).toEqual([]);
+    // Several beats later, still its own.
+    const adopted: UnfinishedTurn[] = [];
+    second.onAdopted((turns) => adopted.push(...turns));
+    await new Promise((resolve) => setTimeout(resolve, FAST.ttlMs * 3));
+    expect(adopted).toEqual([]);
+    expect(readdirSync(root)).toHaveLength(2);
+
+    first.delivered('streaming', 'is 48 bpm.');
+    first.writeWaiting();
+    const firstDir = readdirSync(root).find((name) => readUnfinished(readFileSync(join(root, name, 'replies.jsonl'), 'utf8')).length > 0);
+    expect(readUnfinished(readFileSync(join(root, firstDir ?? '', 'replies.jsonl'), 'utf8')).map((entry) => entry.delivered)).toEqual(['Resting heart rate is 48 bpm.']);
+  });
+
+  test('a container gone for good (SIGKILL): another takes its journal over once the lease expired, while running', async () => {
+    const watcher = openJournal('b');
+    const adopted: UnfinishedTurn[] = [];
+    watcher.onAdopted((turns) => adopted.push(...turns));
+
+    const writer = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { ReplyJournal } from './plugin/chat/reply-journal.ts';
+         const journal = ReplyJournal.open(${JSON.stringify(root)}, { lease: { pid: 1, scope: 'container-a', heartbeatMs: ${FAST.heartbeatMs}, ttlMs: ${FAST.ttlMs} } });
+         journal.open(${JSON.stringify(turn('cut-off'))});
+         journal.delivered('cut-off', 'Half a reply');
+         journal.writeWaiting();
+         process.stdout.write('ready\\n');
+         setInterval(() => undefined, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    writer.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    await waitFor(async () => (output.includes('ready') ? true : undefined), 20_000);
+    // Alive and beating: not taken, however long.
+    await new Promise((resolve) => setTimeout(resolve, FAST.ttlMs * 3));
+    expect(adopted).toEqual([]);
+
+    const gone = new Promise((resolve) => writer.once('exit', resolve));
+    writer.kill('SIGKILL');
+    await gone;
+    await waitFor(async () => (adopted.length > 0 ? true : undefined), 10_000);
+    expect(adopted.map((entry) => [entry.reply.id, entry.delivered])).toEqual([['cut-off', 'Half a reply']]);
+    // Moved into the watcher's own journal: one folder left, holding the turn until it is recorded.
+    expect(readdirSync(root)).toHaveLength(1);
+    expect(watcher.openTurns).toBe(1);
+  }, 30_000);
+
+  test("a lease another container stopped renewing is taken at start once expired; a restart in the same namespace takes its earlier life's at once", () => {
+    const lost = openJournal('a');
+    lost.open(turn('of-a'));
+    lost.close();
+    // close() with a turn open keeps the folder and drops the lock: any start takes it. A lease left by a kill:
+    const killed = openJournal('a');
+    killed.open(turn('killed'));
+    // Seen from another container a minute later (its lease long expired).
+    const later = openJournal('b', { now: () => Date.now() + 60_000 });
+    expect(later.unfinished.map((entry) => entry.reply.id).sort()).toEqual(['killed', 'of-a']);
+
+    // The same container started again (same namespace, PID 1 again): its earlier life's journal at once.
+    const earlierLife = openJournal('c');
+    earlierLife.open(turn('before-restart'));
+    const restarted = openJournal('c');
+    expect(restarted.unfinished.map((entry) => entry.reply.id)).toEqual(['before-restart']);
+  });
+});
