@@ -5,13 +5,13 @@
  * none of the first's live journal: every stream the client received whole is recorded `completed` with its text
  * (a journal taken would be recorded `stopped` by the second, with the text as far as it had gone).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STORE_FILE_NAME } from '../plugin/hosts/standalone/open-store.ts';
 import { startLlmEmulator } from '../test/emulator/index.ts';
-import { demoToken, until } from '../test/support/host-process.ts';
+import { demoToken, startHostProcess, until, type HostProcess } from '../test/support/host-process.ts';
 import { sendChaosRequest, type ChaosRequest, type ClientSeen } from './client.ts';
 import { reconcile } from './reconcile.ts';
 
@@ -30,11 +30,7 @@ export interface SharedJournalSummary {
   readonly mismatches: readonly string[];
 }
 
-interface NamespacedHost {
-  readonly child: ChildProcess;
-  readonly url: string;
-  logs(): string;
-}
+type NamespacedHost = HostProcess;
 
 /** Runs the phase against the Redis at `redisUrl` (instances sharing a data folder need one). */
 export async function runSharedJournal(redisUrl: string | undefined, log: (message: string) => void): Promise<SharedJournalSummary> {
@@ -99,21 +95,8 @@ export async function runSharedJournal(redisUrl: string | undefined, log: (messa
 }
 
 /** The standalone host as PID 1 of a PID namespace of its own; SIGKILL of `unshare` takes the host with it. */
-async function startInOwnNamespace(environment: Record<string, string>): Promise<NamespacedHost> {
-  const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, 'plugin/hosts/standalone/main.ts'], {
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...environment },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let logs = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    logs += chunk.toString();
-  });
-  await until(() => /"msg":"fhirgate standalone host started"/.test(logs) || child.exitCode !== null, 60_000);
-  const url = /"url":"([^"]+)"/.exec(logs)?.[1];
-  if (!url) {
-    throw new Error(`the host did not start: ${logs.slice(-2000)}`);
-  }
-  return { child, url, logs: () => logs };
+function startInOwnNamespace(environment: Record<string, string>): Promise<NamespacedHost> {
+  return startHostProcess(environment, ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child']);
 }
 
 /** SIGTERM (forwarded by `unshare` to its child), then the exit. */

@@ -25,11 +25,13 @@ export function until(condition: () => boolean, timeoutMs = 10_000): Promise<tru
 
 /**
  * Starts the host with `env` over the test's environment (PORT 0, info logs) and waits for its start-up line. Hosts
- * on one data directory share their keys in Redis (when the environment has one), and no others do.
+ * on one data directory share their keys in Redis (when the environment has one), and no others do. `launcher`: a
+ * command the host runs under (`unshare ...`), given the host's command line as its arguments.
  */
-export async function startHostProcess(env: Readonly<Record<string, string>>): Promise<HostProcess> {
+export async function startHostProcess(env: Readonly<Record<string, string>>, launcher: readonly string[] = []): Promise<HostProcess> {
   const keyPrefix = `fhirgate:test:${createHash('sha256').update(env.FHIRGATE_DATA_DIR ?? 'default').digest('hex').slice(0, 16)}:`;
-  const child = spawn(process.execPath, ['plugin/hosts/standalone/main.ts'], {
+  const [command, ...args] = [...launcher, process.execPath, 'plugin/hosts/standalone/main.ts'];
+  const child = spawn(command, args, {
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', FHIRGATE_REDIS_KEY_PREFIX: keyPrefix, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -40,7 +42,7 @@ export async function startHostProcess(env: Readonly<Record<string, string>>): P
   await until(() => /"msg":"fhirgate standalone host started"/.test(logs) || child.exitCode !== null, 60_000);
   const url = /"url":"([^"]+)"/.exec(logs)?.[1];
   if (!url) {
-    throw new Error(`the host did not start: ${logs}`);
+    throw new Error(`the host did not start: ${logs.slice(-2000)}`);
   }
   return { child, url, logs: () => logs };
 }
