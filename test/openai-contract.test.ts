@@ -13,6 +13,7 @@ import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
 import { openAiContract, type ContractType } from './support/openai-contract.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
+import { sseEvents } from './support/sse-events.ts';
 
 interface Answer {
   readonly status: number;
@@ -25,19 +26,7 @@ const CALLS = { toolCalls: [[{ name: 'get_weather', arguments: { city: 'Lyon' } 
 const CHAT_TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
 const RESPONSE_TOOLS = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }];
 
-/** The `data:` objects of an SSE body, each with its `event:` name where it has one; `[DONE]` left out. */
-function eventsOf(text: string): { name?: string; data: Record<string, unknown> }[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const name = lines.find((line) => line.startsWith('event: '))?.slice('event: '.length);
-      return { name, data: lines.find((line) => line.startsWith('data: '))?.slice('data: '.length) ?? '' };
-    })
-    .filter((event) => event.data !== '[DONE]')
-    .map((event) => ({ ...(event.name ? { name: event.name } : {}), data: JSON.parse(event.data) as Record<string, unknown> }));
-}
+const eventsOf = (text: string): { name?: string; data: Record<string, unknown> }[] => sseEvents<Record<string, unknown>>(text);
 
 describe("fhirgate's answers hold to OpenAI's contract, as the openai package declares it", () => {
   const contract = openAiContract();

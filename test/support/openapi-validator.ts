@@ -6,6 +6,7 @@
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { OpenApiDocument } from '../../plugin/openapi/openapi-document.ts';
+import { sseEvents } from './sse-events.ts';
 
 const DOCUMENT_ID = 'https://fhirgate.invalid/openapi.json';
 
@@ -100,17 +101,4 @@ export class OpenApiValidator {
   }
 }
 
-/** The events of an SSE body: each `data:` line's JSON, with its `event:` name where it has one; `[DONE]` left out. */
-function eventsOf(text: string): { name?: string; data: unknown }[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const name = lines.find((line) => line.startsWith('event: '))?.slice('event: '.length);
-      const data = lines.find((line) => line.startsWith('data: '))?.slice('data: '.length) ?? '';
-      return { name, data };
-    })
-    .filter((event) => event.data !== '[DONE]')
-    .map((event) => ({ ...(event.name ? { name: event.name } : {}), data: JSON.parse(event.data) as unknown }));
-}
+const eventsOf = (text: string): { name?: string; data: unknown }[] => sseEvents<unknown>(text);
