@@ -37,6 +37,8 @@ export interface Telemetry {
   readonly timeToFirstToken: Histogram;
   /** Tokens as the provider reported them: `gen_ai.token.type` (`input`, `output`), project, provider, model. */
   readonly tokens: Counter;
+  /** What settled turns cost, in US dollars, by the models' prices (models without a price count nothing): `fhirgate.project.id`, `fhirgate.model` (its id, `provider/model`). */
+  readonly cost: Counter;
   /** Failed provider calls: `gen_ai.provider.name`, `error.type` (`details.reason` of provider-errors.ts: `http_status`, `timeout`, `connection`, `stream_cut`, ...). */
   readonly upstreamErrors: Counter;
   /** SSE streams open right now. */
@@ -99,6 +101,10 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
       description: 'Time from a streamed provider call to its first text.',
     }),
     tokens: meter.createCounter('fhirgate.llm.tokens', { unit: '{token}', description: 'Tokens in and out, as the providers reported them.' }),
+    cost: meter.createCounter('fhirgate.llm.cost', {
+      unit: '{USD}',
+      description: 'What chat turns cost in US dollars, by the prices of the models (governance.prices); unpriced models count nothing.',
+    }),
     upstreamErrors: meter.createCounter('fhirgate.llm.upstream_errors', { description: 'Failed LLM provider calls, by kind.' }),
     activeStreams: meter.createUpDownCounter('fhirgate.chat.active_streams', { description: 'Chat completion streams open now.' }),
     repositoryOperations: meter.createCounter('fhirgate.chat.repository_operations', {
