@@ -1,6 +1,7 @@
 /**
  * What fhirgate itself exports to an operator's telemetry never holds message text, a key, a token or a patient's
- * identifiers: a turn about a patient, a device token exchange and a device's GraphQL call, through a listening
+ * identifiers: a turn about a patient, a device token exchange, a device's GraphQL call and an MCP search for the
+ * patient by name with the project's API key, through a listening
  * standalone host, with the process's OpenTelemetry SDK in memory (spans, metrics exported as a 60-second periodic
  * reader would, log lines). Everything exported is searched for each of them. Closing the host flushes the metrics:
  * a Medplum server exports every 60 s and flushes nothing when it stops, so fhirgate does it itself.
@@ -9,10 +10,11 @@ import { context, trace, metrics } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { Device, Patient } from '@medplum/fhirtypes';
+import type { Device, Patient, Project } from '@medplum/fhirtypes';
 import { createJsonLogger } from '../plugin/hosts/standalone/logger.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { startLlmEmulator, type LlmEmulator } from './emulator/index.ts';
+import { connectMcp, textOf } from './support/mcp-test-client.ts';
 import { startTestHost, type TestHost } from './support/test-host.ts';
 
 const PROVIDER_KEY = 'sk-telemetry-privacy-provider-key-7731';
@@ -35,6 +37,7 @@ describe("fhirgate's own telemetry", () => {
   let host: TestHost;
   let project: SeededProject;
   let patient: Patient;
+  let closed = false;
   const logLines: string[] = [];
 
   beforeAll(async () => {
@@ -55,15 +58,21 @@ describe("fhirgate's own telemetry", () => {
     const repo = await host.standalone.host.getSystemRepo(project.projectId);
     await repo.createResource<Device>({ resourceType: 'Device', status: 'active', identifier: [{ system: SYSTEM, value: 'monitor-7' }] });
     patient = await repo.readResource<Patient>('Patient', project.ids['patient-in-care-team-1']);
+    // MCP clients get the patient's records as they are.
+    const settings = await host.store.readResource<Project>('Project', project.projectId);
+    await host.store.updateResource<Project>({ ...settings, setting: [...(settings.setting ?? []), { name: 'AI_MCP_PATIENT_DATA', valueString: 'allow' }] });
   }, 60_000);
 
   afterAll(async () => {
     delete process.env.FHIRGATE_TEST_PRIVACY_SECRET;
+    if (!closed) {
+      await host?.close();
+    }
     await emulator?.close();
     await meterProvider.shutdown();
   });
 
-  test('spans, metrics and log lines of a patient turn, a device token exchange and a device GraphQL call hold no text, key, token or patient identifier', async () => {
+  test('spans, metrics and log lines of a patient turn, a device token exchange, a device GraphQL call and an MCP search hold no text, key, token or patient identifier', async () => {
     const accessToken = await host.accessTokenFor(project.ids['practitioner-membership']);
     const chat = await fetch(`${host.url}v1/chat/completions`, {
       method: 'POST',
@@ -92,13 +101,21 @@ describe("fhirgate's own telemetry", () => {
     expect(graphql.status).toBe(200);
     expect(((await graphql.json()) as { data?: { DeviceList?: unknown[] } }).data?.DeviceList).toHaveLength(1);
 
+    // The MCP server, with the project's API key (`<client id>:<secret>`), searching for the patient by name.
+    const mcp = await connectMcp(host, project, { clientKey: true });
+    const search = await mcp.call('find_patients', { name: patient.name?.[0].family ?? '' });
+    expect(search.isError).toBeFalsy();
+    expect(textOf(search)).toContain(patient.id);
+    await mcp.close();
+
     // Closing flushes the metrics the 60-second reader has not exported yet.
     await host.close();
+    closed = true;
     const spans = spanExporter.getFinishedSpans();
     const exportedMetrics = metricExporter.getMetrics();
 
     // What was exported, so the search below searches something.
-    expect(spans.map((span) => span.name)).toEqual(expect.arrayContaining(['POST /v1/chat/completions', 'chat echo', 'POST /account/api/token/device/', 'POST /graphql']));
+    expect(spans.map((span) => span.name)).toEqual(expect.arrayContaining(['POST /v1/chat/completions', 'chat echo', 'POST /account/api/token/device/', 'POST /graphql', 'POST /mcp']));
     const metricNames = exportedMetrics.flatMap((resource) => resource.scopeMetrics.flatMap((scope) => scope.metrics.map((metric) => metric.descriptor.name)));
     expect(metricNames).toEqual(expect.arrayContaining(['fhirgate.http.server.request.duration', 'fhirgate.llm.tokens', 'fhirgate.device.token_exchanges']));
     expect(logLines.some((line) => line.includes('"fhirgate request"'))).toBe(true);
@@ -115,6 +132,7 @@ describe("fhirgate's own telemetry", () => {
       'a phrase of the prompt': 'rising creatinine',
       reply: reply.slice(0, 40),
       'the provider key': PROVIDER_KEY,
+      "the project's API key": project.client?.secret ?? 'no client secret',
       'the device key': DEVICE_KEY,
       'the signing secret': DEVICE_SECRET,
       "the user's access token": accessToken,
