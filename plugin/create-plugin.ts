@@ -235,7 +235,9 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
     registry?.close();
     governance.close();
     journal.close();
-    host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending });
+    // Last: the turns' own measurements are in. A Medplum server flushes nothing when it stops.
+    const telemetryFlushed = await telemetry.flush();
+    host.logger?.info('fhirgate closed', { stoppedTurns: stopped, repliesInOutbox: records.pending, telemetryFlushed });
   };
   return Object.assign(router, {
     recovered,

@@ -19,6 +19,7 @@
  *   4–6. call the provider, deliver the reply, record it    (deliver-json.ts, deliver-stream.ts, chat-turn.ts)
  * Every record is written through the caller's repository, so the caller's AccessPolicy decides.
  */
+import type { Context } from '@opentelemetry/api';
 import type { WithId } from '@medplum/core';
 import type { Communication } from '@medplum/fhirtypes';
 import type { Request, Response } from 'express';
@@ -27,7 +28,7 @@ import type { CallerContext, FhirgateHost } from '../host.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import type { ModelRegistry, ResolvedModel } from '../llm/model-registry.ts';
 import { withRetriesAndFallbacks } from '../llm/resilient-chat-model.ts';
-import { annotateRequest, annotateRequestAtEnd } from '../telemetry/request-telemetry.ts';
+import { annotateRequest, annotateRequestAtEnd, requestContextOf } from '../telemetry/request-telemetry.ts';
 import { countingOperations, RepositoryOperations } from '../telemetry/repository-operations.ts';
 import { observeChatModel } from '../telemetry/observe-chat-model.ts';
 import type { Telemetry } from '../telemetry/telemetry.ts';
@@ -243,7 +244,7 @@ async function runTurn<R extends ChatRequest>(
   // The two rules below refuse a new turn before anything is stored; a replay above sends nothing, so they never refuse it.
   // Patient data egress: refused here (nothing stored, nothing sent), or the model wrapped to de-identify.
   const egress = await applyPatientDataEgress(services.patientData, { project: caller.project, model: requested, subject, conversationId: ids.rootId, messages: chat.messages, options: chat.options, tools: chat.tools, systemRepo: reader.systemRepo });
-  const target = observed(egress.target, services.telemetry, caller.project.id);
+  const target = observed(egress.target, services.telemetry, caller.project.id, requestContextOf(response));
   // Budgets: 429 when one of the project's or the caller's is used up, or held by turns still running; otherwise
   // what holds the turn's likely cost while it runs (reserved just before the prompt is stored) and settles it.
   const maxTokens = chat.maxTokens ?? services.defaultMaxTokens;
@@ -385,10 +386,10 @@ function once<T>(create: () => Promise<T>): () => Promise<T> {
 }
 
 /** The resolved model and its fallbacks, each provider call measured and traced, with retries and fallbacks around them. */
-function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string): ResolvedModel {
+function observed(target: ResolvedModel, telemetry: Telemetry, projectId: string, parent: Context): ResolvedModel {
   const observe = (model: ResolvedModel): ResolvedModel => ({
     ...model,
-    model: observeChatModel(model.model, telemetry, { projectId, modelName: model.modelName }),
+    model: observeChatModel(model.model, telemetry, { projectId, modelName: model.modelName, parent }),
   });
   return withRetriesAndFallbacks({ ...observe(target), fallbacks: target.fallbacks.map(observe) });
 }

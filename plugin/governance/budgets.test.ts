@@ -30,6 +30,9 @@ describe('budgets', () => {
     const turn = await budgets.check(alice, governance, RESERVATION);
     // A turn that started under budget is counted in full, however far past it.
     expect(turn.settle('openai/gpt-4o-mini', { promptTokens: 80, completionTokens: 70 }, new Date(NOW))).toBe(80 * 150 + 70 * 600);
+    expect(await telemetry.points('fhirgate.llm.cost')).toEqual([
+      { attributes: { 'fhirgate.project.id': 'p', 'fhirgate.model': 'openai/gpt-4o-mini' }, value: (80 * 150 + 70 * 600) / 1e9 },
+    ]);
 
     const refused = await budgets.check(alice, governance, RESERVATION).catch((error: unknown) => error);
     expect(refused).toMatchObject({

@@ -135,6 +135,9 @@ export class Budgets {
           return undefined;
         }
         const cost = costOf(governance.prices.get(modelId), usage);
+        if (cost !== undefined) {
+          this.#telemetry.cost.add(cost / NANO_PER_DOLLAR, { 'fhirgate.project.id': projectId, 'fhirgate.model': modelId });
+        }
         this.#counters.add(projectId, user, this.#periods.of(recordedAt.getTime()), usage.promptTokens + usage.completionTokens, cost ?? 0, recordedAt.getTime());
         return cost;
       },

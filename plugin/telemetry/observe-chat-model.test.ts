@@ -1,4 +1,5 @@
-import { SpanKind, SpanStatusCode, propagation } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { createTestTelemetry, type TestTelemetry } from '../../test/support/telemetry.ts';
@@ -159,6 +160,33 @@ describe('observeChatModel', () => {
       );
     } finally {
       propagation.disable();
+    }
+  });
+
+  test("a call given its request's context is that request's child, whatever span is active (Express's instrumentation makes its own active)", async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    try {
+      const requestSpan = recorded.telemetry.tracer.startSpan('POST /v1/chat/completions');
+      const handlerSpan = recorded.telemetry.tracer.startSpan('request handler');
+      const seen: ChatModelRequest[] = [];
+      const model = observeChatModel(
+        fakeModel([{ type: 'text', text: 'a' }, { type: 'finish', finishReason: 'stop', usage: undefined }], undefined, seen),
+        recorded.telemetry,
+        { ...LABELS, parent: trace.setSpan(ROOT_CONTEXT, requestSpan) }
+      );
+      await context.with(trace.setSpan(ROOT_CONTEXT, handlerSpan), async () => {
+        await model.complete({ ...REQUEST, signal: new AbortController().signal });
+        await drain(model.stream({ ...REQUEST, signal: new AbortController().signal }));
+      });
+      const calls = recorded.spans().filter((span) => span.name === 'chat gpt-test');
+      expect(calls.map((span) => span.parentSpanContext?.spanId)).toEqual([requestSpan.spanContext().spanId, requestSpan.spanContext().spanId]);
+      // The provider's request continues the call's span, in the request's trace.
+      expect(seen.map((request) => request.traceHeaders?.traceparent)).toEqual(calls.map((span) => `00-${requestSpan.spanContext().traceId}-${span.spanContext().spanId}-01`));
+    } finally {
+      propagation.disable();
+      context.disable();
     }
   });
 });

@@ -3,7 +3,7 @@
  * feeds the provider metrics: duration, time to first token, tokens in and out, upstream errors by kind. The
  * chat pipeline calls the wrapped model as it would the bare one.
  */
-import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { AppError } from '../errors.ts';
 import type { ChatCompletion, ChatModel, ChatModelRequest, ChatStreamEvent, ChatUsage } from '../llm/chat-model.ts';
 import { isAbortError } from '../llm/provider-errors.ts';
@@ -14,6 +14,12 @@ export interface ProviderCallLabels {
   readonly projectId: string;
   /** The model or deployment name sent to the provider. */
   readonly modelName: string;
+  /**
+   * The context of the request the call serves (`requestContextOf`): its span is the call's parent. Taken
+   * explicitly because the active context at the call is not the request's inside a Medplum server (Express's
+   * instrumentation makes each middleware's span the active one); the active context when not given.
+   */
+  readonly parent?: Context;
 }
 
 /** The model, observed. */
@@ -23,7 +29,7 @@ export function observeChatModel(model: ChatModel, telemetry: Telemetry, labels:
     'gen_ai.request.model': labels.modelName,
     'fhirgate.project.id': labels.projectId,
   };
-  const startCall = (stream: boolean): ProviderCall => new ProviderCall(telemetry, attributes, stream);
+  const startCall = (stream: boolean): ProviderCall => new ProviderCall(telemetry, attributes, stream, labels.parent ?? context.active());
   return {
     provider: model.provider,
     ...(model.checkRequest ? { checkRequest: model.checkRequest.bind(model) } : {}),
@@ -108,23 +114,26 @@ class ProviderCall {
   readonly #telemetry: Telemetry;
   readonly #attributes: Attributes;
   readonly #span: Span;
+  readonly #context: Context;
   readonly #started = performance.now();
   #sawFirstToken = false;
   #ended = false;
 
-  constructor(telemetry: Telemetry, attributes: Attributes, stream: boolean) {
+  constructor(telemetry: Telemetry, attributes: Attributes, stream: boolean, parent: Context) {
     this.#telemetry = telemetry;
     this.#attributes = attributes;
-    this.#span = telemetry.tracer.startSpan(`chat ${String(attributes['gen_ai.request.model'])}`, {
-      kind: SpanKind.CLIENT,
-      attributes: { ...attributes, 'gen_ai.operation.name': 'chat', 'fhirgate.stream': stream },
-    });
+    this.#span = telemetry.tracer.startSpan(
+      `chat ${String(attributes['gen_ai.request.model'])}`,
+      { kind: SpanKind.CLIENT, attributes: { ...attributes, 'gen_ai.operation.name': 'chat', 'fhirgate.stream': stream } },
+      parent
+    );
+    this.#context = trace.setSpan(parent, this.#span);
   }
 
   /** The span's trace context as the registered propagator writes it (W3C trace context in a Medplum server). */
   traceHeaders(): Record<string, string> {
     const headers: Record<string, string> = {};
-    propagation.inject(trace.setSpan(context.active(), this.#span), headers);
+    propagation.inject(this.#context, headers);
     return headers;
   }
 

@@ -1,4 +1,4 @@
-import { SpanStatusCode } from '@opentelemetry/api';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import express, { type Express } from 'express';
 import request from 'supertest';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
@@ -7,7 +7,7 @@ import type { HostLogger } from '../host.ts';
 import { AppError } from '../errors.ts';
 import { sendGraphqlError } from '../graphql/graphql-response.ts';
 import { sendOpenAiError } from '../http/openai-error-response.ts';
-import { annotateCaller, annotateRequest, createRequestTelemetry, requestIdOf, routeOf } from './request-telemetry.ts';
+import { annotateCaller, annotateRequest, createRequestTelemetry, requestContextOf, requestIdOf, routeOf } from './request-telemetry.ts';
 
 interface Line {
   readonly level: string;
@@ -75,6 +75,9 @@ describe('request telemetry', () => {
       annotateCaller(incoming, 'Device/device-1');
       sendGraphqlError(response, new AppError('rate_limited', 'Too many requests.'));
     });
+    app.get('/v1/models', (_incoming, response) => {
+      response.json({ spanId: trace.getSpan(requestContextOf(response))?.spanContext().spanId ?? null });
+    });
     app.get('/fhir/R4/Patient', (_incoming, response) => {
       response.json({ requestId: requestIdOf(response) ?? null });
     });
@@ -133,5 +136,12 @@ describe('request telemetry', () => {
     expect(recorded.spans()).toEqual([]);
     expect(await recorded.points('fhirgate.http.server.request.duration')).toEqual([]);
     expect(lines).toEqual([]);
+  });
+
+  test("a route reads its request's span from the response, not from the active context (which Express's instrumentation changes)", async () => {
+    const response = await request(app).get('/v1/models').expect(200);
+    const [span] = recorded.spans();
+    expect(span.name).toBe('GET /v1/models');
+    expect(response.body.spanId).toBe(span.spanContext().spanId);
   });
 });

@@ -5,7 +5,7 @@
  * nothing for Medplum's routes.
  */
 import { randomUUID } from 'node:crypto';
-import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import type { Request, RequestHandler, Response } from 'express';
 import type { HostLogger } from '../host.ts';
 import type { Telemetry } from './telemetry.ts';
@@ -16,6 +16,8 @@ export type RequestAnnotations = Readonly<Record<string, string | number | boole
 interface RequestScope {
   readonly requestId: string;
   readonly span: Span;
+  /** The context with the request's span: what fhirgate's own spans of the request are started in. */
+  readonly context: Context;
   annotations: Record<string, string | number | boolean>;
   /** Read when the request ends, for what is only known then. */
   late?: () => RequestAnnotations;
@@ -97,7 +99,8 @@ export function createRequestTelemetry(
     const span = telemetry.tracer.startSpan(`${request.method} ${route}`, {
       attributes: { 'http.request.method': request.method, 'http.route': route, 'fhirgate.request_id': requestId },
     });
-    const scope: RequestScope = { requestId, span, annotations: {} };
+    const requestContext = trace.setSpan(context.active(), span);
+    const scope: RequestScope = { requestId, span, context: requestContext, annotations: {} };
     scopes.set(response, scope);
 
     let finished = false;
@@ -129,7 +132,9 @@ export function createRequestTelemetry(
     };
     response.once('finish', finish);
     response.once('close', finish);
-    context.with(trace.setSpan(context.active(), span), next);
+    // Not enough on its own inside a Medplum server: Express's instrumentation gives each later middleware its
+    // parent span back when `next` is called, so fhirgate's spans take `requestContextOf` explicitly.
+    context.with(requestContext, next);
   };
 }
 
@@ -162,6 +167,14 @@ export function annotateRequestAtEnd(response: Response, annotations: () => Requ
   if (scope) {
     scope.late = annotations;
   }
+}
+
+/**
+ * The context holding the request's span, for the spans fhirgate starts while serving it (a provider call's
+ * `chat <model>`); the active context when the request is not one of fhirgate's routes.
+ */
+export function requestContextOf(response: Response): Context {
+  return scopes.get(response)?.context ?? context.active();
 }
 
 /** The request id of a request fhirgate serves, for its other log lines. */

@@ -9,6 +9,7 @@
  */
 import {
   metrics,
+  ProxyTracerProvider,
   trace,
   type Counter,
   type Histogram,
@@ -36,6 +37,8 @@ export interface Telemetry {
   readonly timeToFirstToken: Histogram;
   /** Tokens as the provider reported them: `gen_ai.token.type` (`input`, `output`), project, provider, model. */
   readonly tokens: Counter;
+  /** What settled turns cost, in US dollars, by the models' prices (models without a price count nothing): `fhirgate.project.id`, `fhirgate.model` (its id, `provider/model`). */
+  readonly cost: Counter;
   /** Failed provider calls: `gen_ai.provider.name`, `error.type` (`details.reason` of provider-errors.ts: `http_status`, `timeout`, `connection`, `stream_cut`, ...). */
   readonly upstreamErrors: Counter;
   /** SSE streams open right now. */
@@ -59,7 +62,16 @@ export interface Telemetry {
   readonly redisAvailable: ObservableGauge;
   /** Share of each project budget used (0 to 1 and beyond), as this instance sees it: `fhirgate.project.id`, `fhirgate.budget`. */
   readonly budgetUsage: ObservableGauge;
+  /**
+   * Exports what the meter and tracer providers hold now, when they can (an SDK's `forceFlush`), within
+   * `FLUSH_DEADLINE_MS`: called when the plugin closes, because a Medplum server exports metrics every 60 s and
+   * flushes nothing when it stops. Resolves false when a provider failed or missed the deadline.
+   */
+  flush(): Promise<boolean>;
 }
+
+/** How long closing the plugin waits for the telemetry's last export. */
+export const FLUSH_DEADLINE_MS = 5_000;
 
 /** Where the instruments come from: the globally registered providers unless given (as tests do). */
 export interface TelemetryProviders {
@@ -69,10 +81,13 @@ export interface TelemetryProviders {
 
 /** Makes the instruments (no-ops when no SDK is registered). */
 export function createTelemetry(version: string, providers: TelemetryProviders = {}): Telemetry {
-  const meter = (providers.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE, version);
+  const meterProvider = providers.meterProvider ?? metrics.getMeterProvider();
+  const tracerProvider = providers.tracerProvider ?? trace.getTracerProvider();
+  const meter = meterProvider.getMeter(TELEMETRY_SCOPE, version);
   const latency = { unit: 's', advice: { explicitBucketBoundaries: LATENCY_BUCKETS } };
   return {
-    tracer: (providers.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE, version),
+    flush: () => flushProviders([meterProvider, tracerProvider instanceof ProxyTracerProvider ? tracerProvider.getDelegate() : tracerProvider]),
+    tracer: tracerProvider.getTracer(TELEMETRY_SCOPE, version),
     requestDuration: meter.createHistogram('fhirgate.http.server.request.duration', {
       ...latency,
       description: 'Duration of the requests fhirgate served, streams to their last byte.',
@@ -86,6 +101,10 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
       description: 'Time from a streamed provider call to its first text.',
     }),
     tokens: meter.createCounter('fhirgate.llm.tokens', { unit: '{token}', description: 'Tokens in and out, as the providers reported them.' }),
+    cost: meter.createCounter('fhirgate.llm.cost', {
+      unit: '{USD}',
+      description: 'What chat turns cost in US dollars, by the prices of the models (governance.prices); unpriced models count nothing.',
+    }),
     upstreamErrors: meter.createCounter('fhirgate.llm.upstream_errors', { description: 'Failed LLM provider calls, by kind.' }),
     activeStreams: meter.createUpDownCounter('fhirgate.chat.active_streams', { description: 'Chat completion streams open now.' }),
     repositoryOperations: meter.createCounter('fhirgate.chat.repository_operations', {
@@ -112,4 +131,25 @@ export function createTelemetry(version: string, providers: TelemetryProviders =
       description: "Share of each project budget used in its current period, as this instance's view of the shared counters has it.",
     }),
   };
+}
+
+/** `forceFlush` of each provider that has one (the API's no-op providers have none), within the deadline. */
+async function flushProviders(providers: readonly unknown[]): Promise<boolean> {
+  const flushes = providers.flatMap((provider) => {
+    const forceFlush = (provider as { forceFlush?: unknown } | undefined)?.forceFlush;
+    return typeof forceFlush === 'function' ? [Promise.resolve(forceFlush.call(provider) as unknown)] : [];
+  });
+  if (flushes.length === 0) {
+    return true;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), FLUSH_DEADLINE_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([Promise.all(flushes).then(() => true, () => false), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
