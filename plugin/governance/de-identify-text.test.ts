@@ -129,6 +129,13 @@ describe('Pseudonymizer', () => {
     expect(pseudonyms.deIdentifyName('call_123456789')).toBe('call_ID-2');
     expect(pseudonyms.deIdentifyName('get_labs_2026-11-27')).toBe('get_labs_yesterday');
     expect(pseudonyms.deIdentifyName('get_labs')).toBe('get_labs');
+    // Spaces and dots are what such a field refuses; a name is cut at 64 characters.
+    expect(pseudonyms.deIdentifyName('notes for Maria Lopez.v2')).toBe('notes_for_GIVEN-1_FAMILY-2_v2');
+    const long = pseudonyms.deIdentifyName(`summarise_the_chart_of_MariaLopez_${'x'.repeat(60)}`);
+    expect(long).toBe(`summarise_the_chart_of_GIVEN-1FAMILY-2_${'x'.repeat(25)}`);
+    expect(long).toHaveLength(64);
+    // A name holding nothing of the patient's is the client's own, character for character, whatever it holds.
+    expect(pseudonyms.deIdentifyName('chart.lookup v2')).toBe('chart.lookup v2');
   });
 
   test('the keys of objects are de-identified with their values (schemas, metadata)', () => {
@@ -138,19 +145,44 @@ describe('Pseudonymizer', () => {
     });
   });
 
+  test('numbers, booleans and nulls of a schema or metadata go as they are', () => {
+    const schema = { type: 'object', properties: { dose_mg: { type: 'number', minimum: 0, default: null } }, additionalProperties: false, maxProperties: 3 };
+    expect(pseudonyms.deIdentifyStrings(schema)).toEqual(schema);
+    expect(pseudonyms.deIdentifyStrings([1, true, null, 'Maria'])).toEqual([1, true, null, '[GIVEN-1]']);
+  });
+
   test('restores into JSON as JSON: a value is escaped for the string it lands in', () => {
     const quoted = new Pseudonymizer({ resourceType: 'Patient', name: [{ family: 'O"Brien' }] }, -30, TURN_TIME);
     const sent = quoted.deIdentify('{"name":"O\\"Brien"}');
     expect(JSON.parse(quoted.reIdentify(quoted.deIdentify('{"q":"[FAMILY-1]"}'), true))).toEqual({ q: 'O"Brien' });
     expect(sent).not.toContain('Brien');
+    // A reply is text unless the caller says it is JSON: the name comes back as written, unescaped.
+    expect(quoted.reIdentify('Dear Mr. [FAMILY-1],')).toBe('Dear Mr. O"Brien,');
   });
 
   test('a tool result loses the patient\'s photo, and its markup stays escaped', () => {
-    const result = JSON.stringify({ records: [{ ...IDENTIFIED_PATIENT, photo: [{ contentType: 'image/png', data: 'iVBORw0KGgo=' }], note: '\u003cb\u003e' }] }).replaceAll('<', '\\u003c');
+    const result = JSON.stringify({ records: [{ ...IDENTIFIED_PATIENT, photo: [{ contentType: 'image/png', data: 'iVBORw0KGgo=' }], note: '\u003cb\u003e' }], next: null })
+      .replaceAll('<', '\\u003c')
+      .replaceAll('>', '\\u003e');
     const sent = pseudonyms.deIdentifyToolResult(result);
     expect(sent).not.toContain('iVBORw0KGgo');
-    expect(sent).not.toContain('<');
-    expect(JSON.parse(sent).records[0].name[0].family).toBe('[FAMILY-1]');
+    expect(sent).not.toMatch(/[<>]/);
+    // The rest is the result as it was, de-identified: lists stay lists, the markup reads back as written.
+    const { records, next } = JSON.parse(sent) as { records: Record<string, unknown>[]; next: unknown };
+    expect(Array.isArray(records)).toBe(true);
+    expect(records[0]).not.toHaveProperty('photo');
+    expect(records[0].name).toEqual([{ given: ['[GIVEN-1]', '[GIVEN-2]'], family: '[FAMILY-1]', text: '[GIVEN-1] [GIVEN-2] [FAMILY-1]' }]);
+    expect(records[0].note).toBe('<b>');
+    expect(next).toBeNull();
+    // A result without a photo is de-identified as it is.
+    expect(pseudonyms.deIdentifyToolResult('{"note":"Maria \\u003cb\\u003e"}')).toBe('{"note":"[GIVEN-1] \\u003cb\\u003e"}');
+    // Text that only mentions a photo is de-identified as text.
+    expect(pseudonyms.deIdentifyToolResult('No "photo" of Maria on file.')).toBe('No "photo" of [GIVEN-1] on file.');
+  });
+
+  test('an empty message stays empty, both ways', () => {
+    expect(pseudonyms.deIdentify('')).toBe('');
+    expect(pseudonyms.reIdentify('')).toBe('');
   });
 
   test('the same text gives the same result in every step of a turn', () => {

@@ -19,6 +19,13 @@ describe('StreamReIdentifier', () => {
     expect(pieces.join('') + stream.flush()).toBe(whole);
   });
 
+  test('a date whose end could begin another date is released whole, never cut in two', () => {
+    // `2023.` could begin `2023.11.25`, yet it ends `November 25, 2023`: the text is held from `November` on.
+    const stream = new StreamReIdentifier(pseudonyms);
+    const out = [stream.push('Seen November '), stream.push('25, 2023.'), stream.push(' Fine.'), stream.flush()];
+    expect(out.join('')).toBe('Seen March 4, 2024. Fine.');
+  });
+
   test('holds back no more than a pseudonym or a date: plain text goes out at once', () => {
     const stream = new StreamReIdentifier(pseudonyms);
     expect(stream.push('The patient is stable ')).toBe('The patient is stable ');

@@ -186,3 +186,51 @@ describe('guardDeviceWrites: a document planned once', () => {
     expect(() => guardDeviceWrites(translator.translate(request), device)).toThrow(/assigned to no patient of its project/);
   });
 });
+
+describe('guardDeviceWrites: what the document leaves to Medplum', () => {
+  const write = (value: string): string => `{ status: "final", code: { text: "pulse" }, device: { identifier: { system: "${SYSTEM}", value: "${value}" } } }`;
+
+  test("a variable's default value is checked as the value it is, and a value sent for it wins", () => {
+    const query = (value: string): string => `mutation($note: String = "n", $input: ObservationInput = ${write(value)}) { ObservationCreate(resource: $input) { id } }`;
+    expect(forbiddenMessage({ query: query('device-002') })).toBe('ObservationCreate: device.identifier.value must be the device id of the access token.');
+    expect(guard({ query: query('device-001') }).variables).toEqual({
+      fhirgate_res_0: { resourceType: 'Observation', status: 'final', code: { text: 'pulse' }, device: { identifier: { system: SYSTEM, value: 'device-001' }, reference: 'Device/dev-res-1' } },
+    });
+    expect(forbiddenMessage({ query: query('device-001'), variables: { input: observation({ system: SYSTEM, value: 'device-002' }) } })).toMatch(/value must be the device id/);
+  });
+
+  test('a variable of the checked value that the document still uses elsewhere stays defined, with its value', () => {
+    const query = `mutation($flag: Boolean!, $id: ID!) { ObservationUpdate(id: $id, resource: { status: "final", valueBoolean: $flag, device: { identifier: { system: "${SYSTEM}", value: "device-001" } } }) { id ...Shown } } fragment Shown on Observation { status @include(if: $flag) }`;
+    const guarded = guard({ query, variables: { flag: true, id: 'o1' } });
+    expect(guarded.query).toContain('mutation ($flag: Boolean!, $id: ID!, $fhirgate_res_0: ObservationCreate!)');
+    expect(guarded.variables).toEqual({
+      flag: true,
+      id: 'o1',
+      fhirgate_res_0: { resourceType: 'Observation', status: 'final', valueBoolean: true, device: { identifier: { system: SYSTEM, value: 'device-001' }, reference: 'Device/dev-res-1' } },
+    });
+  });
+
+  test('a write without its resource is refused, and a refusal quotes at most 64 characters of the field', () => {
+    expect(forbiddenMessage({ query: 'mutation { ObservationCreate { id } }' })).toBe('ObservationCreate: the Observation must name this device in device.identifier.');
+    expect(forbiddenMessage({ query: 'mutation { ObservationUpdate(id: "o1") { id } }' })).toBe('ObservationUpdate: the Observation must name this device in device.identifier.');
+    const fieldName = `${'Observation'.repeat(10)}Create`;
+    expect(forbiddenMessage({ query: `mutation { ${fieldName}(resource: ${write('device-001')}) { id } }` })).toBe(
+      `A device may only create or update Observations; ${fieldName.slice(0, 64)} is not allowed.`,
+    );
+  });
+});
+
+describe('guardDeviceWrites: documents Medplum would refuse anyway', () => {
+  test('a variable the document does not define still has its value checked: a refusal, not a crash', () => {
+    const forged = { input: observation({ system: SYSTEM, value: 'device-002' }) };
+    expect(forbiddenMessage({ query: 'mutation { ObservationCreate(resource: $input) { id } }', variables: forged })).toMatch(/value must be the device id/);
+    expect(forbiddenMessage({ query: 'mutation($other: String) { ObservationCreate(resource: $input) { id } }', variables: forged })).toMatch(/value must be the device id/);
+  });
+
+  test('a spread of a fragment the document does not hold is passed over: no crash (the translation refuses a cycle)', () => {
+    const query = `mutation($flag: Boolean!) { ObservationCreate(resource: { status: "final", valueBoolean: $flag, device: { identifier: { system: "${SYSTEM}", value: "device-001" } } }) { ...Missing ...Shown } } fragment Shown on Observation { status @include(if: $flag) }`;
+    const guarded = guard({ query, variables: { flag: false } });
+    expect(guarded.query).toContain('mutation ($flag: Boolean!, $fhirgate_res_0: ObservationCreate!)');
+    expect(guarded.variables.flag).toBe(false);
+  });
+});
