@@ -7,15 +7,10 @@ import type { SQLOutputValue } from 'node:sqlite';
 import { decodeContent } from './content-codec.ts';
 
 /** About 3 MB of short chat messages: the last turns of a few dozen conversations. */
-const DEFAULT_MAX_ENTRIES = 2048;
+const MAX_ENTRIES = 2048;
 
 export class DecodedContentCache {
   readonly #entries = new Map<string, string>();
-  readonly #maxEntries: number;
-
-  constructor(maxEntries: number = DEFAULT_MAX_ENTRIES) {
-    this.#maxEntries = maxEntries;
-  }
 
   /** The JSON of a stored value of the version `versionId` of the row `pk`. */
   decode(pk: number, versionId: string, stored: SQLOutputValue | undefined): string {
@@ -33,16 +28,12 @@ export class DecodedContentCache {
 
   /** Keeps the JSON of a version just written. The oldest entry makes room. */
   remember(pk: number, versionId: string, json: string): void {
-    if (this.#entries.size >= this.#maxEntries) {
+    if (this.#entries.size >= MAX_ENTRIES) {
       const oldest = this.#entries.keys().next().value;
       if (oldest !== undefined) {
         this.#entries.delete(oldest);
       }
     }
     this.#entries.set(`${pk}:${versionId}`, json);
-  }
-
-  get size(): number {
-    return this.#entries.size;
   }
 }
