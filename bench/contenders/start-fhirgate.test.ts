@@ -21,16 +21,19 @@ describe("the bench's fhirgate host", () => {
   });
 
   test('a measured turn is logged as npm start logs it, and shares the chart summary as a client gets it by default', async () => {
-    const requestLines = (): number => readFileSync(fhirgate.hostLog, 'utf8').split('\n').filter((line) => line.includes('"msg":"fhirgate request"')).length;
-    const before = requestLines();
+    // The lines of this request, by its id: lines of the start-up's own requests may still be reaching the file.
+    const linesOf = (requestId: string): number =>
+      readFileSync(fhirgate.hostLog, 'utf8').split('\n').filter((line) => line.includes('"msg":"fhirgate request"') && line.includes(`"requestId":"${requestId}"`)).length;
     const [body] = fhirgate.bodies(false);
     const response = await fetch(fhirgate.chatUrl, { method: 'POST', headers: fhirgate.headers, body });
     expect(response.status).toBe(200);
     await response.json();
+    const requestId = response.headers.get('x-request-id') ?? '';
+    expect(requestId).not.toBe('');
 
-    // One line more for the measured request (written as the answer finishes).
-    await waitFor(async () => (requestLines() > before ? true : undefined), 5_000);
-    expect(requestLines()).toBe(before + 1);
+    // One line for the measured request (written as the answer finishes).
+    await waitFor(async () => (linesOf(requestId) > 0 ? true : undefined), 5_000);
+    expect(linesOf(requestId)).toBe(1);
     // The model was sent Maria Lopez's chart: the summary the API shares by default with a turn about a patient.
     const sent = emulator.received.at(-1)?.messages.map((message) => message.content).join('\n') ?? '';
     expect(sent).toMatch(/Lopez/);
