@@ -27,11 +27,13 @@ import { startEmulator, type EmulatorProcess } from './lib/emulator-process.ts';
 import { runExternalScenario } from './lib/external-scenario.ts';
 import { planCoreLayout, standaloneHostArgs } from './lib/processes.ts';
 import type { ScenarioSection } from './lib/section.ts';
+import { PROFILE_ON_SIGNAL } from './profile/profile-file.ts';
 import { findSmokeProblems, type MissingScenario } from './lib/smoke-check.ts';
 import { readCpuTimes, readMachineFacts, stolenPercent } from './report/machine-facts.ts';
 import { renderReport } from './report/render-report.ts';
 import { renderChart } from './report/svg-chart.ts';
 import { measureAddedLatency } from './scenarios/added-latency.ts';
+import { measureCostByPart } from './scenarios/cost-by-part.ts';
 import type { BenchContext } from './scenarios/bench-context.ts';
 import { measureManyStreams } from './scenarios/many-streams.ts';
 import { measureRepositoryOperations } from './scenarios/repository-operations.ts';
@@ -53,7 +55,7 @@ const { values } = parseArgs({
 });
 const smoke = values.smoke ?? false;
 const soakOnly = values.soak ?? false;
-const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11,12,13').split(',').map((part) => part.trim()));
+const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11,12,13,14').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -65,6 +67,7 @@ const OWN_SCENARIOS: readonly { readonly id: string; readonly measure: (context:
   { id: '3', measure: measureStreaming },
   { id: '4', measure: measureManyStreams },
   { id: '8', measure: measureRepositoryOperations },
+  { id: '14', measure: measureCostByPart },
 ];
 /** fhirgate's measured requests rotate through this many prepared conversations (about 50 turns each by the end), the floor's through as many. */
 const FHIRGATE_CONVERSATIONS = 128;
@@ -106,17 +109,17 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: MissingScen
     contenders.push(directContender(emulator.url));
     contenders.push(await startUndiciProxy(emulator.url, layout.contenderCore));
     log('undici proxy started');
-    contenders.push(await startSdkRelay(emulator.url, layout.contenderCore));
+    contenders.push(await startSdkRelay(emulator.url, layout.contenderCore, [PROFILE_ON_SIGNAL]));
     log('SDK relay started');
     // Profiled beside fhirgate, so the two compare turn for turn (bench/profile-summary.ts --per).
-    const floorFlags = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles', 'floor')}`] : [];
+    const floorFlags = [PROFILE_ON_SIGNAL, ...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles', 'floor')}`] : [])];
     const conversations = smoke ? THROUGHPUT_CONNECTIONS : FHIRGATE_CONVERSATIONS;
     contenders.push(await startSdkRelayWithStore(emulator.url, layout.contenderCore, { conversations, dataRoot: values['data-root'], nodeFlags: floorFlags }));
     log('SDK relay + store started');
     contenders.push(await startPortkey(emulator.url, layout.contenderCore));
     log('Portkey started');
     await emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });
-    const profileFlags = [...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles')}`] : []), ...(values['fhirgate-node-flag'] ?? [])];
+    const profileFlags = [PROFILE_ON_SIGNAL, ...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles')}`] : []), ...(values['fhirgate-node-flag'] ?? [])];
     contenders.push(await startFhirgate({ emulatorUrl: emulator.url, core: layout.contenderCore, conversations, nodeFlags: profileFlags, dataRoot: values['data-root'] }));
     log('fhirgate started, conversations prepared');
     const context: BenchContext = { contenders, emulator, layout, smoke, repetitions, rawDirectory, log };

@@ -29,7 +29,7 @@ const PREPARE_CONCURRENCY = 8;
 
 /** How the bench's host differs from `npm start`, for the report (bench/README.md says the same). */
 export const FHIRGATE_HOST_DIFFERENCES =
-  "as `npm start` runs it (log level info, a line per request, to a file; the default patient context, the chart summary, on every turn about a patient), except: the emulator as its provider, cleared for patient data; the per-caller limits raised to 2000 (one caller sends everything); `FHIRGATE_REPORT_REPOSITORY_OPERATIONS=on`";
+  "as `npm start` runs it (log level info, a line per request, to a file; the default patient context, the chart summary, on every turn about a patient), except: the emulator as its provider, cleared for patient data; the per-caller limits raised to 2000 (one caller sends everything); `FHIRGATE_REPORT_REPOSITORY_OPERATIONS=on`; `--import` of bench/profile/profile-on-signal.ts, a SIGUSR2 handler that profiles only during scenario 14";
 
 export interface FhirgateOptions {
   readonly emulatorUrl: string;
@@ -51,6 +51,11 @@ export interface FhirgateContender extends Contender {
   readonly patientId: string;
   /** The file the host's log lines go to while it runs. */
   readonly hostLog: string;
+  /**
+   * The same turns with `patient_context: "none"`: no chart summary and no disclosure AuditEvent, so a turn does
+   * what the floor does (the history page, two records) plus fhirgate's own checks (scenario 14).
+   */
+  bodiesWithoutChart(stream: boolean): readonly string[];
 }
 
 /** Whether the contender is the fhirgate host. */
@@ -77,6 +82,10 @@ export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateC
       conversationIds.map((conversationId) =>
         // No `patient_context`: the default (the chart summary), as a client that names a patient gets it.
         JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
+      ),
+    bodiesWithoutChart: (stream) =>
+      conversationIds.map((conversationId) =>
+        JSON.stringify({ stream, patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
     patientId: DEMO_PATIENT,
     hostLog: host.logFile,

@@ -24,9 +24,12 @@ export function startUndiciProxy(emulatorUrl: string, core: number | undefined):
   return startRelay('undici proxy', 'bench/contenders/undici-proxy.ts', emulatorUrl, core);
 }
 
-/** The floor of a gateway that calls the model through the official openai SDK, storing nothing (sdk-relay.ts). */
-export function startSdkRelay(emulatorUrl: string, core: number | undefined): Promise<Contender> {
-  return startRelay('SDK relay', 'bench/contenders/sdk-relay.ts', emulatorUrl, core);
+/**
+ * The floor of a gateway that calls the model through the official openai SDK, storing nothing (sdk-relay.ts);
+ * `nodeFlags` go to its `node`.
+ */
+export function startSdkRelay(emulatorUrl: string, core: number | undefined, nodeFlags: readonly string[] = []): Promise<Contender> {
+  return startRelay('SDK relay', 'bench/contenders/sdk-relay.ts', emulatorUrl, core, [], nodeFlags);
 }
 
 /**

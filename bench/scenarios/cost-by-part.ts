@@ -1,0 +1,187 @@
+/**
+ * Scenario 14: what a turn costs, part by part, for the SDK relay, the floor (SDK relay + store) and fhirgate, in the
+ * same run as the targets they explain. Each of the three is loaded as scenario 2 loads it (32 clients, JSON
+ * answers) and then with streamed answers (32 at a time, scenario 3's 100-token replies), V8's sampling profiler
+ * running in the contender for the measured load only (bench/profile/profile-on-signal.ts); each sample is given
+ * to a part (bench/profile/cost-by-part.ts) and the parts are divided by the turns answered in the window.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { costByPart, PARTS } from '../profile/cost-by-part.ts';
+import { startProfiling, stopProfiling } from '../profile/profile-control.ts';
+import { SAMPLING_INTERVAL_US } from '../profile/profile-file.ts';
+import type { Contender } from '../contenders/contender.ts';
+import { isFhirgateContender } from '../contenders/start-fhirgate.ts';
+import type { ScenarioSection } from '../lib/section.ts';
+import { readCpuSeconds } from '../lib/processes.ts';
+import { formatNumber } from '../lib/statistics.ts';
+import { runLoad } from '../load/run-load.ts';
+import type { StreamsResult, ThroughputResult } from '../load/load-job.ts';
+import { writeRaw, type BenchContext } from './bench-context.ts';
+
+/** What is profiled: a contender and the bodies it is sent. */
+interface Subject {
+  readonly label: string;
+  readonly contender: Contender & { readonly pid: number };
+  bodies(stream: boolean): readonly string[];
+}
+
+const FLOOR = 'SDK relay + store';
+const FHIRGATE_PLAIN = 'fhirgate, no chart';
+const FHIRGATE = 'fhirgate, as npm start';
+
+const CLIENTS = 32;
+const JSON_UPSTREAM = { latencyMs: 0, replyTokens: 20 };
+const STREAM_UPSTREAM = { latencyMs: 0, replyTokens: 100 };
+
+interface Profiled {
+  /** Turns answered while the profiler ran. */
+  readonly turns: number;
+  /** SSE events per turn (streamed load only). */
+  readonly eventsPerTurn?: number;
+  /** The contender's CPU per turn (its /proc utime + stime) over the same load run without the profiler. */
+  readonly busyPerTurn: number;
+  /** Each part's share of the profiled samples, times busyPerTurn. */
+  readonly perTurn: ReadonlyMap<string, number>;
+}
+
+/** Where a profile of this scenario is kept (raw/profiles/scenario-14/), for bench/profile-summary.ts. */
+function profilePath(context: BenchContext, label: string, load: string): string {
+  return join(context.rawDirectory, 'profiles', 'scenario-14', `${label.replace(/[^a-z0-9]+/gi, '-')}-${load}.cpuprofile`);
+}
+
+/**
+ * Runs `load` twice on the contender `pid`: unprofiled, for its CPU per turn from /proc; then profiled, for how that
+ * CPU divides into parts (a profiler sampling every SAMPLING_INTERVAL_US slows a turn, most of all a cheap one, so the profile
+ * gives the shares and the unprofiled run the amount).
+ */
+async function measure(pid: number, profileFile: string, load: () => Promise<{ turns: number; eventsPerTurn?: number }>): Promise<Profiled> {
+  const cpuBefore = readCpuSeconds(pid);
+  const unprofiled = await load();
+  const cpuPerTurn = ((readCpuSeconds(pid) - cpuBefore) * 1e6) / unprofiled.turns;
+  await startProfiling(pid);
+  const profiled = await load();
+  const profile = await stopProfiling(pid);
+  await mkdir(dirname(profileFile), { recursive: true });
+  await writeFile(profileFile, JSON.stringify(profile));
+  const shares = costByPart(profile, profiled.turns);
+  const scale = cpuPerTurn / shares.busyPerTurn;
+  return {
+    turns: profiled.turns,
+    eventsPerTurn: unprofiled.eventsPerTurn,
+    busyPerTurn: cpuPerTurn,
+    perTurn: new Map([...shares.perTurn].map(([part, micros]) => [part, micros * scale])),
+  };
+}
+
+export async function measureCostByPart(context: BenchContext): Promise<ScenarioSection> {
+  const subjects: Subject[] = [];
+  for (const contender of context.contenders) {
+    if (contender.pid === undefined) continue;
+    const withPid = contender as Contender & { readonly pid: number };
+    if (contender.name === 'SDK relay' || contender.name === FLOOR) subjects.push({ label: contender.name, contender: withPid, bodies: (stream) => contender.bodies(stream) });
+    if (isFhirgateContender(contender)) {
+      subjects.push({ label: FHIRGATE_PLAIN, contender: withPid, bodies: (stream) => contender.bodiesWithoutChart(stream) });
+      subjects.push({ label: FHIRGATE, contender: withPid, bodies: (stream) => contender.bodies(stream) });
+    }
+  }
+  const seconds = context.smoke ? 1 : 6;
+  const streams = context.smoke ? 40 : 600;
+  const json = new Map<string, Profiled>();
+  const streamed = new Map<string, Profiled>();
+  for (const { label, contender, bodies } of subjects) {
+    context.log(`  ${label}: JSON turns`);
+    await context.emulator.setBehaviour(JSON_UPSTREAM);
+    const throughputJob = { kind: 'throughput', url: contender.chatUrl, headers: contender.headers, bodies: bodies(false), connections: CLIENTS, warmupSeconds: 0 } as const;
+    await runLoad<ThroughputResult>({ ...throughputJob, durationSeconds: context.smoke ? 1 : 2 }, context.layout.generatorCore);
+    json.set(
+      label,
+      await measure(contender.pid, profilePath(context, label, 'json'), async () => {
+        const load = await runLoad<ThroughputResult>({ ...throughputJob, durationSeconds: seconds }, context.layout.generatorCore);
+        if (load.errors > 0) throw new Error(`${label} answered ${load.errors} JSON turn(s) with an error`);
+        return { turns: load.completed };
+      }),
+    );
+
+    context.log(`  ${label}: streamed turns`);
+    await context.emulator.setBehaviour(STREAM_UPSTREAM);
+    const streamsJob = { kind: 'streams', url: contender.chatUrl, headers: contender.headers, bodies: bodies(true), concurrency: CLIENTS, warmupRequests: 0, timeoutMs: 60_000 } as const;
+    await runLoad<StreamsResult>({ ...streamsJob, requests: Math.ceil(streams / 4) }, context.layout.generatorCore);
+    streamed.set(
+      label,
+      await measure(contender.pid, profilePath(context, label, 'streamed'), async () => {
+        const load = await runLoad<StreamsResult>({ ...streamsJob, requests: streams }, context.layout.generatorCore);
+        if (load.errors > 0) throw new Error(`${label} answered ${load.errors} streamed turn(s) with an error`);
+        return { turns: load.completed, eventsPerTurn: load.events / load.completed };
+      }),
+    );
+  }
+  const plain = (runs: Map<string, Profiled>) => Object.fromEntries([...runs].map(([name, run]) => [name, { ...run, perTurn: Object.fromEntries(run.perTurn) }]));
+  await writeRaw(context, 'scenario-14-cost-by-part', { json: plain(json), streamed: plain(streamed) });
+
+  const table = (runs: Map<string, Profiled>, perChunk: boolean) => {
+    const labels = subjects.map((subject) => subject.label);
+    const floor = runs.get(FLOOR);
+    const plainFhirgate = runs.get(FHIRGATE_PLAIN);
+    const figure = (run: Profiled | undefined, value: number | undefined) =>
+      run === undefined || value === undefined ? '—' : formatNumber(perChunk ? value / (run.eventsPerTurn ?? 1) : value, 1);
+    const difference = (value: (run: Profiled) => number) =>
+      floor && plainFhirgate ? formatNumber(value(plainFhirgate) / (perChunk ? (plainFhirgate.eventsPerTurn ?? 1) : 1) - value(floor) / (perChunk ? (floor.eventsPerTurn ?? 1) : 1), 1) : '—';
+    const rows: (string | number)[][] = PARTS.filter((part) => labels.some((label) => (runs.get(label)?.perTurn.get(part) ?? 0) >= 0.5)).map((part) => [
+      part,
+      ...labels.map((label) => figure(runs.get(label), runs.get(label)?.perTurn.get(part))),
+      difference((run) => run.perTurn.get(part) ?? 0),
+    ]);
+    rows.push(["**all of the contender's CPU**", ...labels.map((label) => figure(runs.get(label), runs.get(label)?.busyPerTurn)), difference((run) => run.busyPerTurn)]);
+    rows.push(['turns profiled', ...labels.map((label) => runs.get(label)?.turns ?? '—'), '']);
+    return rows;
+  };
+  const columns = (unit: string) => ['part', ...subjects.map((subject) => `${subject.label} ${unit}`), `${FHIRGATE_PLAIN} − floor`];
+  return {
+    title: '14. What a turn costs, part by part',
+    method:
+      `The SDK relay, the floor (SDK relay + store) and fhirgate, each in turn, loaded as in scenario 2 (${CLIENTS} clients, JSON answers, ${seconds} s after a warm-up) ` +
+      `and then with ${streams} streamed turns, ${CLIENTS} at a time (100-token replies, after ${Math.ceil(streams / 4)} unprofiled), ` +
+      `each load run twice: once for the contender's CPU per turn (/proc, utime + stime), once with V8's sampling profiler running inside it (${SAMPLING_INTERVAL_US} µs between samples) for that load only. Each sample is given to the innermost ` +
+      'frame of its stack that a part claims (bench/profile/cost-by-part.ts: Medplum\'s FHIRPath under the search index counts for the index, under the AccessPolicy for the policy); ' +
+      'a part\'s figure is its share of the samples times the CPU per turn of the unprofiled run (the profiler slows a turn, a cheap one most), in µs per turn. ' +
+      'The profiles are kept in raw/profiles/scenario-14/ (bench/profile-summary.ts reads them). Throughput and latency are those of scenarios 1–4.',
+    table: { columns: columns('µs/turn'), rows: table(json, false) },
+    tables: [{ title: 'Streamed turns (100-token replies), µs of CPU per streamed chunk', columns: columns('µs/chunk'), rows: table(streamed, true) }],
+    targets: [],
+    notes: explain(json, streamed),
+  };
+}
+
+/** What the chat targets leave per turn, against what the profiled turns spent: the reader sees what would have to go. */
+function explain(json: Map<string, Profiled>, streamed: Map<string, Profiled>): string[] {
+  const relay = json.get('SDK relay');
+  const floor = json.get(FLOOR);
+  const plain = json.get(FHIRGATE_PLAIN);
+  const full = json.get(FHIRGATE);
+  if (!relay || !floor || !plain || !full) return [];
+  const micros = (value: number) => `${formatNumber(value, 0)} µs`;
+  const storeParts = (run: Profiled) =>
+    [...run.perTurn].filter(([part]) => part.startsWith('store:') || part.startsWith("Medplum's validation")).reduce((sum, [, value]) => sum + value, 0);
+  const notes = [
+    `At ${CLIENTS} clients each contender is bound by its one core, so its requests/s is about 1 s over its CPU per turn. ` +
+      `Target 2 (≥ 0.33 × the SDK relay's requests/s) leaves ${micros(relay.busyPerTurn / 0.33)} of CPU a turn (the relay's ${micros(relay.busyPerTurn)} / 0.33). ` +
+      `The floor spends ${micros(floor.busyPerTurn)}: Medplum's validation and the store's parts ${micros(storeParts(floor))}, garbage collection ${micros(floor.perTurn.get('garbage collection') ?? 0)}, ` +
+      `the provider call ${micros(floor.perTurn.get('provider call (openai SDK, undici)') ?? 0)}.`,
+    `fhirgate's turn about a patient as \`npm start\` answers it (the chart summary: its searches, the disclosure AuditEvent, the summary in the prompt) spends ${micros(full.busyPerTurn)}; ` +
+      `the same turn with \`patient_context: "none"\` ${micros(plain.busyPerTurn)}, so the chart summary costs ${micros(full.busyPerTurn - plain.busyPerTurn)} a turn. ` +
+      `The floor does neither: like for like, fhirgate without the chart is ${micros(plain.busyPerTurn - floor.busyPerTurn)} above it (the last column); ` +
+      `point 2's ≥ 0.9 × the floor's requests/s would leave ${micros(floor.busyPerTurn / 0.9)}.`,
+  ];
+  const floorStream = streamed.get(FLOOR);
+  const plainStream = streamed.get(FHIRGATE_PLAIN);
+  const fullStream = streamed.get(FHIRGATE);
+  if (floorStream?.eventsPerTurn && plainStream?.eventsPerTurn && fullStream?.eventsPerTurn) {
+    const perChunk = (run: Profiled) => `${formatNumber(run.busyPerTurn / (run.eventsPerTurn ?? 1), 1)} µs`;
+    notes.push(
+      `Streamed: the floor spends ${perChunk(floorStream)} a chunk, fhirgate ${perChunk(plainStream)} without the chart and ${perChunk(fullStream)} with it ` +
+        `(point 2: ≤ 1.05 × the floor's, ${formatNumber((1.05 * floorStream.busyPerTurn) / floorStream.eventsPerTurn, 1)} µs).`,
+    );
+  }
+  return notes;
+}
