@@ -1,16 +1,29 @@
 /**
- * The JSON of recently written and read versions, so that a conversation's history, read again at each turn, is
- * not inflated again each time. Keyed by the resource's row and its version id: a stored version's content never
- * changes (a rolled-back write's row may be given to another resource, but never with the same version id).
+ * The JSON of recently written and read versions, so that a conversation's history and a patient's chart, read
+ * again at each turn, are not inflated again each time. Keyed by the resource's row and its version id: a stored
+ * version's content never changes (a rolled-back write's row may be given to another resource, but never with the
+ * same version id).
+ *
+ * Bounded by the characters it holds, least recently used out first: a turn reads its conversation's newest page
+ * (up to 50 messages) and, about a patient, the chart, so the working set is the pages of the conversations in use.
  */
 import type { SQLOutputValue } from 'node:sqlite';
 import { decodeContent } from './content-codec.ts';
 
-/** About 3 MB of short chat messages: the last turns of a few dozen conversations. */
-const MAX_ENTRIES = 2048;
+/**
+ * 16 M characters (about 16 MB: the JSON is mostly ASCII, one byte a character in V8): the newest pages of some
+ * two hundred conversations of 50 messages, or ten thousand chart resources.
+ */
+export const DEFAULT_MAX_CHARACTERS = 16 * 1024 * 1024;
 
 export class DecodedContentCache {
   readonly #entries = new Map<string, string>();
+  readonly #maxCharacters: number;
+  #characters = 0;
+
+  constructor(maxCharacters = DEFAULT_MAX_CHARACTERS) {
+    this.#maxCharacters = maxCharacters;
+  }
 
   /** The JSON of a stored value of the version `versionId` of the row `pk`. */
   decode(pk: number, versionId: string, stored: SQLOutputValue | undefined): string {
@@ -18,22 +31,37 @@ export class DecodedContentCache {
       return stored;
     }
     const key = `${pk}:${versionId}`;
-    let json = this.#entries.get(key);
-    if (json === undefined) {
-      json = decodeContent(stored);
-      this.remember(pk, versionId, json);
+    const json = this.#entries.get(key);
+    if (json !== undefined) {
+      // Most recently used last: a Map iterates in insertion order, so the first key is the one to drop.
+      this.#entries.delete(key);
+      this.#entries.set(key, json);
+      return json;
     }
-    return json;
+    const decoded = decodeContent(stored);
+    this.remember(pk, versionId, decoded);
+    return decoded;
   }
 
-  /** Keeps the JSON of a version just written. The oldest entry makes room. */
+  /** Keeps the JSON of a version just written or read; the least recently used make room. */
   remember(pk: number, versionId: string, json: string): void {
-    if (this.#entries.size >= MAX_ENTRIES) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) {
-        this.#entries.delete(oldest);
-      }
+    if (json.length > this.#maxCharacters / 4) {
+      return;
     }
-    this.#entries.set(`${pk}:${versionId}`, json);
+    const key = `${pk}:${versionId}`;
+    const previous = this.#entries.get(key);
+    if (previous !== undefined) {
+      this.#entries.delete(key);
+      this.#characters -= previous.length;
+    }
+    this.#entries.set(key, json);
+    this.#characters += json.length;
+    for (const [oldest, value] of this.#entries) {
+      if (this.#characters <= this.#maxCharacters) {
+        break;
+      }
+      this.#entries.delete(oldest);
+      this.#characters -= value.length;
+    }
   }
 }
