@@ -52,7 +52,7 @@ const GUARDS = {
   'plugin/graphql/device-observation-rules.ts': ['plugin/graphql/device-observation-rules.test.ts', 'plugin/graphql/device-write-guard.test.ts', 'test/device-patient-assignment.test.ts'],
   'plugin/graphql/device-document-scope.ts': ['plugin/graphql/device-document-scope.test.ts', 'test/device-graphql.test.ts'],
   'plugin/graphql/device-mutation-budget.ts': ['plugin/graphql/device-mutation-budget.test.ts', 'test/device-graphql.test.ts'],
-  'plugin/graphql/mutation-fields.ts': ['plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/translate-document.test.ts'],
+  'plugin/graphql/mutation-fields.ts': ['plugin/graphql/mutation-fields.test.ts', 'plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/translate-document.test.ts'],
 
   // The store: the AccessPolicy's narrowing of a search, compiled to SQL, and the write path of the SQLite store.
   'plugin/hosts/standalone/store/search-plan.ts': ['plugin/hosts/standalone/store/search-plan.test.ts', 'plugin/hosts/standalone/store/sqlite-policy-search.test.ts', 'plugin/hosts/standalone/policy-narrowed-search.test.ts'],
