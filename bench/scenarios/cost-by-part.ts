@@ -3,7 +3,8 @@
  * same run as the targets they explain. Each of the three is loaded as scenario 2 loads it (32 clients, JSON
  * answers) and then with streamed answers (32 at a time, scenario 3's 100-token replies), V8's sampling profiler
  * running in the contender for the measured load only (bench/profile/profile-on-signal.ts); each sample is given
- * to a part (bench/profile/cost-by-part.ts) and the parts are divided by the turns answered in the window.
+ * to a part (bench/profile/cost-by-part.ts), and each part's share of the samples is applied to the CPU per turn of
+ * the same load run without the profiler.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -123,10 +124,11 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
     const labels = subjects.map((subject) => subject.label);
     const floor = runs.get(FLOOR);
     const plainFhirgate = runs.get(FHIRGATE_PLAIN);
-    const figure = (run: Profiled | undefined, value: number | undefined) =>
-      run === undefined || value === undefined ? '—' : formatNumber(perChunk ? value / (run.eventsPerTurn ?? 1) : value, 1);
+    // A turn's figure, or a chunk's when the table is per streamed chunk.
+    const inUnit = (run: Profiled, value: number) => (perChunk ? value / (run.eventsPerTurn ?? 1) : value);
+    const figure = (run: Profiled | undefined, value: number | undefined) => (run === undefined || value === undefined ? '—' : formatNumber(inUnit(run, value), 1));
     const difference = (value: (run: Profiled) => number) =>
-      floor && plainFhirgate ? formatNumber(value(plainFhirgate) / (perChunk ? (plainFhirgate.eventsPerTurn ?? 1) : 1) - value(floor) / (perChunk ? (floor.eventsPerTurn ?? 1) : 1), 1) : '—';
+      floor && plainFhirgate ? formatNumber(inUnit(plainFhirgate, value(plainFhirgate)) - inUnit(floor, value(floor)), 1) : '—';
     const rows: (string | number)[][] = PARTS.filter((part) => labels.some((label) => (runs.get(label)?.perTurn.get(part) ?? 0) >= 0.5)).map((part) => [
       part,
       ...labels.map((label) => figure(runs.get(label), runs.get(label)?.perTurn.get(part))),
