@@ -69,7 +69,12 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
   if (callerSignal.aborted) {
     throw createAbortError(callerSignal);
   }
+  // The SDK's signal: aborted by the caller's signal or by a limit. One controller the caller's signal aborts, not
+  // `AbortSignal.any`: a composite signal's `aborted`, which the openai SDK reads for every event of a stream,
+  // walks its sources each time.
   const deadline = new AbortController();
+  const onCallerAbort = (): void => deadline.abort(callerSignal.reason);
+  callerSignal.addEventListener('abort', onCallerAbort, { once: true });
   // The limit that ran out, for the error message; undefined while none has.
   let timedOutAfterMs: number | undefined;
   const expire = (limitMs: number): void => {
@@ -125,7 +130,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
   };
 
   return {
-    signal: AbortSignal.any([callerSignal, deadline.signal]),
+    signal: deadline.signal,
     guard: <T>(source: AsyncIterable<T>): AsyncIterableIterator<T> => {
       const iterator = source[Symbol.asyncIterator]();
       let done = false;
@@ -168,6 +173,7 @@ export function startUpstreamCall(provider: string, callerSignal: AbortSignal, t
     finish: (answered = false) => {
       clearTimeout(timer);
       clearTimeout(total);
+      callerSignal.removeEventListener('abort', onCallerAbort);
       if (!answered) {
         deadline.abort(CALL_OVER);
       }
