@@ -1,7 +1,7 @@
 /**
- * A process killed mid-stream loses no record: the standalone host is SIGKILLed while a reply streams, and the
- * next start records that reply as `stopped`, with the text the client had received and an estimate of what the call
- * cost, read back with MedplumClient. The journal of the killed process is adopted and then removed.
+ * A process killed mid-stream loses no record: the standalone host is SIGKILLed while a reply of a continued
+ * conversation streams, and the next start records that reply as `stopped`, with the text the client had received,
+ * the history the model was sent and an estimate of what the call cost, read back with MedplumClient. The journal of the killed process is adopted and then removed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -42,21 +42,25 @@ describe('SIGKILL mid-stream', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  test('the next start records the reply as stopped with the text the client received', async () => {
+  test('the next start records the reply as stopped with the text the client received and the history the model was sent', async () => {
     const first = await startHost(dataDir, emulator.url);
     children.push(first.child);
     const token = await demoToken(dataDir, ISSUER);
     const openai = new OpenAI({ baseURL: `${first.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': DEMO_PROJECT }, maxRetries: 0 });
 
+    // The conversation's first exchange, answered whole: the turn killed below continues it.
+    emulator.setBehaviour({ replyTokens: 5 });
+    const opening = await openai.chat.completions.create({ model: 'openai-compatible/slow', messages: [{ role: 'user', content: 'What do you know?' }] });
+    const conversationId = (opening as unknown as { conversation_id: string }).conversation_id;
+
     emulator.setBehaviour({ replyTokens: 1000, tokensPerSecond: 40 });
     let seen = '';
-    let conversationId: string | undefined;
     let failure: unknown;
     const reading = (async () => {
       try {
-        const stream = await openai.chat.completions.create({ model: 'openai-compatible/slow', messages: [{ role: 'user', content: 'Tell me everything.' }], stream: true });
+        const continuing = { conversation_id: conversationId };
+        const stream = await openai.chat.completions.create({ model: 'openai-compatible/slow', messages: [{ role: 'user', content: 'Tell me everything.' }], stream: true, ...continuing });
         for await (const chunk of stream) {
-          conversationId ??= (chunk as unknown as { conversation_id?: string }).conversation_id;
           seen += chunk.choices[0]?.delta.content ?? '';
         }
       } catch (error) {
@@ -82,11 +86,15 @@ describe('SIGKILL mid-stream', () => {
     const records = await medplum.searchResources('Communication', { 'part-of': `Communication/${conversationId}`, _sort: 'sent' });
     const prompts = records.filter((record: Communication) => !record.inResponseTo?.length);
     const replies = records.filter((record: Communication) => record.inResponseTo?.length);
-    expect(prompts).toHaveLength(1);
-    expect(replies).toHaveLength(1);
-    const [reply] = replies;
+    expect(prompts).toHaveLength(2);
+    expect(replies).toHaveLength(2);
+    const reply = replies[1];
     expect(reply.status).toBe('stopped');
-    expect(reply.inResponseTo?.[0]?.reference).toBe(`Communication/${prompts[0].id}`);
+    expect(reply.inResponseTo?.[0]?.reference).toBe(`Communication/${prompts[1].id}`);
+    // It states what the model was sent before the turn's prompt: the first exchange, from its prompt on.
+    const history = reply.extension?.find((extension) => extension.url === 'urn:fhirgate:extension:history')?.extension ?? [];
+    expect(history.find((part) => part.url === 'count')?.valueInteger).toBe(2);
+    expect(history.find((part) => part.url === 'oldest')?.valueReference?.reference).toBe(`Communication/${prompts[0].id}`);
     expect(reply.statusReason?.text).toContain('recorded at the next start');
     // The text is what was journaled before each piece went to the socket: what the client received, or at most
     // the one piece that was being written at the instant of the kill.

@@ -270,7 +270,8 @@ async function runTurn<R extends ChatRequest>(
   services.records.open({
     projectId: caller.project.id,
     parties,
-    reply: { id: replyId, rootId, promptId, modelId: target.id, history: { count: 0 }, takenIn, sideRequest },
+    // The history is known already (step 3 ran above): journaled with the turn, not in a line of its own.
+    reply: { id: replyId, rootId, promptId, modelId: target.id, history: historyRecordOf(history), takenIn, sideRequest },
     promptSent: sent.toISOString(),
     // What a reply recovered after this process stopped is charged (reply-records.ts).
     charge: { promptTokens: estimatePromptTokens(modelMessages(chat, history, patientContext), chat.tools), price: budget.priceOf(target.id) },
@@ -340,7 +341,10 @@ async function runTurn<R extends ChatRequest>(
     };
     let turn: ChatTurn;
     try {
-      services.records.history(replyId, historyRecordOf(history), egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
+      // The chart summary is journaled as shared just before its disclosure is recorded, as the reply will state it.
+      if (patientContext) {
+        services.records.history(replyId, historyRecordOf(history), egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
+      }
       if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
       }

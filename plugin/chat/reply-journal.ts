@@ -3,8 +3,9 @@
  * store, what is needed to record it. It is how fhirgate keeps its promise of one reply record per accepted
  * request when the process dies or the store refuses writes:
  * - `open` before the prompt is written: the ids of the prompt and the reply (fixed in advance) and everything to
- *   build the reply's record except how it ends;
- * - `history` once the conversation's history is loaded (what the reply's record says the model was sent);
+ *   build the reply's record except how it ends, the history it sends the model included;
+ * - `history` with the patient context a turn shares (what the reply's record says the model was sent), before its
+ *   disclosure is recorded; the conversation's history the model is sent is in `open`, loaded before it;
  * - `tool` for each FHIR tool call run for the model, before the model is given its result;
  * - `text` for each piece of reply text, written before the piece goes to the socket: the pieces of one turn of the
  *   event loop, of every stream, in one write at its end (`setImmediate`), and the streams' writers hold the pieces'
