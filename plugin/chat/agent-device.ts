@@ -1,6 +1,7 @@
 import type { WithId } from '@medplum/core';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { AccessPolicy, Communication, Device, Reference } from '@medplum/fhirtypes';
+import { LRUCache } from 'lru-cache';
 import { AGENT_DEVICE_IDENTIFIER, CATEGORY } from './fhir-vocabulary.ts';
 
 /**
@@ -82,32 +83,25 @@ export class AgentDevices {
   }
 }
 
-/** Most authors {@link KnownAuthors} keeps; the oldest go first. */
+/** Most authors {@link KnownAuthors} keeps; the least recently used go first. */
 const KNOWN_AUTHORS_LIMIT = 20_000;
 
 /**
  * Who wrote stored versions, as far as this process knows: the records the AI agent wrote through it, and the
  * authors read back with the system repository. A version's author never changes (an update makes a new version,
  * with a new `versionId`, authored by whoever made it), so an answer known once holds for good and a continued
- * conversation need not read its earlier replies' authors again. Keyed by type, id and `versionId`.
+ * conversation need not read its earlier replies' authors again. Keyed by type, id and `versionId`. Kept in
+ * lru-cache: a Map used as the queue left a hole at every refresh that each lookup and eviction walked past.
  */
 export class KnownAuthors {
-  readonly #authors = new Map<string, string>();
+  readonly #authors = new LRUCache<string, string>({ max: KNOWN_AUTHORS_LIMIT });
 
   /** Records that `author` wrote version `versionId` of `reference` (e.g. `Communication/<id>`). */
   remember(reference: string, versionId: string | undefined, author: string | undefined): void {
     if (versionId === undefined || author === undefined) {
       return;
     }
-    const key = `${reference}/${versionId}`;
-    this.#authors.delete(key);
-    this.#authors.set(key, author);
-    if (this.#authors.size > KNOWN_AUTHORS_LIMIT) {
-      const oldest = this.#authors.keys().next().value;
-      if (oldest !== undefined) {
-        this.#authors.delete(oldest);
-      }
-    }
+    this.#authors.set(`${reference}/${versionId}`, author);
   }
 
   /** The author of that version, when known. */

@@ -42,6 +42,18 @@ describe('modelCatalogFor', () => {
     expect(modelCatalogFor(registry, project({ setting: [{ name: 'unrelated', valueString: 'x' }] }))).toBe(registry);
   });
 
+  test('a project version’s catalog is made once; a new version, with its settings changed, gets its own', () => {
+    const first = project({ id: 'versioned', meta: { versionId: 'v1' }, setting: [{ name: 'AI_MODELS', valueString: 'openai/gpt-4.1' }] });
+    const catalog = modelCatalogFor(registry, first);
+    expect(modelCatalogFor(registry, structuredClone(first))).toBe(catalog);
+    // An administrator changed the setting: the server gives the project a new version, read at the next turn.
+    const changed = project({ id: 'versioned', meta: { versionId: 'v2' }, setting: [{ name: 'AI_MODELS', valueString: 'local/llama3.2' }] });
+    expect(modelCatalogFor(registry, changed).list().map((entry) => entry.id)).toEqual(['local/llama3.2']);
+    // Another project with the same version id is another project.
+    const other = project({ id: 'other', meta: { versionId: 'v1' }, setting: [{ name: 'AI_MODELS', valueString: 'openai/gpt-4o-mini' }] });
+    expect(modelCatalogFor(registry, other).list().map((entry) => entry.id)).toEqual(['openai/gpt-4o-mini']);
+  });
+
   test('AI_MODELS and AI_MODEL choose the project list and default', () => {
     const catalog = modelCatalogFor(
       registry,

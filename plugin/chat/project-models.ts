@@ -11,6 +11,7 @@
  * configured providers. Without settings the operator's list, default and keys apply.
  */
 import type { Project } from '@medplum/fhirtypes';
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.ts';
 import type { ModelCatalog, ModelRegistry, ProjectModelChoice } from '../llm/model-registry.ts';
 import { projectSettingText } from '../project-settings.ts';
@@ -28,9 +29,28 @@ export function apiKeySecretName(provider: string): string {
  * project setting names a provider the server does not configure; never echoes a secret.
  */
 export function modelCatalogFor(registry: ModelRegistry, project: Project): ModelCatalog {
+  // A version of a project never changes, so its catalog is made once, not on every turn.
+  const version = project.id && project.meta?.versionId ? `${project.id}/${project.meta.versionId}` : undefined;
+  let known = catalogs.get(registry);
+  const cached = version === undefined ? undefined : known?.get(version);
+  if (cached) {
+    return cached;
+  }
   const choice = readProjectModelChoice(registry, project);
-  return choice === undefined ? registry : registry.forProject(choice);
+  const catalog = choice === undefined ? registry : registry.forProject(choice);
+  if (version !== undefined) {
+    if (!known) {
+      known = new LRUCache({ max: CATALOGS_KEPT });
+      catalogs.set(registry, known);
+    }
+    known.set(version, catalog);
+  }
+  return catalog;
 }
+
+/** Projects whose catalog is kept, per registry; the least recently used goes first. */
+const CATALOGS_KEPT = 1_000;
+const catalogs = new WeakMap<ModelRegistry, LRUCache<string, ModelCatalog>>();
 
 function readProjectModelChoice(registry: ModelRegistry, project: Project): ProjectModelChoice | undefined {
   const modelsSetting = projectSettingText(project.setting, PROJECT_SETTING.models);

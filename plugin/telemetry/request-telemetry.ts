@@ -144,7 +144,8 @@ export function annotateRequest(response: Response, annotations: RequestAnnotati
   if (!scope) {
     return;
   }
-  for (const [key, value] of Object.entries(annotations)) {
+  for (const key in annotations) {
+    const value = annotations[key as keyof RequestAnnotations];
     if (value !== undefined) {
       scope.annotations[key] = value;
     }
