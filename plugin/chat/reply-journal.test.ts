@@ -35,7 +35,7 @@ describe('ReplyJournal', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  test("the next start adopts a dead process's journal: open turns with their text, history and outbox; closed ones gone", () => {
+  test("the next start adopts a dead process's journal: open turns with their text, history and outbox; closed ones gone", async () => {
     const first = ReplyJournal.open(root);
     first.open(turn('a'));
     first.history('a', { count: 4, oldest: 'c-1' });
@@ -59,6 +59,7 @@ describe('ReplyJournal', () => {
 
     // Still unfinished when this one dies too: the third start finds them again.
     second.closed('a');
+    await endOfLoopTurn();
     const third = ReplyJournal.open(root);
     expect(third.unfinished.map((entry) => entry.reply.id)).toEqual(['c']);
   });
@@ -160,8 +161,11 @@ describe('ReplyJournal', () => {
     const before = disk.writes.length;
     journal.delivered('a', 'first');
     journal.closed('a');
+    expect(disk.writes.length - before).toBe(0);
+    journal.open(turn('c'));
+    journal.closed('c');
     expect(disk.writes.length - before).toBe(1);
-    expect(disk.writes.at(-1)?.split('\n').map((line) => (line ? JSON.parse(line).op : ''))).toEqual(['text', 'closed', '']);
+    expect(disk.writes.at(-1)?.split('\n').map((line) => (line ? JSON.parse(line).op : ''))).toEqual(['text', 'closed', 'open', '']);
 
     let told = false;
     journal.delivered('b', 'second');
@@ -172,6 +176,26 @@ describe('ReplyJournal', () => {
     expect(told).toBe(true);
     const file = join(root, readdirSync(root)[0], 'replies.jsonl');
     expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => [entry.reply.id, entry.delivered])).toEqual([['b', 'second']]);
+  });
+
+  test('turns closed together take one write at the end of the loop turn; one a crash kept out is found again, its reply on record', async () => {
+    const disk = countedWrites();
+    const journal = ReplyJournal.open(root, { writeLines: disk.writeLines });
+    for (const id of ['a', 'b', 'c', 'd']) journal.open(turn(id));
+    const before = disk.writes.length;
+    journal.closed('a');
+    journal.closed('b');
+    journal.closed('c');
+    expect(disk.writes.length - before).toBe(0);
+    await endOfLoopTurn();
+    expect(disk.writes.length - before).toBe(1);
+    expect(disk.writes.at(-1)?.split('\n').filter(Boolean).map((line) => JSON.parse(line).id)).toEqual(['a', 'b', 'c']);
+
+    // The process dies before its last `closed` line is written: the next start finds that turn unfinished, and
+    // reply-records.ts writes no reply where one is stored.
+    journal.closed('d');
+    const next = ReplyJournal.open(root);
+    expect(next.unfinished.map((entry) => entry.reply.id)).toEqual(['d']);
   });
 
   test('a write that fails is told to those waiting for its text, and thrown to the caller of an append', async () => {

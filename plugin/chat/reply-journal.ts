@@ -11,7 +11,8 @@
  *   event loop, of every stream, in one write at its end (`setImmediate`), and the streams' writers hold the pieces'
  *   frames until that write returns (`whenWritten`, sse-writer.ts), so a client never sees text the journal lacks;
  * - `outbox` with the whole reply resource when the store did not take it (fsync'd: the record exists only here);
- * - `closed` once the reply is in the store, or when the prompt was never stored (the turn was refused).
+ * - `closed` once the reply is in the store, or when the prompt was never stored (the turn was refused): with the
+ *   text lines of its turn of the event loop, not waited for (a crash can only leave a turn that is on record).
  *
  * After a crash or SIGKILL the next start reads the journal: a turn whose prompt is on record gets its reply
  * recorded as `stopped` with the text delivered, and an outbox entry is written (see reply-records.ts). Appends are plain
@@ -253,6 +254,10 @@ export class ReplyJournal {
     }
     // The one entry written per streamed piece: composed directly, without building an entry object.
     this.#waitingLines += `{"op":"text","id":${JSON.stringify(id)},"text":${JSON.stringify(text)}}\n`;
+    this.#writeAtEndOfLoopTurn();
+  }
+
+  #writeAtEndOfLoopTurn(): void {
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(this.#writeScheduled);
@@ -287,10 +292,16 @@ export class ReplyJournal {
     this.#append({ op: 'outbox', id, resource }, { sync: true });
   }
 
-  /** Nothing is left to do for the turn: its reply is in the store, or its prompt never was. */
+  /**
+   * Nothing is left to do for the turn: its reply is in the store, or its prompt never was. The line goes with this
+   * turn of the event loop's other lines (one write for the turns closed together), and nothing waits for it: a turn
+   * whose `closed` line a crash kept out is found at the next start with its reply on record, and only closed then
+   * (reply-records.ts writes a recovered reply only where none is stored).
+   */
   closed(id: string): void {
-    if (this.#turns.delete(id)) {
-      this.#append({ op: 'closed', id });
+    if (this.#turns.delete(id) && this.#fd !== undefined) {
+      this.#waitingLines += `{"op":"closed","id":${JSON.stringify(id)}}\n`;
+      this.#writeAtEndOfLoopTurn();
     }
   }
 

@@ -121,6 +121,25 @@ describe('ReplyRecords', () => {
     expect(recoveredTold).toEqual([['r-stored', false]]);
   });
 
+  test('a turn whose reply was stored but whose closed line a crash kept out is closed at the next start, its reply left as stored', async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-1', status: 'completed' }, { assignedId: true });
+    const dying = ReplyJournal.open(root);
+    dying.open(openTurn('r-1', 'prompt-1'));
+    dying.delivered('r-1', 'The whole answer.');
+    // The reply reached the store; the process was killed before the journal's `closed` line was written.
+    await repo.createResource(reply('r-1', 'The whole answer.'), { assignedId: true });
+    const creates = repo.creates;
+
+    const subject = start(ReplyJournal.open(root));
+    await expect(subject.recover()).resolves.toEqual({ recovered: 1, pending: 0 });
+    expect(repo.creates).toBe(creates);
+    expect(await repo.readResource('Communication', 'r-1')).toMatchObject({ status: 'completed', payload: [{ contentString: 'The whole answer.' }] });
+    expect(recoveredTold).toEqual([]);
+    // Closed now: a third start finds nothing to do.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ReplyJournal.open(root).unfinished).toEqual([]);
+  });
+
   test("a killed process's turn whose prompt the journal knows is recorded charged an estimate: the prompt and the text sent, at the model's price", async () => {
     await repo.createResource({ resourceType: 'Communication', id: 'prompt-priced', status: 'completed' }, { assignedId: true });
     const dying = ReplyJournal.open(root);
