@@ -8,32 +8,25 @@
 import { writeFileSync, renameSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { profileFile, SAMPLING_INTERVAL_US } from './profile-file.ts';
+import { toggleOnSignal } from './signal-toggle.ts';
 
 let session: Session | undefined;
-let busy = false;
 
-process.on('SIGUSR2', () => {
-  if (busy) return;
-  busy = true;
-  void toggle().finally(() => {
-    busy = false;
-  });
-});
-
-async function toggle(): Promise<void> {
-  if (!session) {
+toggleOnSignal(
+  async () => {
     session = new Session();
     session.connect();
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: SAMPLING_INTERVAL_US });
     await session.post('Profiler.start');
     writeFileSync(`${profileFile(process.pid)}.started`, '');
-    return;
+  },
+  async () => {
+    const { profile } = await (session as Session).post('Profiler.stop');
+    session?.disconnect();
+    session = undefined;
+    const file = profileFile(process.pid);
+    writeFileSync(`${file}.partial`, JSON.stringify(profile));
+    renameSync(`${file}.partial`, file);
   }
-  const { profile } = await session.post('Profiler.stop');
-  session.disconnect();
-  session = undefined;
-  const file = profileFile(process.pid);
-  writeFileSync(`${file}.partial`, JSON.stringify(profile));
-  renameSync(`${file}.partial`, file);
-}
+);
