@@ -70,6 +70,9 @@ export class ResourceStore {
   readonly #content: StatementSync;
   readonly #contents: StatementSync;
   readonly #readInfo: StatementSync;
+  readonly #dataVersion: StatementSync;
+  /** The last fingerprint check, and SQLite's count of other connections' commits when it was made. */
+  #indexChecked: { readonly dataVersion: number; readonly fingerprint: string; readonly matches: boolean } | undefined;
   readonly #writeInfo: StatementSync;
   readonly #decoded = new DecodedContentCache();
   #commits = 0;
@@ -107,6 +110,7 @@ export class ResourceStore {
     this.#content = database.prepare('SELECT version_id, content FROM resources WHERE pk = ?');
     this.#contents = database.prepare('SELECT pk, version_id, content FROM resources WHERE pk IN (SELECT value FROM json_each(?)) AND content IS NOT NULL');
     this.#readInfo = database.prepare('SELECT value FROM store_info WHERE key = ?');
+    this.#dataVersion = database.prepare('PRAGMA data_version');
     this.#writeInfo = database.prepare('INSERT OR REPLACE INTO store_info (key, value) VALUES (?, ?)');
   }
 
@@ -277,6 +281,23 @@ export class ResourceStore {
   }
 
   /**
+   * Whether the file is indexed for `fingerprint`, as `indexFingerprint()` would say, asked before every search. The
+   * fingerprint (every indexed parameter, a few KB) is read again only when another connection committed since the
+   * last check (`PRAGMA data_version`): only another process can re-index the file while this one has it open, and
+   * reading the text on every search cost each search an allocation of its size.
+   */
+  indexMatches(fingerprint: string): boolean {
+    const dataVersion = Number(this.#dataVersion.get()?.data_version);
+    const checked = this.#indexChecked;
+    if (checked && checked.dataVersion === dataVersion && checked.fingerprint === fingerprint) {
+      return checked.matches;
+    }
+    const matches = this.indexFingerprint() === fingerprint;
+    this.#indexChecked = { dataVersion, fingerprint, matches };
+    return matches;
+  }
+
+  /**
    * Rebuilds every index row with `rowsFor` when the file was indexed for another fingerprint (a changed list of
    * indexed parameters, or a new file), in one transaction.
    */
@@ -302,6 +323,7 @@ export class ResourceStore {
       }
       this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
     });
+    this.#indexChecked = undefined;
   }
 
   #insertIndexRows(pk: number, write: VersionWrite): void {

@@ -139,6 +139,18 @@ describe('SqliteRepository on a file', () => {
     expect(found.map((resource) => resource.id)).toEqual([created.id]);
   });
 
+  test('a file another process re-indexes for another parameter list while this one has it open is not trusted by the next search', async () => {
+    const first = open();
+    const created = await first.createResource(turn('c3'));
+    expect((await first.searchResources(parseSearchRequest('Communication?part-of=Communication/c3'))).map((resource) => resource.id)).toEqual([created.id]);
+    // Another process, indexing other parameters, rebuilt the index: none of this one's rows are there.
+    const other = new DatabaseSync(path);
+    other.exec("DELETE FROM search_index; UPDATE store_info SET value = 'another list' WHERE key = 'search_index_fingerprint'");
+    other.close();
+    // The search does not take the empty index at its word: it reads the resources themselves.
+    expect((await first.searchResources(parseSearchRequest('Communication?part-of=Communication/c3'))).map((resource) => resource.id)).toEqual([created.id]);
+  });
+
   test('two processes writing the same file at once lose nothing', async () => {
     open(); // creates the file and its schema
     const moduleUrl = new URL('./sqlite-repository.ts', import.meta.url).href;

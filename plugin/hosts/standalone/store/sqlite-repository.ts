@@ -455,7 +455,7 @@ export class SqliteRepository extends FhirRepository {
 
   /** False when another process re-indexed the file for another parameter list: then the index is not trusted. */
   #indexIsCurrent(): boolean {
-    return this.#store.indexFingerprint() === this.#index.fingerprint;
+    return this.#store.indexMatches(this.#index.fingerprint);
   }
 
   #historyEntry<T extends Resource>(resourceType: string, id: string, row: VersionRow): BundleEntry<WithId<T>> {
