@@ -40,7 +40,7 @@ const GUARDS = {
 
   // Device authentication: the key check, the tokens, the exchange route, network and failed-attempt limits.
   'plugin/devices/device-keys.ts': ['plugin/devices/device-keys.test.ts', 'test/device-token.test.ts'],
-  'plugin/devices/device-key-strength.ts': ['plugin/devices/device-auth-config.test.ts', 'test/device-auth-start.test.ts'],
+  'plugin/devices/device-key-strength.ts': ['plugin/devices/device-key-strength.test.ts', 'plugin/devices/device-auth-config.test.ts', 'test/device-auth-start.test.ts'],
   'plugin/devices/device-tokens.ts': ['plugin/devices/device-tokens.test.ts', 'test/device-token.test.ts'],
   'plugin/devices/device-token-route.ts': ['test/device-token.test.ts', 'plugin/devices/refusal-audit.test.ts'],
   'plugin/devices/device-networks.ts': ['plugin/devices/device-networks.test.ts', 'test/device-networks.test.ts'],

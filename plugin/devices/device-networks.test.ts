@@ -37,12 +37,24 @@ describe('a network list', () => {
     expect(listOf('::ffff:10.1.2.0/120').includes('10.1.2.3')).toBe(true);
   });
 
+  test('a range of one address (/32, /128) admits that address alone', () => {
+    const list = listOf('10.1.2.3/32', 'fd00::7/128');
+    expect(list.includes('10.1.2.3')).toBe(true);
+    expect(list.includes('10.1.2.4')).toBe(false);
+    expect(list.includes('fd00::7')).toBe(true);
+    expect(list.includes('fd00::8')).toBe(false);
+  });
+
   test('admits no missing, malformed or zoned address', () => {
     const list = listOf('0.0.0.0/0', '::/0');
     expect(list.includes(undefined)).toBe(false);
     expect(list.includes('')).toBe(false);
     expect(list.includes('not-an-address')).toBe(false);
     expect(list.includes('1.2.3.4')).toBe(true);
+    expect(list.includes('fe80::1')).toBe(true);
+    // How Node reports a link-local peer: its address and the link it came on, which no entry can name.
+    expect(list.includes('fe80::1%eth0')).toBe(false);
+    expect(listOf('fe80::1').includes('fe80::1%eth0')).toBe(false);
   });
 });
 
@@ -73,6 +85,11 @@ describe('device_auth networks', () => {
     const networks = resolve({});
     expect(networks.restricted).toBe(false);
     expect(networks.allows('monitor-1', '203.0.113.9')).toBe(true);
+  });
+
+  test('a list for all devices, or for one device only, restricts the networks', () => {
+    expect(resolve({ allowed_networks: ['10.0.0.0/8'] }).restricted).toBe(true);
+    expect(resolve({ allowed_networks_per_device: { 'monitor-1': ['10.20.3.0/24'] } }).restricted).toBe(true);
   });
 
   test("a device's own list applies instead of the list for all devices; the others keep that one", () => {

@@ -33,7 +33,7 @@ export function parseNetwork(entry: string): ParsedNetwork | undefined {
 
 /** A set of networks: does an address belong to one of them? */
 export interface NetworkList {
-  /** True when `address` is in one of the networks; false for a missing or unparseable address. */
+  /** True when `address` is in one of the networks; false for a missing, unparseable or zoned address. */
   includes(address: string | undefined): boolean;
   /** The entries as written, for messages. */
   readonly entries: readonly string[];
@@ -53,15 +53,12 @@ export function createNetworkList(entries: readonly string[], networks: readonly
     entries,
     includes: (address) => {
       const version = address ? isIP(address) : 0;
-      if (!address || version === 0) {
+      // A zoned address (`fe80::1%eth0`, how Node reports a link-local peer) names a host on one link only; BlockList
+      // reads entries and addresses without their zone, and would admit that address from every link: in no network.
+      if (!address || version === 0 || address.includes('%')) {
         return false;
       }
-      try {
-        return blockList.check(address, version === 4 ? 'ipv4' : 'ipv6');
-      } catch {
-        // An address BlockList cannot read (an IPv6 zone, `fe80::1%eth0`) is in no configured network.
-        return false;
-      }
+      return blockList.check(address, version === 4 ? 'ipv4' : 'ipv6');
     },
   };
 }

@@ -198,6 +198,10 @@ describe('createDeviceTokenService: verifying', () => {
     expect(await service.verify(await craftToken({ omit: ['jti'] }))).toBeUndefined();
   });
 
+  test('refuses a token signed with the right secret but missing iat (every token this service issues has one)', async () => {
+    expect(await service.verify(await craftToken({ omit: ['iat'] }))).toBeUndefined();
+  });
+
   test('refuses an unsigned token (alg: none), with or without a signature part', async () => {
     const header = encodeSegment({ alg: 'none', typ: DEVICE_TOKEN_TYPE });
     const payload = encodeSegment(validClaims());

@@ -1,8 +1,8 @@
-import { describe, expect, test } from '@jest/globals';
+import { describe, expect, jest, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { describeWithRedis, twoInstancesOnRedis } from '../../test/support/redis.ts';
-import { createFailedAttemptLimiter, type FailedAttemptLimit, type FailedAttemptLimiter } from './failed-attempt-limiter.ts';
-import { createLimiterStore } from './limiter-store.ts';
+import { createFailedAttemptLimiter, createFailureCounts, type FailedAttemptLimit, type FailedAttemptLimiter, type FailureCounts } from './failed-attempt-limiter.ts';
+import { createLimiterStore, type LimiterStore } from './limiter-store.ts';
 
 const LIMITS = { perSource: 3, perDevice: 5, windowSeconds: 60, lockoutSeconds: 120 };
 
@@ -27,7 +27,7 @@ describe('createFailedAttemptLimiter', () => {
     expect(await statusesOf(limiter, attempts)).toEqual([403, 403, 403, 429, 429]);
     expect(lockedBy).toEqual(['failed_attempts_source', 'failed_attempts_source']);
     const lockout = await limiter.count({ sourceAddress: '10.0.0.1', deviceId: 'f' });
-    expect(lockout).toMatchObject({ code: 'rate_limited', status: 429, message: 'Too many failed attempts; try again later.' });
+    expect(lockout).toMatchObject({ code: 'rate_limited', status: 429, message: 'Too many failed attempts; try again later.', isRetryable: true });
     // Locked out for lockoutSeconds, longer than what is left of the window.
     expect(lockout?.retryAfterSeconds).toBeGreaterThan(LIMITS.windowSeconds);
     expect(lockout?.retryAfterSeconds).toBeLessThanOrEqual(LIMITS.lockoutSeconds);
@@ -45,6 +45,86 @@ describe('createFailedAttemptLimiter', () => {
     expect(lockedBy).toEqual(['failed_attempts_device', 'failed_attempts_device']);
     expect(await limiter.count({ sourceAddress: '10.1.0.99', deviceId: `other-${randomUUID()}` })).toBeUndefined();
   });
+
+  test('failures without a source address are counted together, as one source', async () => {
+    const limiter = createFailedAttemptLimiter(LIMITS, createLimiterStore(undefined));
+    const outcomes: (number | undefined)[] = [];
+    for (const deviceId of ['a', 'b', 'c', 'd']) {
+      outcomes.push((await limiter.count({ deviceId: `${deviceId}-${randomUUID()}` }))?.status);
+    }
+    expect(outcomes).toEqual([undefined, undefined, undefined, 429]);
+  });
+
+  test('a store that fails is an error, not a lockout: the attempt is not answered "try again later"', async () => {
+    const failure = new Error('the store does not answer');
+    const failing: LimiterStore = { limit: () => ({ consume: () => Promise.reject(failure), get: () => Promise.reject(failure) }), close: () => undefined };
+    await expect(createFailedAttemptLimiter(LIMITS, failing).count({ sourceAddress: '10.0.0.1', deviceId: 'monitor-1' })).rejects.toBe(failure);
+  });
+});
+
+const SIGN_IN_LIMITS = { perSource: 3, perSubject: 5, windowSeconds: 60, lockoutSeconds: 120 };
+const keysOf = (subjectName: string) => ({ keyPrefix: `test:${randomUUID()}`, subjectName });
+
+/** Counts `times` failures of `source` on `subject`; the lockout the last one was answered with. */
+async function failTimes(counts: FailureCounts, source: string, subject: string, times: number) {
+  let lockout;
+  for (let index = 0; index < times; index++) {
+    lockout = await counts.count(source, subject);
+  }
+  return lockout;
+}
+
+describe('createFailureCounts: the lockout in force, asked before an attempt (a sign-in, before its password is checked)', () => {
+  test('none for a source and subject that never failed, nor after failures up to the limit: the next attempt is tried', async () => {
+    const counts = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(undefined), keysOf('account'));
+    expect(await counts.lockedOut('10.0.0.1', 'ward-nurse')).toBeUndefined();
+    expect(await failTimes(counts, '10.0.0.1', 'ward-nurse', 3)).toBeUndefined();
+    expect(await counts.lockedOut('10.0.0.1', 'ward-nurse')).toBeUndefined();
+  });
+
+  test('asking counts nothing: however often it is asked, no lockout follows', async () => {
+    const counts = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(undefined), keysOf('account'));
+    await failTimes(counts, '10.0.0.1', 'ward-nurse', 1);
+    for (let index = 0; index < 10; index++) {
+      expect(await counts.lockedOut('10.0.0.1', 'ward-nurse')).toBeUndefined();
+    }
+    expect(await failTimes(counts, '10.0.0.1', 'ward-nurse', 2)).toBeUndefined();
+  });
+
+  test('once a failure goes past the source limit, that source is locked out for the lockout, on any subject', async () => {
+    const counts = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(undefined), keysOf('account'));
+    expect(await failTimes(counts, '10.0.0.1', 'ward-nurse', 4)).toMatchObject({ limits: ['source'] });
+    const lockout = await counts.lockedOut('10.0.0.1', 'someone-else');
+    expect(lockout?.limits).toEqual(['source']);
+    expect(lockout?.retryAfterMs).toBeGreaterThan(SIGN_IN_LIMITS.windowSeconds * 1000);
+    expect(lockout?.retryAfterMs).toBeLessThanOrEqual(SIGN_IN_LIMITS.lockoutSeconds * 1000);
+    expect(await counts.lockedOut('10.0.0.2', 'someone-else')).toBeUndefined();
+  });
+
+  test('once a failure goes past the subject limit, that subject is locked out from any source; both limits are named when both are past', async () => {
+    const counts = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(undefined), keysOf('account'));
+    for (let index = 0; index < 6; index++) {
+      await counts.count(`10.1.0.${index}`, 'ward-nurse');
+    }
+    expect((await counts.lockedOut('10.1.0.99', 'ward-nurse'))?.limits).toEqual(['subject']);
+    await failTimes(counts, '10.1.0.99', 'someone-else', 4);
+    expect((await counts.lockedOut('10.1.0.99', 'ward-nurse'))?.limits).toEqual(['source', 'subject']);
+  });
+
+  test('the lockout ends when the time it gave is up, to the millisecond', async () => {
+    jest.useFakeTimers({ now: Date.now(), doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const counts = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(undefined), keysOf('account'));
+      const lockout = await failTimes(counts, '10.0.0.1', 'ward-nurse', 4);
+      expect(lockout?.retryAfterMs).toBe(SIGN_IN_LIMITS.lockoutSeconds * 1000);
+      jest.setSystemTime(Date.now() + SIGN_IN_LIMITS.lockoutSeconds * 1000 - 1);
+      expect((await counts.lockedOut('10.0.0.1', 'ward-nurse'))?.retryAfterMs).toBe(1);
+      jest.setSystemTime(Date.now() + 1);
+      expect(await counts.lockedOut('10.0.0.1', 'ward-nurse')).toBeUndefined();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
 
 describeWithRedis('createFailedAttemptLimiter on Redis', () => {
@@ -60,5 +140,18 @@ describeWithRedis('createFailedAttemptLimiter on Redis', () => {
     expect(await statusesOf(first, [attempt('a'), attempt('b')])).toEqual([403, 403]);
     expect(await statusesOf(second, [attempt('c'), attempt('d')])).toEqual([403, 429]);
     expect(await statusesOf(first, [attempt('e')])).toEqual([429]);
+  });
+
+  test('limits of different names share one Redis without mixing their counts, by source or by subject', async () => {
+    // The device exchange and the standalone host's sign-in both count failures this way, in the same Redis.
+    const devices = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(redis.first), keysOf('device'));
+    const signIns = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(redis.first), keysOf('account'));
+    const source = `203.0.113.${randomUUID()}`;
+    const subject = `monitor-${randomUUID()}`;
+
+    expect(await failTimes(devices, source, subject, 4)).toMatchObject({ limits: ['source'] });
+    expect(await signIns.lockedOut(source, subject)).toBeUndefined();
+    expect(await failTimes(devices, `${source}-b`, subject, 2)).toMatchObject({ limits: ['subject'] });
+    expect(await signIns.lockedOut(`${source}-c`, subject)).toBeUndefined();
   });
 });

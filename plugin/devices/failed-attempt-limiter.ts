@@ -45,6 +45,7 @@ export function createFailedAttemptLimiter(
   const counts = createFailureCounts(
     { perSource: limits.perSource, perSubject: limits.perDevice, windowSeconds: limits.windowSeconds, lockoutSeconds: limits.lockoutSeconds },
     store,
+    // Stryker disable next-line all: equivalent, the names only keep these counts apart from each other and from the other limits', which any of these changes still does.
     { keyPrefix: 'fhirgate:device-failures', subjectName: 'device' },
   );
   return {

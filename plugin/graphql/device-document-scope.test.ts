@@ -22,6 +22,9 @@ describe("checkDeviceDocumentScope: what a device's document may name", () => {
     ['a reference read as an Observation or a Device', '{ ObservationList { device { resource { ... on Device { id } } } hasMember { resource { ... on Observation { id } } } } }'],
     ['fragments on its types and on data types', 'query { ObservationList { ...Reading } } fragment Reading on Observation { id valueQuantity { ...Amount } } fragment Amount on Quantity { value unit }'],
     ['__typename alone', '{ __typename }'],
+    ['a connection of its own Device', '{ DeviceConnection(_id: "d1") { count edges { resource { id } } } }'],
+    // Only a resource type's own name, or it followed by one of Medplum's suffixes, names it: `Entry` is not `Input`.
+    ['a type whose name only begins with another resource type (BundleEntry)', '{ ObservationList { id } } fragment Part on BundleEntry { fullUrl }'],
   ])('lets through %s', (_name, query) => {
     expect(() => check(query)).not.toThrow();
   });
@@ -47,9 +50,15 @@ describe("checkDeviceDocumentScope: what a device's document may name", () => {
     expect(error.message).toBe(`A device may only read and write its Observations and read its own Device; ${reason}`);
   });
 
-  test('a long name is shortened in the message', () => {
+  test('a long name is shortened in the message to its first 64 characters; one of 64 is quoted whole', () => {
     const name = `X${'y'.repeat(500)}List`;
-    expect(appErrorOf(() => check(`{ ${name} { id } }`)).message.length).toBeLessThan(200);
+    expect(appErrorOf(() => check(`{ ${name} { id } }`)).message).toBe(
+      `A device may only read and write its Observations and read its own Device; ${name.slice(0, 64)}… is not allowed.`,
+    );
+    const sixtyFour = `X${'y'.repeat(59)}List`;
+    expect(appErrorOf(() => check(`{ ${sixtyFour} { id } }`)).message).toBe(
+      `A device may only read and write its Observations and read its own Device; ${sixtyFour} is not allowed.`,
+    );
   });
 
   test('the same document object is refused every time, and a passing one stays passing', () => {
