@@ -209,7 +209,7 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   // `/v1` with the X-Project-ID header, or the project base URL for clients that can set a base URL but no header.
   router.use(['/v1', PROJECT_BASE_PATH], v1);
 
-  const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry) : undefined;
+  const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry, options.redisKeyPrefix) : undefined;
   const deviceToken = express.Router();
   // No bearer token here: the credentials are in the body, so the body is read unauthenticated, small and with a
   // place among the unauthenticated requests in flight.

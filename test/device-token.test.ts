@@ -376,7 +376,9 @@ describeWithRedis('device rate limit on Redis', () => {
 
   test('two plugin instances sharing one Redis share the limit of a device', async () => {
     const deviceId = `shared-${randomUUID().slice(0, 8)}`;
-    const options = (project: SeededProject) => ({ device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555-instances-Nd3c' }, rate_limit_per_second: 4 } });
+    // Two instances of one server: the same key prefix (a test host otherwise gets one of its own).
+    const redisKeyPrefix = `fhirgate:test:${randomUUID()}:`;
+    const options = (project: SeededProject) => ({ redisKeyPrefix, device_auth: { ...deviceAuth(project), valid_keys: { [deviceId]: 'shared-key-5555-instances-Nd3c' }, rate_limit_per_second: 4 } });
     const first = await startTestHost({ pluginFor: options, redis: redisA });
     const second = await startTestHost({ pluginFor: options, redis: redisB });
     try {

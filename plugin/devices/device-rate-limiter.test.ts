@@ -99,6 +99,15 @@ describeWithRedis('createDeviceRateLimiter on Redis', () => {
   // Two clients stand for two server instances sharing one Redis; connected, as a running server's are.
   const redis = twoInstancesOnRedis();
 
+  test('two servers sharing one Redis with different key prefixes count apart: a device id of one is not limited by the other', async () => {
+    const firstServer = createDeviceRateLimiter(10, onRedis(redis.first), undefined, 'fhirgate-east:');
+    const secondServer = createDeviceRateLimiter(10, onRedis(redis.second), undefined, 'fhirgate-west:');
+    const deviceId = newDeviceId();
+    await consumeTimes(firstServer, deviceId, 10);
+    expect((await refusalOf(firstServer, deviceId)).code).toBe('rate_limited');
+    await expect(consumeTimes(secondServer, deviceId, 10)).resolves.toBeUndefined();
+  });
+
   test('two server instances share the limit of a device: 6 + 5 requests at 10 per second, the 11th is refused', async () => {
     const firstInstance = createDeviceRateLimiter(10, onRedis(redis.first));
     const secondInstance = createDeviceRateLimiter(10, onRedis(redis.second));

@@ -22,9 +22,12 @@ export interface DeviceRateLimiter {
   consume(deviceId: string, units?: number): Promise<void>;
 }
 
-/** A limiter of `perSecond` requests per device and second, in `store`; `onRefused` sees each refusal. */
-export function createDeviceRateLimiter(perSecond: number, store: LimiterStore, onRefused: () => void = () => undefined): DeviceRateLimiter {
-  const limit = store.limit({ keyPrefix: 'fhirgate:device-rate', points: perSecond, durationSeconds: 1 });
+/**
+ * A limiter of `perSecond` requests per device and second, in `store`; `onRefused` sees each refusal. Its keys start
+ * with `redisKeyPrefix` (the plugin's), so that servers sharing one Redis count apart.
+ */
+export function createDeviceRateLimiter(perSecond: number, store: LimiterStore, onRefused: () => void = () => undefined, redisKeyPrefix = 'fhirgate:'): DeviceRateLimiter {
+  const limit = store.limit({ keyPrefix: `${redisKeyPrefix}device-rate`, points: perSecond, durationSeconds: 1 });
   return {
     perSecond,
     consume: async (deviceId, units = 1) => {

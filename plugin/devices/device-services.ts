@@ -58,7 +58,7 @@ export interface DeviceServices {
 }
 
 /** Builds the services; throws at start-up when `device_auth` is wrong, and logs literal secrets as warnings. */
-export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOptions, telemetry: Telemetry): DeviceServices {
+export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOptions, telemetry: Telemetry, redisKeyPrefix?: string): DeviceServices {
   const { config, warnings } = resolveDeviceAuth(options);
   for (const warning of warnings) {
     host.logger?.warn(warning);
@@ -82,11 +82,17 @@ export function createDeviceServices(host: FhirgateHost, options: DeviceAuthOpti
     config,
     checkKey: createDeviceKeyCheck(config.validKeys),
     tokens: createDeviceTokenService(config.jwtSecrets, config.tokenExpiryMinutes),
-    rateLimiter: createDeviceRateLimiter(config.rateLimitPerSecond, limits, () =>
-      telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': 'device' })
+    rateLimiter: createDeviceRateLimiter(
+      config.rateLimitPerSecond,
+      limits,
+      () => telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': 'device' }),
+      redisKeyPrefix
     ),
-    failedAttempts: createFailedAttemptLimiter(config.failedAttempts, limits, (limit) =>
-      telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': limit })
+    failedAttempts: createFailedAttemptLimiter(
+      config.failedAttempts,
+      limits,
+      (limit) => telemetry.rateLimitRejections.add(1, { 'fhirgate.limit': limit }),
+      redisKeyPrefix
     ),
     refusals,
     recordRefusal: async (attempt, reason) => {

@@ -142,6 +142,17 @@ describeWithRedis('createFailedAttemptLimiter on Redis', () => {
     expect(await statusesOf(first, [attempt('e')])).toEqual([429]);
   });
 
+  test('two servers sharing one Redis with different key prefixes count a source apart', async () => {
+    const east = createFailedAttemptLimiter(LIMITS, createLimiterStore(redis.first), undefined, 'fhirgate-east:');
+    const west = createFailedAttemptLimiter(LIMITS, createLimiterStore(redis.second), undefined, 'fhirgate-west:');
+    const sourceAddress = `203.0.113.${randomUUID()}`;
+    const attempt = (deviceId: string) => ({ sourceAddress, deviceId: `${deviceId}-${randomUUID()}` });
+
+    expect(await statusesOf(east, [attempt('a'), attempt('b'), attempt('c'), attempt('d')])).toEqual([403, 403, 403, 429]);
+    // The same source's failures on the other server are its own: not locked out by the first server's.
+    expect(await statusesOf(west, [attempt('e')])).toEqual([403]);
+  });
+
   test('limits of different names share one Redis without mixing their counts, by source or by subject', async () => {
     // The device exchange and the standalone host's sign-in both count failures this way, in the same Redis.
     const devices = createFailureCounts(SIGN_IN_LIMITS, createLimiterStore(redis.first), keysOf('device'));

@@ -36,17 +36,21 @@ export interface FailedAttemptLimiter {
   count(attempt: { readonly sourceAddress?: string; readonly deviceId: string }): Promise<AppError | undefined>;
 }
 
-/** The limiter, in `store`; `onLockedOut` sees each attempt answered with a lockout, with the limit(s) that decided. */
+/**
+ * The limiter, in `store`; `onLockedOut` sees each attempt answered with a lockout, with the limit(s) that decided.
+ * Its keys start with `redisKeyPrefix` (the plugin's), so that servers sharing one Redis count apart.
+ */
 export function createFailedAttemptLimiter(
   limits: FailedAttemptLimits,
   store: LimiterStore,
   onLockedOut: (limit: FailedAttemptLimit) => void = () => undefined,
+  redisKeyPrefix = 'fhirgate:',
 ): FailedAttemptLimiter {
   const counts = createFailureCounts(
     { perSource: limits.perSource, perSubject: limits.perDevice, windowSeconds: limits.windowSeconds, lockoutSeconds: limits.lockoutSeconds },
     store,
     // Stryker disable next-line all: equivalent, the names only keep these counts apart from each other and from the other limits', which any of these changes still does.
-    { keyPrefix: 'fhirgate:device-failures', subjectName: 'device' },
+    { keyPrefix: `${redisKeyPrefix}device-failures`, subjectName: 'device' },
   );
   return {
     count: async ({ sourceAddress, deviceId }) => {
