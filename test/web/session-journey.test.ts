@@ -88,6 +88,10 @@ async function sessionToken(page: Page): Promise<string> {
     await signInAt(page, chat.host.url, CLINICIAN);
     await page.getByRole('navigation', { name: 'fhirgate' }).getByRole('link', { name: 'Review' }).click();
     await page.getByRole('heading', { name: 'Review' }).waitFor();
+    // The page has read its lists: a request still on its way when the session ends would send the user to sign in
+    // from this page, before the click below.
+    await page.getByRole('row').filter({ hasText: 'Alice Carter' }).first().getByRole('link', { name: /Alice Carter/ }).first().waitFor();
+    await page.waitForLoadState('networkidle');
 
     // Signed out in another place (the same session's token, as another tab of the app would).
     const token = await sessionToken(page);
