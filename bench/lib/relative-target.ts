@@ -45,6 +45,24 @@ export function relativeTarget(goal: RelativeGoal, figures: RelativeFigures): Ta
   };
 }
 
+/**
+ * A target stated against the floor of the same run (the SDK relay + store: issue 38's "fhirgate at its floor"): the
+ * goal is computed from the floor's figure, which is shown as the reference. Undefined when fhirgate's or the floor's
+ * figure is missing.
+ */
+export function floorTarget(goal: RelativeGoal, figures: RelativeFigures): TargetResult | undefined {
+  const floor = figures.floor;
+  if (floor === undefined || !Number.isFinite(figures.fhirgate) || !Number.isFinite(floor)) return undefined;
+  const bound = goal.goal(floor);
+  return {
+    description: goal.description,
+    measured: goal.format(figures.fhirgate),
+    reference: `${goal.format(floor)} (the floor)`,
+    target: `${goal.direction === 'at-most' ? '≤' : '≥'} ${goal.format(bound)}`,
+    met: goal.direction === 'at-most' ? figures.fhirgate <= bound : figures.fhirgate >= bound,
+  };
+}
+
 /** fhirgate's, the SDK relay's and the floor's figures from a scenario's summary rows (NaN where a row is missing). */
 export function figuresOf<Row extends { readonly name: string }>(rows: readonly Row[], pick: (row: Row) => number): RelativeFigures {
   const figure = (name: string): number => {

@@ -38,7 +38,7 @@ function floorCell(target: TargetResult): string {
 /** One table of targets: fhirgate's figure, the SDK relay's of the same run, the goal, the verdict, the floor. */
 function renderTargets(targets: readonly TargetResult[], prefix: (target: TargetResult) => string = () => ''): string[] {
   const lines = [
-    '| target | fhirgate | SDK relay, same run | goal | result | floor: SDK relay + store, same goal |',
+    '| target | fhirgate | SDK relay (or the floor, where the goal is stated at it), same run | goal | result | floor: SDK relay + store, same goal |',
     '|---|---|---|---|---|---|',
   ];
   for (const target of targets) {
@@ -76,7 +76,9 @@ function renderTargetSummary(sections: readonly ScenarioSection[]): string[] {
     '## Targets',
     '',
     'Each goal is stated against the SDK relay of this run (the official `openai` SDK with nothing authenticated, checked or stored). ' +
-      'The floor is the SDK relay plus what the store must do for every continued turn, as the standalone host does it: the conversation\'s history page read and sent, and the two records every turn stores written durably. A goal it misses is out of reach for any gateway that sends the history and keeps those records on this machine, by the amount shown.',
+      'The floor is the SDK relay plus what the store must do for every continued turn, as the standalone host does it: the conversation\'s history page read and sent, and the two records every turn stores written durably. A goal it misses is out of reach for any gateway that sends the history and keeps those records on this machine, by the amount shown. ' +
+      'The goals marked "at its floor" are stated against the floor itself (fhirgate beside a gateway that does only what the store must). ' +
+      'Section 14 shows, in the same run, what each part of a turn costs the relay, the floor and fhirgate: what a missed goal would take away.',
     '',
     ...renderTargets(targets, (target) => `${scenarioOf.get(target) ?? '?'}. `),
   ];

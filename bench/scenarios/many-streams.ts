@@ -3,7 +3,7 @@
  * (VmRSS sampled every 50 ms while the streams run) and the streams that failed. fhirgate is the host every
  * scenario runs, as `npm start` runs it, `/graphql` served.
  */
-import { figuresOf, relativeTarget } from '../lib/relative-target.ts';
+import { figuresOf, floorTarget, relativeTarget } from '../lib/relative-target.ts';
 import type { ScenarioSection, TargetResult } from '../lib/section.ts';
 import { readResidentBytes, sampleResidentPeak } from '../lib/processes.ts';
 import { formatNumber, median } from '../lib/statistics.ts';
@@ -72,6 +72,16 @@ export async function measureManyStreams(context: BenchContext): Promise<Scenari
       figuresOf(summary, (row) => row.wallSeconds),
     );
     if (wall) targets.push(wall);
+    const wallAtFloor = floorTarget(
+      {
+        description: `wall time of ${streams} concurrent streams at its floor: fhirgate ≤ 1.1 × SDK relay + store`,
+        direction: 'at-most',
+        goal: (floor) => 1.1 * floor,
+        format: (value) => `${formatNumber(value, 1)} s`,
+      },
+      figuresOf(summary, (row) => row.wallSeconds),
+    );
+    if (wallAtFloor) targets.push(wallAtFloor);
     targets.push({
       description: `failed streams: fhirgate = 0`,
       measured: String(fhirgate.errors),
