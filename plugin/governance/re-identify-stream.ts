@@ -34,27 +34,26 @@ export class StreamReIdentifier {
     return this.#pseudonyms.reIdentify(rest);
   }
 
-  /** Where the text may be cut: before the first place in its tail a pseudonym or date may be beginning, never inside one. */
+  /**
+   * Where the text may be cut: before the first place in its tail a pseudonym or date may be beginning, a place
+   * inside a whole one excepted (`2023.` in `November 25, 2023.`, `25.` in `2023-11-25.`): the whole one is matched
+   * first, and the text is never cut inside it.
+   */
   #safeCut(text: string): number {
-    let cut = text.length;
+    const spans = this.#pseudonyms.spans(text);
     for (let start = Math.max(0, text.length - MAX_HELD); start < text.length; start++) {
-      if (beginsWord(text, start) && this.#pseudonyms.mayBegin(text.slice(start))) {
-        cut = start;
-        break;
+      const inside = spans.some(([first, end]) => first < start && start < end);
+      if (!inside && beginsWord(text, start) && this.#pseudonyms.mayBegin(text.slice(start))) {
+        return start;
       }
     }
-    for (const [start, end] of this.#pseudonyms.spans(text)) {
-      if (start < cut && cut < end) {
-        cut = start;
-      }
-    }
-    return cut;
+    return text.length;
   }
 }
 
 /**
- * A pseudonym, a number or a word begins at `index`: it is not the middle of a word or a number, nor a later part
- * of a numeric date (`03` in `2024-03-14`).
+ * A pseudonym, a number or a word begins at `index`: it is not the middle of a word or a run of digits. After a
+ * separator it may (`2023-11-25` in `2023-11-01/2023-11-25`); the later parts of a whole date are left to the caller.
  */
 function beginsWord(text: string, index: number): boolean {
   const character = text[index];
@@ -64,6 +63,5 @@ function beginsWord(text: string, index: number): boolean {
   if (!/[A-Za-z0-9]/.test(character)) {
     return false;
   }
-  const before = text[index - 1] ?? '';
-  return !/[A-Za-z0-9]/.test(before) && !(/[-/.]/.test(before) && /\d/.test(text[index - 2] ?? '') && /\d/.test(character));
+  return !/[A-Za-z0-9]/.test(text[index - 1] ?? '');
 }
