@@ -241,7 +241,9 @@ function historyWindow(
       continue;
     }
     const quote = quoted(communication);
-    for (const message of turnMessagesOf(communication).reverse()) {
+    const messages = turnMessagesOf(communication);
+    for (let index = messages.length - 1; index >= 0; index--) {
+      const message = messages[index];
       const quotedText = quote ? quotedEntry(communication, message) : undefined;
       const length = quotedText?.length ?? message.content.length;
       if (carriedCount + kept.length >= limits.maxMessages || characters + length > limits.maxCharacters) {
@@ -281,7 +283,7 @@ function historyWindow(
 }
 
 /** A stored record's messages without the instructions its turn opened with (carried or superseded: see above). */
-function turnMessagesOf(communication: Communication): ChatMessage[] {
+function turnMessagesOf(communication: Communication): readonly ChatMessage[] {
   const messages = messagesOf(communication);
   return categoryOf(communication) === CATEGORY.prompt.code ? messages.slice(openingInstructions(messages).length) : messages;
 }

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { createTokenCache } from '../http/token-cache.ts';
 
 /** The `aud` claim of every device token. */
@@ -97,9 +98,26 @@ async function verifySignedToken(token: string, keys: readonly Uint8Array[]): Pr
 
 const MEDIA_TYPE_PREFIX = 'application/';
 
-/** True when a bearer token claims to be a device token (header `typ`); says nothing about its validity. */
+/**
+ * True when a bearer token claims to be a device token (header `typ`); says nothing about its validity. Every
+ * bearer request asks (inside a Medplum server, every request to fhirgate's routes), and a server's tokens share a few
+ * headers (one per signing key), so the answer is kept per header.
+ */
 export function looksLikeDeviceToken(token: string): boolean {
-  const header = token.split('.', 1)[0];
+  const dot = token.indexOf('.');
+  const header = dot === -1 ? token : token.slice(0, dot);
+  let claims = typeClaims.get(header);
+  if (claims === undefined) {
+    claims = claimsDeviceType(header);
+    typeClaims.set(header, claims);
+  }
+  return claims;
+}
+
+/** The token headers last asked about, and whether each claims the device type (bounded: headers are the caller's). */
+const typeClaims = new LRUCache<string, boolean>({ max: 256 });
+
+function claimsDeviceType(header: string): boolean {
   try {
     const parsed = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { typ?: unknown };
     // Compared as jose compares `typ` when it verifies: without case, and with an optional `application/`.

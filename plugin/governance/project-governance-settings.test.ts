@@ -62,4 +62,21 @@ describe('project governance settings', () => {
     const edited: Project = { ...project, setting: [{ name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: 20 }] };
     expect(settings.of(edited).budgets[0].limit).toBe(20);
   });
+
+  test('parsed once per version, whatever object the host hands over for it; the next version is read anew', () => {
+    const settings = new ProjectGovernanceSettings(OPERATOR_PRICES);
+    const version = (versionId: string, tokens: number): Project => ({
+      resourceType: 'Project',
+      id: 'p',
+      meta: { versionId },
+      setting: [{ name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: tokens }],
+    });
+    // A Medplum server reads the project anew for every request: the same version, another object.
+    expect(settings.of(version('1', 10))).toBe(settings.of(version('1', 10)));
+    expect(settings.of(version('2', 20)).budgets[0].limit).toBe(20);
+    // A version that does not parse is refused every time, not once.
+    const broken: Project = { resourceType: 'Project', id: 'p', meta: { versionId: '3' }, setting: [{ name: 'AI_MODEL_PRICES', valueString: 'free' }] };
+    expect(() => settings.of(broken)).toThrow(expect.objectContaining({ code: 'not_configured' }));
+    expect(() => settings.of({ ...broken })).toThrow(expect.objectContaining({ code: 'not_configured' }));
+  });
 });

@@ -9,10 +9,10 @@
  *   AI_BUDGET_<SCOPE>_<PERIOD>_COST    a cost budget in US dollars, counted with the models' prices
  *   AI_MODEL_PRICES                    the project's own prices, `provider/model=<input>/<output>` per 1M tokens
  *
- * Parsed once per Project object the host hands over (the host reads the project per request, or keeps it a few
- * seconds: the standalone host's caller cache), so a turn pays a lookup, not a parse.
+ * Parsed once per version of the project (`ProjectGovernanceSettings`), so a turn pays a lookup, not a parse.
  */
 import type { Project, ProjectSetting } from '@medplum/fhirtypes';
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.ts';
 import { modelPricesOf, NANO_PER_DOLLAR, parsePriceList, type ModelPrices } from './model-prices.ts';
 import { misconfiguredSetting, projectSettingText } from '../project-settings.ts';
@@ -58,10 +58,15 @@ export function budgetSettingName(scope: BudgetScope, period: BudgetPeriod, meas
   return `${GOVERNANCE_SETTING.budgetPrefix}${scope}_${period}_${measure}`.toUpperCase();
 }
 
-/** Reads a project's governance settings, over the operator's prices; cached per Project object. */
+/**
+ * Reads a project's governance settings, over the operator's prices. Parsed once per version of a project (its id
+ * and `meta.versionId`: a version never changes, and a host such as Medplum hands over a new Project object on every
+ * request), or once per Project object when the host gives no version.
+ */
 export class ProjectGovernanceSettings {
   readonly #operatorPrices: ModelPrices;
-  readonly #parsed = new WeakMap<Project, ProjectGovernance | AppError>();
+  readonly #byVersion = new LRUCache<string, ProjectGovernance | AppError>({ max: VERSIONS_KEPT });
+  readonly #byObject = new WeakMap<Project, ProjectGovernance | AppError>();
 
   constructor(operatorPrices: ModelPrices) {
     this.#operatorPrices = operatorPrices;
@@ -69,10 +74,15 @@ export class ProjectGovernanceSettings {
 
   /** The project's governance. Throws AppError `not_configured` (503) naming a setting that does not parse. */
   of(project: Project): ProjectGovernance {
-    let parsed = this.#parsed.get(project);
+    const version = project.id && project.meta?.versionId ? `${project.id}/${project.meta.versionId}` : undefined;
+    let parsed = version === undefined ? this.#byObject.get(project) : this.#byVersion.get(version);
     if (parsed === undefined) {
       parsed = parseOrError(project.setting ?? [], this.#operatorPrices);
-      this.#parsed.set(project, parsed);
+      if (version === undefined) {
+        this.#byObject.set(project, parsed);
+      } else {
+        this.#byVersion.set(version, parsed);
+      }
     }
     if (AppError.isInstance(parsed)) {
       throw parsed;
@@ -80,6 +90,9 @@ export class ProjectGovernanceSettings {
     return parsed;
   }
 }
+
+/** Project versions whose governance is kept; the least recently used goes first. */
+const VERSIONS_KEPT = 1_000;
 
 function parseOrError(settings: readonly ProjectSetting[], operatorPrices: ModelPrices): ProjectGovernance | AppError {
   try {

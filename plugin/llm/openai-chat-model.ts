@@ -6,6 +6,9 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, AzureOpenAI, OpenAI } from 'openai';
 import type {
   ChatCompletionChunk,
+  ChatCompletionAssistantMessageParam,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
   ChatCompletionMessageToolCall,
   ChatCompletionTokenLogprob,
@@ -98,7 +101,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
       let answered = false;
       try {
         const completion = await client.chat.completions.create(
-          { ...buildParameters(request, wire), stream: false },
+          Object.assign(buildParameters(request, wire), { stream: false as const }) as ChatCompletionCreateParamsNonStreaming,
           { signal: call.signal, headers: request.traceHeaders },
         );
         answered = true;
@@ -131,7 +134,7 @@ export function createOpenAiChatModel(options: OpenAiChatModelOptions): ChatMode
         start: () => startUpstreamCall(provider, request.signal, timeouts, true),
         open: (call) =>
           client.chat.completions.create(
-            { ...buildParameters(request, wire), stream: true, stream_options: { include_usage: true } },
+            Object.assign(buildParameters(request, wire), { stream: true as const, stream_options: { include_usage: true } }) as ChatCompletionCreateParamsStreaming,
             { signal: call.signal, headers: request.traceHeaders },
           ),
         map: (chunk, emit) => {
@@ -229,52 +232,50 @@ interface WireChoices {
 
 const KIND_LABELS: Readonly<Record<OpenAiProviderKind, string>> = { openai: 'OpenAI', 'azure-openai': 'Azure OpenAI', 'openai-compatible': 'OpenAI-compatible' };
 
-function buildParameters(request: ChatModelRequest, wire: WireChoices) {
+function buildParameters(request: ChatModelRequest, wire: WireChoices): Record<string, unknown> & { model: string; messages: ChatCompletionMessageParam[] } {
   const options = request.options ?? {};
   const tools = request.tools ?? [];
-  // OpenAI refuses tool_choice and parallel_tool_calls in a request without tools.
-  const toolParameters =
-    tools.length === 0
-      ? {}
-      : {
-          tools: tools.map(
-            (tool): ChatCompletionTool => ({
-              type: 'function',
-              function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters }, ...(tool.strict === undefined ? {} : { strict: tool.strict }) },
-            }),
-          ),
-          tool_choice: request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice),
-          parallel_tool_calls: options.parallelToolCalls,
-        };
   // Servers that are only OpenAI-compatible may not know the `developer` role (it is recent): they get `system`.
   const developerRole = wire.kind === 'openai-compatible' ? 'system' : 'developer';
-  return {
-    // First, so that no field of fhirgate's own can be overridden by one of the server's. Only the listed ones:
-    // `checkRequest` refused the others, and a path that skipped it must still send nothing unlisted.
-    ...listedFields(options.vendorFields, wire.passThrough),
-    model: request.model,
-    messages: request.messages.map((message) => toOpenAiMessage(message, developerRole)),
-    ...toolParameters,
-    [wire.maxTokensParameter]: request.maxTokens,
-    temperature: request.temperature,
-    top_p: options.topP,
-    top_k: wire.kind === 'openai-compatible' ? options.topK : undefined,
-    stop: options.stop ? [...options.stop] : undefined,
-    seed: options.seed,
-    user: options.endUser?.user,
-    safety_identifier: options.endUser?.safetyIdentifier,
-    presence_penalty: options.presencePenalty,
-    frequency_penalty: options.frequencyPenalty,
-    logit_bias: options.logitBias ? { ...options.logitBias } : undefined,
-    response_format: options.responseFormat ? toResponseFormat(options.responseFormat, wire.kind) : undefined,
-    logprobs: options.logprobs ? true : undefined,
-    top_logprobs: options.logprobs?.top || undefined,
-    reasoning_effort: options.reasoningEffort,
-    store: options.store,
-    // OpenAI refuses metadata without store: kept on fhirgate's record then, not sent.
-    metadata: options.store && options.metadata ? { ...options.metadata } : undefined,
-    ...options.openAiOnly,
-  };
+  // First, so that no field of fhirgate's own can be overridden by one of the server's. Only the listed ones:
+  // `checkRequest` refused the others, and a path that skipped it must still send nothing unlisted. Then fhirgate's
+  // fields one by one (a literal with spreads and a computed name costs a turn tens of µs); unset ones stay unsent.
+  const parameters = listedFields(options.vendorFields, wire.passThrough) as Record<string, unknown> & { model: string; messages: ChatCompletionMessageParam[] };
+  parameters.model = request.model;
+  parameters.messages = request.messages.map((message) => toOpenAiMessage(message, developerRole));
+  // OpenAI refuses tool_choice and parallel_tool_calls in a request without tools.
+  if (tools.length > 0) {
+    parameters.tools = tools.map(
+      (tool): ChatCompletionTool => ({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: { ...tool.parameters }, ...(tool.strict === undefined ? {} : { strict: tool.strict }) },
+      }),
+    );
+    parameters.tool_choice = request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice);
+    parameters.parallel_tool_calls = options.parallelToolCalls;
+  }
+  parameters[wire.maxTokensParameter] = request.maxTokens;
+  parameters.temperature = request.temperature;
+  parameters.top_p = options.topP;
+  parameters.top_k = wire.kind === 'openai-compatible' ? options.topK : undefined;
+  parameters.stop = options.stop ? [...options.stop] : undefined;
+  parameters.seed = options.seed;
+  parameters.user = options.endUser?.user;
+  parameters.safety_identifier = options.endUser?.safetyIdentifier;
+  parameters.presence_penalty = options.presencePenalty;
+  parameters.frequency_penalty = options.frequencyPenalty;
+  parameters.logit_bias = options.logitBias ? { ...options.logitBias } : undefined;
+  parameters.response_format = options.responseFormat ? toResponseFormat(options.responseFormat, wire.kind) : undefined;
+  parameters.logprobs = options.logprobs ? true : undefined;
+  parameters.top_logprobs = options.logprobs?.top || undefined;
+  parameters.reasoning_effort = options.reasoningEffort;
+  parameters.store = options.store;
+  // OpenAI refuses metadata without store: kept on fhirgate's record then, not sent.
+  parameters.metadata = options.store && options.metadata ? { ...options.metadata } : undefined;
+  if (options.openAiOnly) {
+    Object.assign(parameters, options.openAiOnly);
+  }
+  return parameters;
 }
 
 function listedFields(fields: Readonly<Record<string, unknown>> | undefined, listed: ReadonlySet<string>): Record<string, unknown> {
@@ -300,24 +301,28 @@ function toOpenAiMessage(message: ChatMessage, developerRole: 'developer' | 'sys
   switch (message.role) {
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    // Plain literals, a `name` only where the message has one: a spread in an object literal costs a turn with a long
+    // history tens of µs (every message of it is converted).
     case 'assistant': {
-      const name = message.name === undefined ? {} : { name: message.name };
       if (message.toolCalls && message.toolCalls.length > 0) {
-        return {
+        const withCalls: ChatCompletionAssistantMessageParam = {
           role: 'assistant',
           // OpenAI's own replies with calls and no text carry null, not an empty string.
           content: message.content === '' ? null : message.content,
           tool_calls: message.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })),
-          ...name,
         };
+        if (message.name !== undefined) {
+          withCalls.name = message.name;
+        }
+        return withCalls;
       }
-      return { role: 'assistant', content: message.content, ...name };
+      return message.name === undefined ? { role: 'assistant', content: message.content } : { role: 'assistant', content: message.content, name: message.name };
     }
     default: {
       // Text parts go as the client sent them: the provider joins them as it does for its own clients.
       const content = message.parts ? message.parts.map((text) => ({ type: 'text' as const, text })) : message.content;
       const role = message.role === 'developer' ? developerRole : message.role;
-      return { role, content, ...(message.name === undefined ? {} : { name: message.name }) };
+      return (message.name === undefined ? { role, content } : { role, content, name: message.name }) as ChatCompletionMessageParam;
     }
   }
 }

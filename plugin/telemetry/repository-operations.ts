@@ -82,23 +82,25 @@ function counted(repo: FhirRepository): FhirRepository {
   const wrappers = new Map<PropertyKey, unknown>();
   return new Proxy(repo, {
     get(target, property) {
+      // A method already wrapped is answered from the map: a repository's methods are its class's, never replaced.
+      const known = wrappers.get(property);
+      if (known !== undefined) {
+        return known;
+      }
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function' || typeof property !== 'string') {
         return value;
       }
-      let wrapper = wrappers.get(property);
-      if (!wrapper) {
-        const method = value as (...args: unknown[]) => unknown;
-        wrapper = (...args: unknown[]): unknown => {
-          const operations = current.getStore();
-          const result = method.apply(target, args);
-          if (operations) {
-            count(operations, property, args, result);
-          }
-          return result;
-        };
-        wrappers.set(property, wrapper);
-      }
+      const method = value as (...args: unknown[]) => unknown;
+      const wrapper = (...args: unknown[]): unknown => {
+        const operations = current.getStore();
+        const result = method.apply(target, args);
+        if (operations) {
+          count(operations, property, args, result);
+        }
+        return result;
+      };
+      wrappers.set(property, wrapper);
       return wrapper;
     },
   });

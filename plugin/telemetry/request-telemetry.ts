@@ -23,7 +23,16 @@ interface RequestScope {
   late?: () => RequestAnnotations;
 }
 
-const scopes = new WeakMap<Response, RequestScope>();
+/**
+ * Where a response keeps its request's scope: a property of its own under a symbol no other code knows (a WeakMap's
+ * set and gets cost a turn several µs more, in the ephemeron table the collector also walks).
+ */
+const SCOPE = Symbol('fhirgate.requestScope');
+type ScopedResponse = Response & { [SCOPE]?: RequestScope };
+
+function scopeOf(response: Response): RequestScope | undefined {
+  return (response as ScopedResponse)[SCOPE];
+}
 
 // A client's request id is echoed into logs: only a short token of safe characters is taken.
 const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -101,7 +110,7 @@ export function createRequestTelemetry(
     });
     const requestContext = trace.setSpan(context.active(), span);
     const scope: RequestScope = { requestId, span, context: requestContext, annotations: {} };
-    scopes.set(response, scope);
+    (response as ScopedResponse)[SCOPE] = scope;
 
     let finished = false;
     const finish = (): void => {
@@ -140,7 +149,7 @@ export function createRequestTelemetry(
 
 /** Adds ids and counts to the request's log line and span (see `RequestAnnotations`). */
 export function annotateRequest(response: Response, annotations: RequestAnnotations): void {
-  const scope = scopes.get(response);
+  const scope = scopeOf(response);
   if (!scope) {
     return;
   }
@@ -164,7 +173,7 @@ export function annotateCaller(request: Request, reference: string): void {
 
 /** Annotations read when the request ends (a count that grows until then); replaces an earlier one. */
 export function annotateRequestAtEnd(response: Response, annotations: () => RequestAnnotations): void {
-  const scope = scopes.get(response);
+  const scope = scopeOf(response);
   if (scope) {
     scope.late = annotations;
   }
@@ -175,12 +184,12 @@ export function annotateRequestAtEnd(response: Response, annotations: () => Requ
  * `chat <model>`); the active context when the request is not one of fhirgate's routes.
  */
 export function requestContextOf(response: Response): Context {
-  return scopes.get(response)?.context ?? context.active();
+  return scopeOf(response)?.context ?? context.active();
 }
 
 /** The request id of a request fhirgate serves, for its other log lines. */
 export function requestIdOf(response: Response): string | undefined {
-  return scopes.get(response)?.requestId;
+  return scopeOf(response)?.requestId;
 }
 
 function clientRequestId(request: Request): string | undefined {
