@@ -241,9 +241,7 @@ function historyWindow(
       continue;
     }
     const quote = quoted(communication);
-    const messages = turnMessagesOf(communication);
-    for (let index = messages.length - 1; index >= 0; index--) {
-      const message = messages[index];
+    for (const message of turnMessagesOf(communication).reverse()) {
       const quotedText = quote ? quotedEntry(communication, message) : undefined;
       const length = quotedText?.length ?? message.content.length;
       if (carriedCount + kept.length >= limits.maxMessages || characters + length > limits.maxCharacters) {
@@ -283,7 +281,7 @@ function historyWindow(
 }
 
 /** A stored record's messages without the instructions its turn opened with (carried or superseded: see above). */
-function turnMessagesOf(communication: Communication): readonly ChatMessage[] {
+function turnMessagesOf(communication: Communication): ChatMessage[] {
   const messages = messagesOf(communication);
   return categoryOf(communication) === CATEGORY.prompt.code ? messages.slice(openingInstructions(messages).length) : messages;
 }

@@ -92,20 +92,6 @@ describe('messages read back from the records', () => {
     expect(messagesOf(buildReply(parties, { ...reply, text: 'cut', status: 'stopped' }))).toEqual([{ role: 'assistant', content: 'cut' }]);
   });
 
-  test('a stored version is decoded once: read again (a new object, as every search returns) it gives the same messages; its next version is read anew', () => {
-    const stored = { ...buildReply(parties, { ...reply, id: 'r-cached', text: 'First answer', status: 'completed' }), meta: { versionId: 'v1' } };
-    const first = messagesOf(stored);
-    expect(first).toEqual([{ role: 'assistant', content: 'First answer' }]);
-    expect(messagesOf(structuredClone(stored))).toBe(first);
-    // An edited record is a new version: its own text, never the earlier version's.
-    const edited = { ...buildReply(parties, { ...reply, id: 'r-cached', text: 'Corrected answer', status: 'completed' }), meta: { versionId: 'v2' } };
-    expect(messagesOf(edited)).toEqual([{ role: 'assistant', content: 'Corrected answer' }]);
-    // Without a version (a record not yet stored) nothing is kept: each read decodes what it is given.
-    const unstored = buildReply(parties, { ...reply, id: 'r-unstored', text: 'One', status: 'completed' });
-    expect(messagesOf(unstored)).not.toBe(messagesOf(unstored));
-    expect(messagesOf({ ...unstored, payload: [{ contentString: 'Two' }] })).toEqual([{ role: 'assistant', content: 'Two' }]);
-  });
-
   test("the records a reply's FHIR tools shared join the summary's in about, once each", () => {
     const stored = buildReply(parties, {
       ...reply,

@@ -5,7 +5,6 @@
  * the calls it asked the client for.
  */
 import type { Communication, CommunicationPayload, Extension } from '@medplum/fhirtypes';
-import { LRUCache } from 'lru-cache';
 import type { ChatFinishReason, ChatMessage, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import { CATEGORY, EXTENSION } from './fhir-vocabulary.ts';
 import { payloadText } from './fhir-text.ts';
@@ -21,35 +20,8 @@ export function communicationIdOf(reference: string | undefined): string | undef
   return reference?.startsWith('Communication/') ? reference.slice('Communication/'.length) : undefined;
 }
 
-/**
- * The messages a stored prompt or reply stands for, in order; none for a failed reply or another record. A stored
- * version never changes, and each turn of a conversation reads again the records the last turn read: the messages
- * of a version (its id and `meta.versionId`) are decoded once, and shared (never to be changed by the caller).
- */
-export function messagesOf(communication: Communication): readonly ChatMessage[] {
-  const version = communication.id && communication.meta?.versionId ? `${communication.id}/${communication.meta.versionId}` : undefined;
-  if (version === undefined) {
-    return decodeMessages(communication);
-  }
-  let messages = decoded.get(version);
-  if (messages === undefined) {
-    messages = decodeMessages(communication);
-    decoded.set(version, messages);
-  }
-  return messages;
-}
-
-/** The decoded messages of the record versions read last, bounded by their characters (about 32 MB of text at most). */
-const decoded = new LRUCache<string, readonly ChatMessage[]>({
-  maxSize: 16_000_000,
-  sizeCalculation: (messages) => messages.reduce((characters, message) => characters + message.content.length + (message.role === 'assistant' ? callCharacters(message.toolCalls) : 0), 1),
-});
-
-function callCharacters(calls: readonly ChatToolCall[] | undefined): number {
-  return (calls ?? []).reduce((characters, call) => characters + call.arguments.length + call.name.length, 0);
-}
-
-function decodeMessages(communication: Communication): ChatMessage[] {
+/** The messages a stored prompt or reply stands for, in order; none for a failed reply or another record. */
+export function messagesOf(communication: Communication): ChatMessage[] {
   const code = categoryOf(communication);
   if (code === CATEGORY.prompt.code) {
     const described = recordedPromptMessages(communication);
