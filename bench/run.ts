@@ -28,6 +28,7 @@ import { runExternalScenario } from './lib/external-scenario.ts';
 import { planCoreLayout, standaloneHostArgs } from './lib/processes.ts';
 import type { ScenarioSection } from './lib/section.ts';
 import { PROFILE_ON_SIGNAL } from './profile/profile-file.ts';
+import { mergeRerun, readEarlierRun, type RunRecord } from './lib/rerun.ts';
 import { findSmokeProblems, type MissingScenario } from './lib/smoke-check.ts';
 import { readCpuTimes, readMachineFacts, stolenPercent } from './report/machine-facts.ts';
 import { renderReport } from './report/render-report.ts';
@@ -51,11 +52,14 @@ const { values } = parseArgs({
     'fhirgate-node-flag': { type: 'string', multiple: true },
     soak: { type: 'boolean', default: false },
     'soak-minutes': { type: 'string' },
+    rerun: { type: 'string' },
   },
 });
 const smoke = values.smoke ?? false;
 const soakOnly = values.soak ?? false;
-const only = new Set(soakOnly ? [] : (values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11,12,13,14').split(',').map((part) => part.trim()));
+// --rerun: these scenarios only, put into the earlier run of the out-dir (bench/lib/rerun.ts).
+const rerunIds = values.rerun?.split(',').map((part) => part.trim()).filter((part) => part !== '');
+const only = new Set(soakOnly ? [] : (rerunIds?.join(',') ?? values.only ?? '0,1,2,3,4,5,6,7,8,9,10,11,12,13,14').split(',').map((part) => part.trim()));
 // A smoke run must never overwrite the committed report.
 const outDirectory = values['out-dir'] ?? (smoke ? 'bench/results/raw/smoke' : 'bench/results');
 const rawDirectory = join(outDirectory, 'raw');
@@ -157,20 +161,30 @@ async function runExternalScenarios(sections: ScenarioSection[], missing: Missin
 }
 
 await mkdir(rawDirectory, { recursive: true });
-const sections: ScenarioSection[] = [];
-const missing: MissingScenario[] = [];
+// Read before anything runs: a rerun into a folder with no earlier run stops here.
+const reportFile = join(outDirectory, soakOnly ? 'soak.md' : 'report.md');
+const earlier = rerunIds ? readEarlierRun(rawDirectory, reportFile) : undefined;
+let sections: ScenarioSection[] = [];
+let missing: MissingScenario[] = [];
 await runOwnScenarios(sections, missing);
 await runExternalScenarios(sections, missing);
+const durationSeconds = (Date.now() - startedAt.getTime()) / 1000;
+let record: RunRecord = { startedAt: startedAt.toISOString(), durationSeconds, stolenPercent: stolenPercent(cpuAtStart, readCpuTimes()), missing };
+if (earlier && rerunIds) {
+  ({ sections, record } = mergeRerun(earlier, rerunIds, { sections, missing, at: startedAt.toISOString(), durationSeconds }));
+  missing = [...record.missing];
+}
 
 const panels = sections.flatMap((section) => (section.chart ? [section.chart] : []));
 const chartFile = panels.length > 0 ? 'chart.svg' : undefined;
 if (chartFile) await writeFile(join(outDirectory, chartFile), renderChart(panels));
 const report = renderReport({
-  startedAt,
-  durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
+  startedAt: record.startedAt,
+  durationSeconds: record.durationSeconds,
+  reruns: record.reruns,
   smoke,
   machine: readMachineFacts(),
-  stolenPercent: stolenPercent(cpuAtStart, readCpuTimes()),
+  stolenPercent: record.stolenPercent,
   layout: planCoreLayout().description,
   fhirgateNodeFlags: standaloneHostArgs(values['fhirgate-node-flag'] ?? []).slice(0, -1),
   fhirgateHost: FHIRGATE_HOST_DIFFERENCES,
@@ -180,9 +194,9 @@ const report = renderReport({
   appendix: !soakOnly && existsSync(FINDINGS_FILE) ? await readFile(FINDINGS_FILE, 'utf8') : undefined,
 });
 // The soak alone has a report of its own, so it never replaces the scenarios' report.
-const reportFile = join(outDirectory, soakOnly ? 'soak.md' : 'report.md');
 await writeFile(reportFile, report);
 await writeFile(join(rawDirectory, soakOnly ? 'soak-sections.json' : 'sections.json'), `${JSON.stringify(sections, null, 2)}\n`);
+if (!soakOnly) await writeFile(join(rawDirectory, 'run.json'), `${JSON.stringify(record, null, 2)}\n`);
 log(`report written to ${reportFile}`);
 
 if (smoke) {

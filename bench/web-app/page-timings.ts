@@ -52,7 +52,7 @@ export async function untilOnScreen(page: Page, ready: string, timeoutMs = 120_0
       const started = performance.now();
       const check = () => {
         if (${ready}) resolve(performance.now());
-        else if (performance.now() - started > timeoutMs) reject(new Error('Not on screen: ' + ${JSON.stringify(ready)}));
+        else if (performance.now() - started > timeoutMs) reject(new Error('Not on screen: ' + ${JSON.stringify(ready)} + ' (the page at ' + location.pathname + location.search + ')'));
         else requestAnimationFrame(check);
       };
       check();
