@@ -2,7 +2,7 @@ import type { ScenarioSection } from './section.ts';
 import { mergeRerun, recordFromReport, scenarioIdOf } from './rerun.ts';
 
 function section(title: string, measured: string): ScenarioSection {
-  return { title, method: '', table: { columns: ['x'], rows: [[measured]] }, targets: [] };
+  return { title, method: '', table: { columns: ['x'], rows: [[measured]] }, targets: [], notes: [] };
 }
 
 describe('a scenario run again into an earlier run', () => {

@@ -59,9 +59,10 @@ describe('ReplyJournal', () => {
 
     // Still unfinished when this one dies too: the third start finds them again.
     second.closed('a');
-    await endOfLoopTurn();
+    second.writeWaiting();
+    second.open(turn('d'));
     const third = ReplyJournal.open(root);
-    expect(third.unfinished.map((entry) => entry.reply.id)).toEqual(['c']);
+    expect(third.unfinished.map((entry) => entry.reply.id)).toEqual(['c', 'd']);
   });
 
   test('the FHIR tool calls a turn ran are recovered with it, also after the file was rewritten', async () => {
@@ -178,24 +179,47 @@ describe('ReplyJournal', () => {
     expect(readUnfinished(readFileSync(file, 'utf8')).map((entry) => [entry.reply.id, entry.delivered])).toEqual([['b', 'second']]);
   });
 
-  test('turns closed together take one write at the end of the loop turn; one a crash kept out is found again, its reply on record', async () => {
+  test("closed turns' lines take no write of their own: they go with the next line written, or within the wait when nothing else is; one a crash kept out is found again, its reply on record", async () => {
     const disk = countedWrites();
-    const journal = ReplyJournal.open(root, { writeLines: disk.writeLines });
+    const journal = ReplyJournal.open(root, { writeLines: disk.writeLines, closedLinesWaitMs: 30 });
     for (const id of ['a', 'b', 'c', 'd']) journal.open(turn(id));
     const before = disk.writes.length;
     journal.closed('a');
     journal.closed('b');
-    journal.closed('c');
-    expect(disk.writes.length - before).toBe(0);
     await endOfLoopTurn();
+    expect(disk.writes.length - before).toBe(0);
+    // Under load the next turn's `open` line carries them: one write for all three.
+    journal.open(turn('e'));
     expect(disk.writes.length - before).toBe(1);
-    expect(disk.writes.at(-1)?.split('\n').filter(Boolean).map((line) => JSON.parse(line).id)).toEqual(['a', 'b', 'c']);
+    expect(disk.writes.at(-1)?.split('\n').filter(Boolean).map((line) => [JSON.parse(line).op, JSON.parse(line).id])).toEqual([
+      ['closed', 'a'],
+      ['closed', 'b'],
+      ['open', 'e'],
+    ]);
+    // With nothing else to write, they go by themselves within the wait.
+    journal.closed('c');
+    journal.closed('e');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(disk.writes.length - before).toBe(2);
+    expect(disk.writes.at(-1)?.split('\n').filter(Boolean).map((line) => JSON.parse(line).id)).toEqual(['c', 'e']);
 
     // The process dies before its last `closed` line is written: the next start finds that turn unfinished, and
     // reply-records.ts writes no reply where one is stored.
     journal.closed('d');
     const next = ReplyJournal.open(root);
     expect(next.unfinished.map((entry) => entry.reply.id)).toEqual(['d']);
+  });
+
+  test('close() writes the closed lines still waiting: the next start finds only the turns left open', () => {
+    const journal = ReplyJournal.open(root, { closedLinesWaitMs: 60_000 });
+    journal.open(turn('a'));
+    journal.open(turn('b'));
+    journal.delivered('a', 'all of it');
+    journal.delivered('b', 'part');
+    journal.closed('a');
+    journal.close();
+    const next = ReplyJournal.open(root);
+    expect(next.unfinished.map((entry) => [entry.reply.id, entry.delivered])).toEqual([['b', 'part']]);
   });
 
   test('a write that fails is told to those waiting for its text, and thrown to the caller of an append', async () => {

@@ -66,6 +66,8 @@ type Entry =
   | { readonly op: 'closed'; readonly id: string };
 
 const FILE = 'replies.jsonl';
+/** How long `closed` lines wait for another line to go with, when nothing else is written. */
+const CLOSED_LINES_WAIT_MS = 1000;
 // The journal holds prompts' parties and reply text: owner-only, whatever the process's umask.
 const OWNER_ONLY_DIRECTORY = 0o700;
 const OWNER_ONLY_FILE = 0o600;
@@ -96,6 +98,10 @@ export class ReplyJournal {
   #waitingLines = '';
   #waiting: AfterWrite[] = [];
   #scheduled = false;
+  /** `closed` lines not yet written: they go with the next write, or after `#closedLinesWaitMs` (see `closed`). */
+  #closedLines = '';
+  #closedLinesWaitMs = CLOSED_LINES_WAIT_MS;
+  #closedLinesTimer: NodeJS.Timeout | undefined;
   #unfinished: readonly UnfinishedTurn[];
   readonly #root: string | undefined;
   readonly #lease: JournalLease | undefined;
@@ -125,7 +131,7 @@ export class ReplyJournal {
    */
   static open(
     root: string | undefined,
-    options: { readonly rotateBytes?: number; readonly writeLines?: WriteLines; readonly lease?: JournalLeaseOptions } = {},
+    options: { readonly rotateBytes?: number; readonly writeLines?: WriteLines; readonly lease?: JournalLeaseOptions; readonly closedLinesWaitMs?: number } = {},
   ): ReplyJournal {
     const rotateBytes = options.rotateBytes ?? DEFAULT_ROTATE_BYTES;
     const write = options.writeLines ?? writeSync;
@@ -138,6 +144,7 @@ export class ReplyJournal {
     mkdirSync(dir, { mode: OWNER_ONLY_DIRECTORY });
     writeFileSync(join(dir, LOCK), lease.render(), { flush: true, mode: OWNER_ONLY_FILE });
     const journal = new ReplyJournal(root, dir, lease, rotateBytes, write, []);
+    journal.#closedLinesWaitMs = options.closedLinesWaitMs ?? CLOSED_LINES_WAIT_MS;
     journal.#unfinished = journal.#adoptOrphans(false);
     journal.#beat = setInterval(journal.#renew, lease.heartbeatMs);
     journal.#beat.unref();
@@ -293,26 +300,43 @@ export class ReplyJournal {
   }
 
   /**
-   * Nothing is left to do for the turn: its reply is in the store, or its prompt never was. The line goes with this
-   * turn of the event loop's other lines (one write for the turns closed together), and nothing waits for it: a turn
-   * whose `closed` line a crash kept out is found at the next start with its reply on record, and only closed then
-   * (reply-records.ts writes a recovered reply only where none is stored).
+   * Nothing is left to do for the turn: its reply is in the store, or its prompt never was. Nothing waits for the
+   * line: a turn whose `closed` line a crash kept out is found at the next start with its reply on record, and only
+   * closed then (reply-records.ts writes a recovered reply only where none is stored). So it has no write of its own:
+   * it goes with the next line written (under load, the next turn's `open`), or within `closedLinesWaitMs` when
+   * nothing else is written.
    */
   closed(id: string): void {
     if (this.#turns.delete(id) && this.#fd !== undefined) {
-      this.#waitingLines += `{"op":"closed","id":${JSON.stringify(id)}}\n`;
-      this.#writeAtEndOfLoopTurn();
+      this.#closedLines += `{"op":"closed","id":${JSON.stringify(id)}}\n`;
+      this.#closedLinesTimer ??= setTimeout(this.#writeClosedLines, this.#closedLinesWaitMs).unref();
     }
   }
+
+  readonly #writeClosedLines = (): void => {
+    this.#closedLinesTimer = undefined;
+    if (this.#closedLines === '') {
+      return;
+    }
+    try {
+      this.#appendLine('');
+    } catch {
+      // Nobody waits for these lines: the next start closes the turns they name (see `closed`).
+    }
+  };
 
   /** Closes the file; a journal with unfinished turns stays for the next start to adopt, an empty one is removed. */
   close(): void {
     clearInterval(this.#beat);
+    clearTimeout(this.#closedLinesTimer);
+    this.#closedLinesTimer = undefined;
     this.#lease?.release();
     if (this.#fd === undefined || !this.#dir) {
       return;
     }
-    this.writeWaiting();
+    if (this.#waitingLines !== '' || this.#closedLines !== '') {
+      this.#appendLine('');
+    }
     fsyncSync(this.#fd);
     closeSync(this.#fd);
     this.#fd = undefined;
@@ -333,9 +357,11 @@ export class ReplyJournal {
     if (this.#fd === undefined) {
       return;
     }
-    const text = this.#waitingLines + line;
+    // The closed lines after the waiting text (a turn's text before its `closed`), then the line itself.
+    const text = this.#waitingLines + this.#closedLines + line;
     const waiting = this.#waiting;
     this.#waitingLines = '';
+    this.#closedLines = '';
     this.#waiting = [];
     let failure: unknown;
     try {

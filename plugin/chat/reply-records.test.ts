@@ -130,13 +130,13 @@ describe('ReplyRecords', () => {
     await repo.createResource(reply('r-1', 'The whole answer.'), { assignedId: true });
     const creates = repo.creates;
 
-    const subject = start(ReplyJournal.open(root));
+    const subject = start(ReplyJournal.open(root, { closedLinesWaitMs: 10 }));
     await expect(subject.recover()).resolves.toEqual({ recovered: 1, pending: 0 });
     expect(repo.creates).toBe(creates);
     expect(await repo.readResource('Communication', 'r-1')).toMatchObject({ status: 'completed', payload: [{ contentString: 'The whole answer.' }] });
     expect(recoveredTold).toEqual([]);
-    // Closed now: a third start finds nothing to do.
-    await new Promise((resolve) => setImmediate(resolve));
+    // Closed now (its line written within the journal's wait for closed lines): a third start finds nothing to do.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     expect(ReplyJournal.open(root).unfinished).toEqual([]);
   });
 
