@@ -32,7 +32,7 @@ const GUARDS = {
   'plugin/governance/patient-data-record.ts': ['test/patient-data-de-identify.test.ts'],
   'plugin/governance/de-identify-model.ts': ['plugin/governance/de-identify-model.test.ts', 'test/patient-data-de-identify.test.ts'],
   'plugin/governance/de-identify-text.ts': ['plugin/governance/de-identify-text.test.ts', 'plugin/governance/de-identify-model.test.ts', 'plugin/governance/de-identify-present.test.ts', 'plugin/governance/re-identify-stream.test.ts'],
-  'plugin/governance/de-identify-terms.ts': ['plugin/governance/de-identify-text.test.ts', 'plugin/governance/de-identify-model.test.ts', 'test/patient-data-de-identify.test.ts'],
+  'plugin/governance/de-identify-terms.ts': ['plugin/governance/de-identify-terms.test.ts', 'plugin/governance/de-identify-text.test.ts', 'plugin/governance/de-identify-model.test.ts', 'test/patient-data-de-identify.test.ts'],
   'plugin/governance/de-identify-dates.ts': ['plugin/governance/de-identify-dates.test.ts', 'plugin/governance/de-identify-text.test.ts'],
   'plugin/governance/de-identify-present.ts': ['plugin/governance/de-identify-present.test.ts', 'plugin/governance/de-identify-text.test.ts'],
   'plugin/governance/re-identify-stream.ts': ['plugin/governance/re-identify-stream.test.ts', 'test/patient-data-de-identify.test.ts'],
