@@ -18,6 +18,7 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Contender } from './contenders/contender.ts';
@@ -31,6 +32,7 @@ import { PROFILE_ON_SIGNAL } from './profile/profile-file.ts';
 import { mergeRerun, readEarlierRun, type RunRecord } from './lib/rerun.ts';
 import { findSmokeProblems, type MissingScenario } from './lib/smoke-check.ts';
 import { readCpuTimes, readMachineFacts, stolenPercent } from './report/machine-facts.ts';
+import { sampleOtherProcesses } from './report/other-processes.ts';
 import { renderReport } from './report/render-report.ts';
 import { renderChart } from './report/svg-chart.ts';
 import { measureAddedLatency } from './scenarios/added-latency.ts';
@@ -95,6 +97,8 @@ const runSoak = soakOnly || (smoke && values.only === undefined);
 
 const startedAt = new Date();
 const cpuAtStart = readCpuTimes();
+// What the rest of the machine used meanwhile: a run beside another job is not a quiet one (the report says so).
+const otherProcesses = sampleOtherProcesses(process.pid, availableParallelism());
 function log(line: string): void {
   const elapsed = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
   process.stderr.write(`[bench ${elapsed}s] ${line}\n`);
@@ -169,9 +173,10 @@ let missing: MissingScenario[] = [];
 await runOwnScenarios(sections, missing);
 await runExternalScenarios(sections, missing);
 const durationSeconds = (Date.now() - startedAt.getTime()) / 1000;
-let record: RunRecord = { startedAt: startedAt.toISOString(), durationSeconds, stolenPercent: stolenPercent(cpuAtStart, readCpuTimes()), missing };
+const othersCpu = otherProcesses.stop();
+let record: RunRecord = { startedAt: startedAt.toISOString(), durationSeconds, stolenPercent: stolenPercent(cpuAtStart, readCpuTimes()), otherProcesses: othersCpu, missing };
 if (earlier && rerunIds) {
-  ({ sections, record } = mergeRerun(earlier, rerunIds, { sections, missing, at: startedAt.toISOString(), durationSeconds }));
+  ({ sections, record } = mergeRerun(earlier, rerunIds, { sections, missing, at: startedAt.toISOString(), durationSeconds, otherProcesses: othersCpu }));
   missing = [...record.missing];
 }
 
@@ -185,6 +190,7 @@ const report = renderReport({
   smoke,
   machine: readMachineFacts(),
   stolenPercent: record.stolenPercent,
+  otherProcesses: record.otherProcesses,
   layout: planCoreLayout().description,
   fhirgateNodeFlags: standaloneHostArgs(values['fhirgate-node-flag'] ?? []).slice(0, -1),
   fhirgateHost: FHIRGATE_HOST_DIFFERENCES,

@@ -8,12 +8,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ScenarioSection } from './section.ts';
 import type { MissingScenario } from './smoke-check.ts';
+import type { OtherProcessesCpu } from '../report/other-processes.ts';
 
 /** What a run keeps beside its report (raw/run.json), so a later rerun can render it again. */
 export interface RunRecord {
   readonly startedAt: string;
   readonly durationSeconds: number;
   readonly stolenPercent?: number;
+  /** The CPU processes outside the bench used during the run (bench/report/other-processes.ts). */
+  readonly otherProcesses?: OtherProcessesCpu;
   readonly missing: readonly MissingScenario[];
   /** Scenarios run again later, with when. */
   readonly reruns?: readonly Rerun[];
@@ -23,6 +26,7 @@ export interface Rerun {
   readonly ids: readonly string[];
   readonly at: string;
   readonly durationSeconds: number;
+  readonly otherProcesses?: OtherProcessesCpu;
 }
 
 /** The scenario id a section belongs to: the number its title starts with (`11. Web app` → `11`). */
@@ -67,7 +71,13 @@ export function recordFromReport(report: string): RunRecord {
 export function mergeRerun(
   earlier: { readonly sections: readonly ScenarioSection[]; readonly record: RunRecord },
   ids: readonly string[],
-  rerun: { readonly sections: readonly ScenarioSection[]; readonly missing: readonly MissingScenario[]; readonly at: string; readonly durationSeconds: number }
+  rerun: {
+    readonly sections: readonly ScenarioSection[];
+    readonly missing: readonly MissingScenario[];
+    readonly at: string;
+    readonly durationSeconds: number;
+    readonly otherProcesses?: OtherProcessesCpu;
+  }
 ): { sections: ScenarioSection[]; record: RunRecord } {
   const fresh = new Map(rerun.sections.map((section) => [scenarioIdOf(section), section]));
   const sections = earlier.sections.flatMap((section) => {
@@ -85,7 +95,7 @@ export function mergeRerun(
       ...earlier.record,
       missing,
       // An earlier rerun of only these scenarios no longer gives any section: this one says when they were run.
-      reruns: [...(earlier.record.reruns ?? []).filter((before) => !before.ids.every((id) => ids.includes(id))), { ids, at: rerun.at, durationSeconds: rerun.durationSeconds }],
+      reruns: [...(earlier.record.reruns ?? []).filter((before) => !before.ids.every((id) => ids.includes(id))), { ids, at: rerun.at, durationSeconds: rerun.durationSeconds, otherProcesses: rerun.otherProcesses }],
     },
   };
 }

@@ -2,6 +2,7 @@
 import type { ScenarioSection, TargetResult } from '../lib/section.ts';
 import type { MachineFacts } from './machine-facts.ts';
 import type { Rerun } from '../lib/rerun.ts';
+import type { OtherProcessesCpu } from './other-processes.ts';
 
 export interface ReportInput {
   /** When the run started (ISO 8601). */
@@ -16,6 +17,8 @@ export interface ReportInput {
    * busy host slows every contender, so runs compare only when it is alike. Undefined where it cannot be read.
    */
   readonly stolenPercent?: number;
+  /** The CPU that processes outside the bench used during the run; undefined where /proc cannot be read. */
+  readonly otherProcesses?: OtherProcessesCpu;
   readonly layout: string;
   /** The Node flags the fhirgate hosts ran with: their own commands' (main.ts's `#!` line), then any extra. */
   readonly fhirgateNodeFlags: readonly string[];
@@ -27,6 +30,23 @@ export interface ReportInput {
   readonly chartFile?: string;
   /** Hand-written markdown appended as is (bench/findings.md: profiles and before/after of fixes). */
   readonly appendix?: string;
+}
+
+/**
+ * Above this share of the machine's cores used by processes outside the bench, over the run or its busiest 10 s, the
+ * report says the run was not quiet: the contenders' figures are then lower than the machine gives, not alike.
+ */
+export const QUIET_RUN_PERCENT = 5;
+
+/** The cell of the CPU that other processes used: the run's share, the core-seconds and the busiest 10 s. */
+export function otherProcessesCell(others: OtherProcessesCpu | undefined): string {
+  if (!others) return 'not measured';
+  return `${others.outsidePercent.toFixed(1)} % of the cores (${others.outsideSeconds.toFixed(0)} core-seconds; the busiest 10 s: ${others.peakWindowPercent.toFixed(0)} %)`;
+}
+
+/** Whether other processes used enough of the machine during a run (or a rerun) that its figures do not compare. */
+export function wasNotQuiet(others: OtherProcessesCpu | undefined): boolean {
+  return others !== undefined && (others.outsidePercent > QUIET_RUN_PERCENT || others.peakWindowPercent > 4 * QUIET_RUN_PERCENT);
 }
 
 function cell(value: string | number): string {
@@ -110,10 +130,18 @@ export function renderReport(input: ReportInput): string {
     `| Node | ${machine.nodeVersion} |`,
     `| Portkey gateway | ${machine.portkeyVersion} |`,
     `| CPU time stolen by the hypervisor during the run | ${input.stolenPercent === undefined ? 'not measured' : `${input.stolenPercent.toFixed(1)} %`} |`,
+    `| CPU used by other processes on the machine during the run | ${cell(otherProcessesCell(input.otherProcesses))} |`,
+    ...(input.reruns ?? []).map((rerun) => `| the same, during the rerun of ${rerun.ids.join(', ')} | ${cell(otherProcessesCell(rerun.otherProcesses))} |`),
     `| process layout | ${cell(input.layout)} |`,
     `| fhirgate's Node flags | ${cell(input.fhirgateNodeFlags.length > 0 ? input.fhirgateNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`,
     ...(input.fhirgateHost ? [`| fhirgate's host | ${cell(input.fhirgateHost)} |`] : []),
     '',
+    ...(wasNotQuiet(input.otherProcesses) || (input.reruns ?? []).some((rerun) => wasNotQuiet(rerun.otherProcesses))
+      ? [
+          `**Not a quiet run.** Processes outside the bench used more than ${QUIET_RUN_PERCENT} % of the cores over the run (or ${4 * QUIET_RUN_PERCENT} % of a 10 s window): they took CPU from the contenders and the load generator, so this run's figures are lower than the machine gives and compare neither with a quiet run's nor, fairly, with each other (a contender made of more threads and more garbage loses more). Run the bench again on a quiet machine.`,
+          '',
+        ]
+      : []),
     `Targets met: ${targets.filter((target) => target.met).length} of ${targets.length}.`,
     '',
   ];
