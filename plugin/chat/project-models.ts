@@ -14,7 +14,7 @@ import type { Project } from '@medplum/fhirtypes';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.ts';
 import type { ModelCatalog, ModelRegistry, ProjectModelChoice } from '../llm/model-registry.ts';
-import { projectSettingText } from '../project-settings.ts';
+import { projectSettingText, projectVersionKey } from '../project-settings.ts';
 
 /** Names of the Project.setting and Project.secret entries fhirgate reads. */
 export const PROJECT_SETTING = { models: 'AI_MODELS', defaultModel: 'AI_MODEL', apiKey: 'AI_API_KEY' } as const;
@@ -30,7 +30,7 @@ export function apiKeySecretName(provider: string): string {
  */
 export function modelCatalogFor(registry: ModelRegistry, project: Project): ModelCatalog {
   // A version of a project never changes, so its catalog is made once, not on every turn.
-  const version = project.id && project.meta?.versionId ? `${project.id}/${project.meta.versionId}` : undefined;
+  const version = projectVersionKey(project);
   let known = catalogs.get(registry);
   const cached = version === undefined ? undefined : known?.get(version);
   if (cached) {

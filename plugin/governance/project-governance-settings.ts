@@ -15,7 +15,7 @@ import type { Project, ProjectSetting } from '@medplum/fhirtypes';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.ts';
 import { modelPricesOf, NANO_PER_DOLLAR, parsePriceList, type ModelPrices } from './model-prices.ts';
-import { misconfiguredSetting, projectSettingText } from '../project-settings.ts';
+import { misconfiguredSetting, projectSettingText, projectVersionKey } from '../project-settings.ts';
 
 /** Names of the Project.setting entries governance reads. */
 export const GOVERNANCE_SETTING = { modelAccess: 'AI_MODEL_ACCESS', prices: 'AI_MODEL_PRICES', budgetPrefix: 'AI_BUDGET_' } as const;
@@ -74,7 +74,7 @@ export class ProjectGovernanceSettings {
 
   /** The project's governance. Throws AppError `not_configured` (503) naming a setting that does not parse. */
   of(project: Project): ProjectGovernance {
-    const version = project.id && project.meta?.versionId ? `${project.id}/${project.meta.versionId}` : undefined;
+    const version = projectVersionKey(project);
     let parsed = version === undefined ? this.#byObject.get(project) : this.#byVersion.get(version);
     if (parsed === undefined) {
       parsed = parseOrError(project.setting ?? [], this.#operatorPrices);
