@@ -38,3 +38,21 @@ describe("the report's word on what else ran on the machine", () => {
     expect(report(undefined)).toContain('| CPU used by other processes on the machine during the run | not measured |');
   });
 });
+
+describe("the report's word on how the contenders were started", () => {
+  test("the floor's Node flags are listed beside fhirgate's", () => {
+    const text = renderReport({
+      startedAt: '2026-11-29T04:00:00.000Z',
+      durationSeconds: 2000,
+      smoke: false,
+      machine,
+      layout: 'taskset',
+      fhirgateNodeFlags: ['--max-semi-space-size=8', '--expose-gc'],
+      floorNodeFlags: ['--max-semi-space-size=8'],
+      sections: [],
+      missing: [],
+    });
+    expect(text).toContain("| fhirgate's Node flags | `--max-semi-space-size=8` `--expose-gc` |");
+    expect(text).toContain("| the floor's (SDK relay + store) Node flags | `--max-semi-space-size=8` |");
+  });
+});

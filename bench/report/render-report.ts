@@ -22,6 +22,8 @@ export interface ReportInput {
   readonly layout: string;
   /** The Node flags the fhirgate hosts ran with: their own commands' (main.ts's `#!` line), then any extra. */
   readonly fhirgateNodeFlags: readonly string[];
+  /** The Node flags the floor (SDK relay + store) ran with: the standalone host's own, so it keeps fhirgate's memory bounds. */
+  readonly floorNodeFlags?: readonly string[];
   /** How the fhirgate host differs from `npm start`. */
   readonly fhirgateHost?: string;
   readonly sections: readonly ScenarioSection[];
@@ -134,6 +136,7 @@ export function renderReport(input: ReportInput): string {
     ...(input.reruns ?? []).map((rerun) => `| the same, during the rerun of ${rerun.ids.join(', ')} | ${cell(otherProcessesCell(rerun.otherProcesses))} |`),
     `| process layout | ${cell(input.layout)} |`,
     `| fhirgate's Node flags | ${cell(input.fhirgateNodeFlags.length > 0 ? input.fhirgateNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`,
+    ...(input.floorNodeFlags ? [`| the floor's (SDK relay + store) Node flags | ${cell(input.floorNodeFlags.length > 0 ? input.floorNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`] : []),
     ...(input.fhirgateHost ? [`| fhirgate's host | ${cell(input.fhirgateHost)} |`] : []),
     '',
     ...(wasNotQuiet(input.otherProcesses) || (input.reruns ?? []).some((rerun) => wasNotQuiet(rerun.otherProcesses))
