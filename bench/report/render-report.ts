@@ -141,7 +141,7 @@ export function renderReport(input: ReportInput): string {
     '',
     ...(wasNotQuiet(input.otherProcesses) || (input.reruns ?? []).some((rerun) => wasNotQuiet(rerun.otherProcesses))
       ? [
-          `**Not a quiet run.** Processes outside the bench used more than ${QUIET_RUN_PERCENT} % of the cores over the run (or ${4 * QUIET_RUN_PERCENT} % of a 10 s window): they took CPU from the contenders and the load generator, so this run's figures are lower than the machine gives and compare neither with a quiet run's nor, fairly, with each other (a contender made of more threads and more garbage loses more). Run the bench again on a quiet machine.`,
+          `**Not a quiet run.** Processes outside the bench used more than ${QUIET_RUN_PERCENT} % of the cores over the run (or ${4 * QUIET_RUN_PERCENT} % of a 10 s window): they took CPU from the contenders and the load generator, so this run's figures are lower than the machine gives and compare neither with a quiet run's nor, fairly, with each other (such work does not slow the contenders alike). Run the bench again on a quiet machine.`,
           '',
         ]
       : []),
