@@ -19,7 +19,7 @@ const GUARDS = {
   'plugin/chat/deliver-stream.ts': ['test/chat-transport.test.ts', 'test/stream-chunk-shapes.test.ts', 'test/provider-resilience.test.ts'],
   'plugin/chat/communication-builders.ts': ['plugin/chat/conversation.test.ts', 'plugin/chat/reply-records.test.ts', 'plugin/chat/recorded-messages.test.ts', 'test/chat-gateway.test.ts'],
   'plugin/chat/reply-records.ts': ['plugin/chat/reply-records.test.ts', 'plugin/chat/turn-registry.test.ts', 'test/store-outage.test.ts'],
-  'plugin/chat/reply-journal.ts': ['plugin/chat/reply-journal.test.ts', 'plugin/chat/reply-journal-files.test.ts', 'plugin/chat/reply-records.test.ts', 'test/crash-recovery.test.ts'],
+  'plugin/chat/reply-journal.ts': ['plugin/chat/reply-journal.test.ts', 'plugin/chat/reply-journal-lines.test.ts', 'plugin/chat/reply-journal-files.test.ts', 'plugin/chat/journal-lease.test.ts', 'plugin/chat/reply-records.test.ts', 'test/crash-recovery.test.ts'],
   'plugin/chat/disclosure-audit.ts': ['test/patient-context.test.ts', 'test/patient-tools.test.ts'],
   'plugin/chat/fhir-tool-loop.ts': ['plugin/chat/fhir-tool-loop.test.ts', 'test/patient-tools.test.ts'],
   'plugin/chat/conversation-ownership.ts': ['plugin/chat/conversation-ownership.test.ts', 'test/conversation-ownership.test.ts'],
@@ -56,7 +56,7 @@ const GUARDS = {
 
   // The store: the AccessPolicy's narrowing of a search, compiled to SQL, and the write path of the SQLite store.
   'plugin/hosts/standalone/store/search-plan.ts': ['plugin/hosts/standalone/store/search-plan.test.ts', 'plugin/hosts/standalone/store/sqlite-policy-search.test.ts', 'plugin/hosts/standalone/policy-narrowed-search.test.ts'],
-  'plugin/hosts/standalone/store/filter-translation.ts': ['plugin/hosts/standalone/store/sqlite-search.test.ts', 'plugin/hosts/standalone/store/sqlite-policy-search.test.ts', 'plugin/hosts/standalone/policy-narrowed-search.test.ts'],
+  'plugin/hosts/standalone/store/filter-translation.ts': ['plugin/hosts/standalone/store/sqlite-search.test.ts', 'plugin/hosts/standalone/store/search-plan.test.ts', 'plugin/hosts/standalone/store/sqlite-policy-search.test.ts', 'plugin/hosts/standalone/policy-narrowed-search.test.ts'],
   // The write path only (create, update, patch, delete, the transaction and the write queue); the ranges follow the
   // file: move them when its methods move.
   'plugin/hosts/standalone/store/sqlite-repository.ts:187-204': sqliteWriteTests(),

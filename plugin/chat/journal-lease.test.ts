@@ -93,6 +93,9 @@ describe('reply journals sharing a folder across containers', () => {
     // Moved into the watcher's own journal: one folder left, holding the turn until it is recorded.
     expect(readdirSync(root)).toHaveLength(1);
     expect(watcher.openTurns).toBe(1);
+    // On the watcher's own file before the old one went: a crash of the watcher now loses nothing of it.
+    const kept = readUnfinished(readFileSync(join(root, readdirSync(root)[0] ?? '', 'replies.jsonl'), 'utf8'));
+    expect(kept.map((entry) => [entry.reply.id, entry.delivered])).toEqual([['cut-off', 'Half a reply']]);
   }, 30_000);
 
   test("a lease another container stopped renewing is taken at start once expired; a restart in the same namespace takes its earlier life's at once", () => {

@@ -77,6 +77,9 @@ const DEFAULT_ROTATE_BYTES = 8 * 1024 * 1024;
 /** How the journal's lines reach its file: `fs.writeSync` (a test gives one that fails, as a full disk would). */
 export type WriteLines = (fd: number, text: string) => number;
 
+/** How the journal makes a file or a directory durable: `fs.fsyncSync` (a test counts the calls). */
+export type SyncFile = (fd: number) => void;
+
 /** Called once the text lines waiting when it was given are in the file, or with the error that kept them out. */
 export type AfterWrite = (error?: unknown) => void;
 
@@ -91,6 +94,7 @@ export class ReplyJournal {
   readonly #dir: string | undefined;
   readonly #rotateBytes: number;
   readonly #write: WriteLines;
+  #sync: SyncFile = fsyncSync;
   readonly #turns = new Map<string, TurnState>();
   #fd: number | undefined;
   #bytes = 0;
@@ -131,7 +135,13 @@ export class ReplyJournal {
    */
   static open(
     root: string | undefined,
-    options: { readonly rotateBytes?: number; readonly writeLines?: WriteLines; readonly lease?: JournalLeaseOptions; readonly closedLinesWaitMs?: number } = {},
+    options: {
+      readonly rotateBytes?: number;
+      readonly writeLines?: WriteLines;
+      readonly syncFile?: SyncFile;
+      readonly lease?: JournalLeaseOptions;
+      readonly closedLinesWaitMs?: number;
+    } = {},
   ): ReplyJournal {
     const rotateBytes = options.rotateBytes ?? DEFAULT_ROTATE_BYTES;
     const write = options.writeLines ?? writeSync;
@@ -144,6 +154,7 @@ export class ReplyJournal {
     mkdirSync(dir, { mode: OWNER_ONLY_DIRECTORY });
     writeFileSync(join(dir, LOCK), lease.render(), { flush: true, mode: OWNER_ONLY_FILE });
     const journal = new ReplyJournal(root, dir, lease, rotateBytes, write, []);
+    journal.#sync = options.syncFile ?? fsyncSync;
     journal.#closedLinesWaitMs = options.closedLinesWaitMs ?? CLOSED_LINES_WAIT_MS;
     journal.#unfinished = journal.#adoptOrphans(false);
     journal.#beat = setInterval(journal.#renew, lease.heartbeatMs);
@@ -337,7 +348,7 @@ export class ReplyJournal {
     if (this.#waitingLines !== '' || this.#closedLines !== '') {
       this.#appendLine('');
     }
-    fsyncSync(this.#fd);
+    this.#sync(this.#fd);
     closeSync(this.#fd);
     this.#fd = undefined;
     if (this.#turns.size === 0) {
@@ -367,7 +378,7 @@ export class ReplyJournal {
     try {
       this.#bytes += this.#write(this.#fd, text);
       if (options.sync) {
-        fsyncSync(this.#fd);
+        this.#sync(this.#fd);
       }
       if (this.#bytes > this.#rotateBytes) {
         this.#rewrite();
@@ -417,7 +428,7 @@ export class ReplyJournal {
       closeSync(this.#fd);
     }
     renameSync(next, path);
-    fsyncDirectory(this.#dir);
+    fsyncDirectory(this.#dir, this.#sync);
     this.#fd = openSync(path, 'a', OWNER_ONLY_FILE);
     this.#bytes = Buffer.byteLength(content);
   }
@@ -471,10 +482,10 @@ function parseLine(line: string): Entry | undefined {
   }
 }
 
-function fsyncDirectory(dir: string): void {
+function fsyncDirectory(dir: string, sync: SyncFile): void {
   const fd = openSync(dir, 'r');
   try {
-    fsyncSync(fd);
+    sync(fd);
   } finally {
     closeSync(fd);
   }

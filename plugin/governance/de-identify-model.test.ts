@@ -135,3 +135,177 @@ describe('deIdentifiedModel', () => {
     expect(transcript.text).toBe(answer);
   });
 });
+
+describe('deIdentifiedModel: the edges of a request and a stream', () => {
+  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100, TURN_TIME);
+  const events = async (stream: AsyncIterable<ChatStreamEvent>): Promise<ChatStreamEvent[]> => {
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of stream) {
+      seen.push(event);
+    }
+    return seen;
+  };
+
+  test("the provider's own check of a request still runs, on the provider's model, and a model without one gets none", () => {
+    const checked: string[] = [];
+    const model: ChatModel = {
+      ...scriptedModel(''),
+      checkRequest(this: ChatModel) {
+        checked.push(this.provider);
+        throw new Error('temperature is not supported');
+      },
+    };
+    const wrapped = deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS });
+    expect(() => wrapped.checkRequest?.(request())).toThrow('temperature is not supported');
+    expect(checked).toEqual(['script']);
+    expect(deIdentifiedModel(scriptedModel(''), pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).checkRequest).toBeUndefined();
+  });
+
+  test('onSend is told before each request goes out, whole or streamed', async () => {
+    const order: string[] = [];
+    const model = scriptedModel('ok');
+    const logged: ChatModel = { ...model, complete: (sent) => (order.push('complete'), model.complete(sent)), stream: (sent) => (order.push('stream'), model.stream(sent)) };
+    const wrapped = deIdentifiedModel(logged, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS, onSend: () => order.push('sent') });
+    await wrapped.complete(request());
+    await events(wrapped.stream(request()));
+    expect(order).toEqual(['sent', 'complete', 'sent', 'stream']);
+  });
+
+  test("a tool choice of a kind goes as it is; one naming a tool the request does not offer goes de-identified as a name", async () => {
+    for (const toolChoice of ['auto', 'none', 'required'] as const) {
+      const model = scriptedModel('');
+      await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete({ ...request(), toolChoice });
+      expect(model.received[0].toolChoice).toBe(toolChoice);
+    }
+    const model = scriptedModel('');
+    await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete({ ...request(), tools: undefined, toolChoice: { name: 'find_MariaLopez' } });
+    expect(model.received[0].toolChoice).toEqual({ name: 'find_GIVEN-1FAMILY-2' });
+  });
+
+  test('two long names sent alike are told apart within the 64 characters a function name may have', async () => {
+    const long = `lookup_${'x'.repeat(60)}_`;
+    const tools = [{ name: `${long}123456789`, parameters: {} }, { name: `${long}123-45-6789`, parameters: {} }];
+    const model = scriptedModel('');
+    await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete({ ...request(), tools, toolChoice: undefined });
+    const names = model.received[0].tools?.map((tool) => tool.name) ?? [];
+    expect(new Set(names).size).toBe(2);
+    for (const name of names) {
+      expect(name.length).toBeLessThanOrEqual(64);
+    }
+  });
+
+  test('a message without parts or tool calls is sent without them', async () => {
+    const model = scriptedModel('');
+    await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete({
+      ...request(),
+      messages: [
+        { role: 'user', content: 'How is Maria?' },
+        { role: 'assistant', content: 'Well.' },
+      ],
+    });
+    expect(model.received[0].messages).toEqual([
+      { role: 'user', content: 'How is [GIVEN-1]?' },
+      { role: 'assistant', content: 'Well.' },
+    ]);
+  });
+
+  test('in a stream, calls are gathered by their index, wherever it starts, each with the first id and name it was given', async () => {
+    const model: ChatModel = {
+      provider: 'script',
+      complete: () => Promise.reject(new Error('not used')),
+      stream: async function* (): AsyncGenerator<ChatStreamEvent> {
+        yield { type: 'tool_call', index: 1, id: 'b', name: 'web_search', arguments: '{"query":' };
+        yield { type: 'tool_call', index: 1, id: '', name: '', arguments: '"x"}' };
+        yield { type: 'tool_call', index: 3, id: 'd', name: 'web_search', arguments: '{}' };
+        yield { type: 'finish', finishReason: 'tool_calls', usage: undefined };
+      },
+    };
+    const seen = await events(deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).stream(request()));
+    expect(seen).toEqual([
+      { type: 'tool_call', index: 1, id: 'b', name: 'web_search', arguments: '{"query":"x"}' },
+      { type: 'tool_call', index: 3, id: 'd', name: 'web_search', arguments: '{}' },
+      { type: 'finish', finishReason: 'tool_calls', usage: undefined },
+    ]);
+  });
+
+  test('a stream that fails hands on the text it held, re-identified, before the failure; not once the caller has given up', async () => {
+    const failing = (controller: AbortController): ChatModel => ({
+      provider: 'script',
+      complete: () => Promise.reject(new Error('not used')),
+      stream: async function* (): AsyncGenerator<ChatStreamEvent> {
+        // The date at the end is held: more of it could follow.
+        yield { type: 'text', text: 'Last seen 2023-09-27' };
+        controller.abort();
+        throw new Error('connection lost');
+      },
+    });
+    const read = async (controller: AbortController, abortOnFailure: boolean): Promise<{ text: string; error: unknown }> => {
+      const signal = abortOnFailure ? controller.signal : new AbortController().signal;
+      let text = '';
+      try {
+        for await (const event of deIdentifiedModel(failing(controller), pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).stream({ ...request(), signal })) {
+          text += event.type === 'text' ? event.text : '';
+        }
+      } catch (error) {
+        return { text, error };
+      }
+      return { text, error: undefined };
+    };
+    expect(await read(new AbortController(), false)).toEqual({ text: 'Last seen 2024-01-05', error: new Error('connection lost') });
+    expect(await read(new AbortController(), true)).toEqual({ text: 'Last seen ', error: new Error('connection lost') });
+  });
+});
+
+describe('deIdentifiedModel: what is sent in parts, held to the end, or put back into JSON', () => {
+  const pseudonyms = new Pseudonymizer(IDENTIFIED_PATIENT, -100, TURN_TIME);
+  const streamed = async (model: ChatModel): Promise<ChatStreamEvent[]> => {
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).stream(request())) {
+      seen.push(event);
+    }
+    return seen;
+  };
+
+  test("a message's parts are sent de-identified, and still make up the message sent", async () => {
+    const model = scriptedModel('');
+    await deIdentifiedModel(model, pseudonyms, new ModelTranscript(), { toolCalls: CLIENT_TOOLS }).complete(request());
+    const user = model.received[0].messages[2];
+    const parts = user.role === 'user' ? user.parts : undefined;
+    expect(parts).toHaveLength(2);
+    expect(parts?.join('')).toBe(user.content);
+    expect(parts?.join('')).not.toContain('Maria');
+  });
+
+  test('text held at the end of a stream (a date that could go on) comes out before the finish, and no fragment is empty', async () => {
+    const events = await streamed(scriptedModel('Ms. [FAMILY-2] was last seen 2023-09-27'));
+    expect(events.at(-1)?.type).toBe('finish');
+    const texts = events.flatMap((event) => (event.type === 'text' ? [event.text] : []));
+    expect(texts.join('')).toBe('Ms. López was last seen 2024-01-05');
+    expect(texts.filter((text) => text === '')).toEqual([]);
+  });
+
+  test("a call whose id and name come after its first fragment keeps them", async () => {
+    const model: ChatModel = {
+      provider: 'script',
+      complete: () => Promise.reject(new Error('not used')),
+      stream: async function* (): AsyncGenerator<ChatStreamEvent> {
+        yield { type: 'tool_call', index: 0, arguments: '{' };
+        yield { type: 'tool_call', index: 0, id: 'late', name: 'web_search', arguments: '}' };
+        yield { type: 'finish', finishReason: 'tool_calls', usage: undefined };
+      },
+    };
+    expect((await streamed(model)).filter((event) => event.type === 'tool_call')).toEqual([{ type: 'tool_call', index: 0, id: 'late', name: 'web_search', arguments: '{}' }]);
+  });
+
+  test('arguments put back stay JSON when what is put back holds a new line or a quote', async () => {
+    const patient = { ...IDENTIFIED_PATIENT, name: [{ given: ['Ana'], family: 'Lo"pez' }], address: [{ text: 'Flat 4\nRose Court' }] };
+    const quoting = new Pseudonymizer(patient, -100, TURN_TIME);
+    const held = { family: 'Lo"pez', address: 'Flat 4\nRose Court' };
+    const sent = { family: quoting.deIdentify(held.family), address: quoting.deIdentify(held.address) };
+    expect(JSON.stringify(sent)).not.toMatch(/pez|Rose/);
+    const model = scriptedModel('', [{ id: 'k', name: 'lookup', arguments: JSON.stringify(sent) }]);
+    const tools = [{ name: 'lookup', parameters: {} }];
+    const completion = await deIdentifiedModel(model, quoting, new ModelTranscript(), { toolCalls: { clientTools: false, reIdentifyClientArguments: false } }).complete({ ...request(), tools, toolChoice: undefined });
+    expect(JSON.parse(completion.toolCalls?.[0].arguments ?? '')).toEqual(held);
+  });
+});

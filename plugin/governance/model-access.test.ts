@@ -115,3 +115,93 @@ describe('ModelAccess', () => {
     expect(store.reads).toEqual(['team', 'team']);
   });
 });
+
+describe('model grants: what a policy names', () => {
+  test('only the ai-models extension grants; empty items, spaces and an extension without a value grant nothing more', () => {
+    const grant = grantOf({
+      resourceType: 'AccessPolicy',
+      extension: [
+        { url: 'urn:other', valueString: '*' },
+        { url: MODEL_GRANT_EXTENSION },
+        { url: MODEL_GRANT_EXTENSION, valueString: ' , openai/gpt-4o-mini ,, ' },
+      ],
+    });
+    expect(grant).toEqual({ all: false, providers: new Set(), models: new Set(['openai/gpt-4o-mini']) });
+  });
+
+  test("a provider's grant covers that provider's models only, not one whose name begins the same", () => {
+    const permission = { kind: 'granted' as const, grants: [grantOf(policy('a', 'open/*'))] };
+    expect(['open/m', 'openai/m', 'ope/m'].map((id) => mayUse(permission, id))).toEqual([true, false, false]);
+    expect(mayUse({ kind: 'all' }, 'anything/else')).toBe(true);
+    expect(mayUse({ kind: 'granted', grants: [] }, 'open/m')).toBe(false);
+  });
+});
+
+describe('ModelAccess: which policies, and how they are read', () => {
+  test('only references to AccessPolicies count, each read once however often the membership names it', async () => {
+    const store = policyStore([policy('team', 'openai/*')]);
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000 });
+    const caller = callerWith({
+      accessPolicy: { reference: 'AccessPolicy/team' },
+      access: [{ policy: { reference: 'AccessPolicy/team' } }, { policy: { reference: 'Group/team' } }, { policy: {} } as never, {} as never],
+    });
+    expect(await access.permissionOf(caller, BY_POLICY)).toEqual({ kind: 'granted', grants: [grantOf(policy('team', 'openai/*'))] });
+    expect(store.reads).toEqual(['team']);
+    expect(await access.permissionOf(callerWith({}), BY_POLICY)).toEqual({ kind: 'granted', grants: [] });
+  });
+
+  test('a model of the list is refused by name when not granted, allowed when granted', async () => {
+    const { repo } = policyStore([policy('team', 'openai/gpt-4o-mini')]);
+    const access = new ModelAccess({ systemRepo: async () => repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000 });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    await expect(access.requireListed(caller, BY_POLICY, 'openai/gpt-4o-mini')).resolves.toBeUndefined();
+    await expect(access.requireListed(caller, BY_POLICY, 'openai/gpt-4o')).rejects.toMatchObject({ code: 'model_not_allowed', message: expect.stringContaining("The model 'openai/gpt-4o' is not among") });
+    // A model named with spaces only is no model named.
+    await expect(access.check(caller, BY_POLICY, '  ', model('openai/gpt-4o'))).rejects.toMatchObject({ message: expect.stringContaining('No model was named') });
+    expect(await access.listFor(caller, EVERYONE, [{ id: 'a/b' }])).toEqual([{ id: 'a/b' }]);
+  });
+
+  test('requests that need one policy at the same time read it once', async () => {
+    const store = policyStore([policy('team', 'openai/*')]);
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000 });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    await Promise.all([access.permissionOf(caller, BY_POLICY), access.permissionOf(caller, BY_POLICY), access.permissionOf(caller, BY_POLICY)]);
+    expect(store.reads).toEqual(['team']);
+  });
+
+  test('a read that fails fails the request that waits for it; in the background it leaves the grant as it was, and is tried again', async () => {
+    let failing = true;
+    const store = policyStore([policy('team', 'openai/*')]);
+    const repo = { readResource: (type: string, id: string) => (failing ? Promise.reject(new Error('store unavailable')) : store.repo.readResource(type as 'AccessPolicy', id)) } as unknown as FhirRepository;
+    let now = 0;
+    const access = new ModelAccess({ systemRepo: async () => repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    await expect(access.permissionOf(caller, BY_POLICY)).rejects.toThrow('store unavailable');
+    failing = false;
+    expect(await access.listFor(caller, BY_POLICY, [{ id: 'openai/m' }])).toEqual([{ id: 'openai/m' }]);
+    failing = true;
+    store.put(policy('team'));
+    now = 6000;
+    expect(await access.listFor(caller, BY_POLICY, [{ id: 'openai/m' }])).toEqual([{ id: 'openai/m' }]);
+    await new Promise((resolve) => setImmediate(resolve));
+    failing = false;
+    expect(await access.listFor(caller, BY_POLICY, [{ id: 'openai/m' }])).toEqual([{ id: 'openai/m' }]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await access.listFor(caller, BY_POLICY, [{ id: 'openai/m' }])).toEqual([]);
+  });
+
+  test('at most maxPolicies grants are kept, the least recently read going first', async () => {
+    const store = policyStore([policy('a', 'x/*'), policy('b', 'y/*'), policy('c', 'z/*')]);
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 60_000, maxPolicies: 2 });
+    const of = (id: string): Promise<unknown> => access.permissionOf(callerWith({ accessPolicy: { reference: `AccessPolicy/${id}` } }), BY_POLICY);
+    await of('a');
+    await of('b');
+    await of('a');
+    await of('c');
+    expect(store.reads).toEqual(['a', 'b', 'c']);
+    // `a` went first when `c` came, though asked for since: `b` is still kept.
+    await of('b');
+    await of('a');
+    expect(store.reads).toEqual(['a', 'b', 'c', 'a']);
+  });
+});

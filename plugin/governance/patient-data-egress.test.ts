@@ -2,9 +2,10 @@ import { notFound, OperationOutcomeError } from '@medplum/core';
 import type { Project } from '@medplum/fhirtypes';
 import type { FhirRepository } from '@medplum/fhir-router';
 import type { ChatModel, ChatModelRequest } from '../llm/chat-model.ts';
-import type { ResolvedModel } from '../llm/model-registry.ts';
+import type { ModelCatalog, ResolvedModel } from '../llm/model-registry.ts';
 import { createTelemetry } from '../telemetry/telemetry.ts';
-import { applyPatientDataEgress, type EgressTurn, type PatientDataOptions } from './patient-data-egress.ts';
+import { createTestTelemetry } from '../../test/support/telemetry.ts';
+import { applyPatientDataEgress, PATIENT_DATA_RULE, patientDataFieldsFor, type EgressTurn, type PatientDataOptions } from './patient-data-egress.ts';
 import { IDENTIFIED_PATIENT } from './de-identify-text.test.ts';
 
 /** A model that keeps the requests it is sent and echoes the last message. */
@@ -92,5 +93,98 @@ describe('applyPatientDataEgress', () => {
     await expect(
       applyPatientDataEgress(options, turn({ project: project('de-identify'), model: resolved('open/m', echoModel()), subject: { reference: { reference: 'Patient/gone' } }, systemRepo }))
     ).rejects.toMatchObject({ code: 'patient_data_not_allowed' });
+  });
+});
+
+describe('applyPatientDataEgress: who is told, and what comes back', () => {
+  const project = (settings: Record<string, string> = {}): Project & { id: string } => ({
+    resourceType: 'Project',
+    id: 'p',
+    setting: Object.entries(settings).map(([name, valueString]) => ({ name, valueString })),
+  });
+  const turnAbout = (overrides: Partial<EgressTurn>): EgressTurn => ({
+    project: project(),
+    model: resolved('open/m', echoModel()),
+    subject: { reference: { reference: `Patient/${IDENTIFIED_PATIENT.id}` }, patient: IDENTIFIED_PATIENT },
+    conversationId: 'c',
+    messages: [],
+    systemRepo: () => Promise.reject(new Error('not used')),
+    ...overrides,
+  });
+  /** A model that calls the tool `lookup` with the patient's pseudonym in its arguments. */
+  const callingModel = (): ChatModel => ({
+    provider: 'script',
+    complete: async () => ({ text: '', toolCalls: [{ id: 'k', name: 'lookup', arguments: '{"who":"[GIVEN-1]"}' }], finishReason: 'tool_calls', usage: undefined }),
+    stream: () => {
+      throw new Error('not used');
+    },
+  });
+  const callArguments = async (egress: { target: ResolvedModel }): Promise<string | undefined> =>
+    (await egress.target.model.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ name: 'lookup', parameters: {} }], maxTokens: 10, signal: new AbortController().signal })).toolCalls?.[0].arguments;
+
+  test('a refusal is counted by rule and project, and names the operator\'s list as the host takes it', async () => {
+    const telemetry = createTestTelemetry();
+    const failure = applyPatientDataEgress(
+      { operatorModels: ['safe/*'], operatorSetting: 'AI_PATIENT_DATA_MODELS in the environment', telemetry: telemetry.telemetry },
+      turnAbout({})
+    );
+    await expect(failure).rejects.toMatchObject({ code: 'patient_data_not_allowed', message: expect.stringContaining('(AI_PATIENT_DATA_MODELS in the environment)') });
+    expect(await telemetry.points('fhirgate.governance.refusals')).toEqual([{ attributes: { 'fhirgate.governance.rule': PATIENT_DATA_RULE, 'fhirgate.project.id': 'p' }, value: 1 }]);
+  });
+
+  test('a de-identified turn is counted by project and model', async () => {
+    const telemetry = createTestTelemetry();
+    const egress = await applyPatientDataEgress(
+      { operatorModels: [], dateShiftKey: 'k'.repeat(32), telemetry: telemetry.telemetry },
+      turnAbout({ project: project({ AI_PATIENT_DATA_POLICY: 'de-identify' }) })
+    );
+    await egress.target.model.complete({ model: 'm', messages: [{ role: 'user', content: 'x' }], maxTokens: 10, signal: new AbortController().signal });
+    expect(await telemetry.points('fhirgate.governance.de_identified_turns')).toEqual([{ attributes: { 'fhirgate.project.id': 'p', 'gen_ai.request.model': 'open/m' }, value: 1 }]);
+  });
+
+  test("a call the model makes comes back re-identified for fhirgate's own tools, pseudonymised for the client's unless the project says re-identify", async () => {
+    const options: PatientDataOptions = { operatorModels: [], dateShiftKey: 'k'.repeat(32), telemetry: createTelemetry('test') };
+    const deIdentify = project({ AI_PATIENT_DATA_POLICY: 'de-identify' });
+    const own = await applyPatientDataEgress(options, turnAbout({ project: deIdentify, model: resolved('open/m', callingModel()) }));
+    expect(JSON.parse((await callArguments(own)) ?? '')).toEqual({ who: 'María' });
+    const clientTools = [{ name: 'lookup', parameters: {} }];
+    const client = await applyPatientDataEgress(options, turnAbout({ project: deIdentify, model: resolved('open/m', callingModel()), tools: clientTools }));
+    expect(await callArguments(client)).toBe('{"who":"[GIVEN-1]"}');
+    const allowed = project({ AI_PATIENT_DATA_POLICY: 'de-identify', AI_PATIENT_DATA_TOOL_ARGUMENTS: 're-identify' });
+    const reIdentified = await applyPatientDataEgress(options, turnAbout({ project: allowed, model: resolved('open/m', callingModel()), tools: clientTools }));
+    expect(JSON.parse((await callArguments(reIdentified)) ?? '')).toEqual({ who: 'María' });
+  });
+
+  test('a patient the turn names without its record is read with the system repository; a failed read other than "gone" is that failure', async () => {
+    const options: PatientDataOptions = { operatorModels: [], dateShiftKey: 'k'.repeat(32), telemetry: createTelemetry('test') };
+    const read: string[] = [];
+    const systemRepo = async (): Promise<FhirRepository> =>
+      ({ readReference: async (reference: { reference: string }) => (read.push(reference.reference), IDENTIFIED_PATIENT) }) as unknown as FhirRepository;
+    const model = echoModel();
+    const egress = await applyPatientDataEgress(options, turnAbout({ project: project({ AI_PATIENT_DATA_POLICY: 'de-identify' }), model: resolved('open/m', model), subject: { reference: { reference: 'Patient/x' } }, systemRepo }));
+    await egress.target.model.complete({ model: 'm', messages: [{ role: 'user', content: 'Is María ok?' }], maxTokens: 10, signal: new AbortController().signal });
+    expect([read, model.sent[0].messages[0].content]).toEqual([['Patient/x'], 'Is [GIVEN-1] ok?']);
+
+    const unavailable = new Error('store unavailable');
+    const failing = async (): Promise<FhirRepository> => ({ readReference: () => Promise.reject(unavailable) }) as unknown as FhirRepository;
+    await expect(
+      applyPatientDataEgress(options, turnAbout({ project: project({ AI_PATIENT_DATA_POLICY: 'de-identify' }), subject: { reference: { reference: 'Patient/x' } }, systemRepo: failing }))
+    ).rejects.toBe(unavailable);
+  });
+});
+
+describe('patientDataFieldsFor: what /v1/models says of each model', () => {
+  const options: PatientDataOptions = { operatorModels: ['safe/*'], telemetry: createTelemetry('test') };
+  const catalog = (resolve: (id: string) => Partial<ResolvedModel>): ModelCatalog => ({ resolve: (id?: string) => resolve(id ?? '') }) as unknown as ModelCatalog;
+
+  test("a model the project calls with its own key is judged by the project's list, one it has no key for as on the server's account", () => {
+    const project: Project = { resourceType: 'Project', setting: [{ name: 'AI_PATIENT_DATA_MODELS', valueString: 'own/*, safe/*' }] };
+    const fields = patientDataFieldsFor(options, project, catalog((id) => {
+      if (id.startsWith('nokey/')) {
+        throw new Error('no key');
+      }
+      return { id, usesProjectKey: id.startsWith('own/') };
+    }));
+    expect(['safe/m', 'own/m', 'open/m', 'nokey/m'].map((id) => fields(id).patient_data)).toEqual(['cleared', 'cleared', 'refused', 'refused']);
   });
 });

@@ -84,3 +84,73 @@ describe('patient data clearance', () => {
     expect(unclearedModels({ providers: providers as never, patientDataModels: ['azure/*', 'openai/gpt-4o'] })).toEqual(['openai/gpt-4o-mini']);
   });
 });
+
+describe('patient data settings: what an administrator is told, and what the lists accept', () => {
+  const operator = ['azure/*', 'openai/gpt-4o'];
+  const failureOf = (setting: Record<string, string>): AppError => {
+    try {
+      readProjectPatientData(project(setting));
+    } catch (thrown) {
+      if (AppError.isInstance(thrown)) {
+        return thrown;
+      }
+      throw thrown;
+    }
+    throw new Error('expected a 503');
+  };
+
+  test('a malformed policy or tool-arguments setting lists the values it takes', () => {
+    expect(failureOf({ AI_PATIENT_DATA_POLICY: 'allow' }).message).toContain('must be one of refuse, de-identify');
+    expect(failureOf({ AI_PATIENT_DATA_TOOL_ARGUMENTS: 'yes' }).message).toContain('must be one of pseudonymize, re-identify');
+  });
+
+  test("a malformed entry of the project's list is quoted, at most its first 100 characters, with what an entry must be", () => {
+    const message = failureOf({ AI_PATIENT_DATA_MODELS: 'azure/*, gpt-4o' }).message;
+    expect(message).toContain("'gpt-4o'");
+    expect(message).toContain('provider/model or provider/*');
+    const long = `x${'y'.repeat(300)}`;
+    const cut = failureOf({ AI_PATIENT_DATA_MODELS: long }).message;
+    expect(cut).toContain(`'${long.slice(0, 100)}'`);
+    expect(cut).not.toContain(long.slice(0, 101));
+  });
+
+  test('an entry with anything before its provider or after its model is malformed, not read as the model inside it', () => {
+    for (const entry of ['_azure/gpt-4o', '-azure/*', 'azure/gpt-4o extra', 'azure/* openai/gpt-4o']) {
+      expect([entry, failureOf({ AI_PATIENT_DATA_MODELS: entry }).details]).toEqual([entry, { setting: 'AI_PATIENT_DATA_MODELS' }]);
+    }
+  });
+
+  test("empty entries of the project's list (a trailing or doubled comma) are passed over, not an error", () => {
+    const settings = readProjectPatientData(project({ AI_PATIENT_DATA_MODELS: 'azure/gpt-4o-prod,, openai/gpt-4o ,' }));
+    expect(settings.models).toEqual(['azure/gpt-4o-prod', 'openai/gpt-4o']);
+    expect(isCleared(operator, settings, { id: 'openai/gpt-4o' })).toBe(true);
+  });
+
+  test('`none`, in any case, is a list that clears nothing, not the absence of one', () => {
+    for (const none of ['none', 'NONE', ' None ']) {
+      expect(readProjectPatientData(project({ AI_PATIENT_DATA_MODELS: none })).models).toEqual([]);
+    }
+  });
+
+  test("the refusal points at the model parameter, and says whose agreement is missing: the project's, for its own key; the operator's, for a model the project lists", () => {
+    const settings = readProjectPatientData(project({ AI_PATIENT_DATA_MODELS: 'azure/*, openai/gpt-4o-mini' }));
+    const ownKey = patientDataRefusal(operator, settings, { id: 'anthropic/claude-sonnet', usesProjectKey: true });
+    expect(ownKey.details).toEqual({ param: 'model' });
+    expect(ownKey.message).toContain('the project calls it with its own key, and the project setting AI_PATIENT_DATA_MODELS does not list it');
+    // Listed by the project (by the second of its entries), not cleared by the operator: the server's account is why.
+    const serverAccount = patientDataRefusal(operator, settings, { id: 'openai/gpt-4o-mini' });
+    expect(serverAccount.message).toContain("it is called with the server's own account");
+    expect(serverAccount.message).not.toContain('does not list it');
+  });
+
+  test("the operator's list: each problem quotes the entry (at most 100 characters); an entry without a provider is refused even where it looks like one", () => {
+    const providers = { llama: { models: ['llama3'] }, openai: { models: ['gpt-4o'] } };
+    expect(patientDataModelProblems(['openai/gpt-5'], providers)).toEqual([expect.stringContaining("'openai/gpt-5' must be provider/model or provider/*")]);
+    // `llama3` is no `provider/model`, though `llama` is a provider and `llama3` one of its models.
+    expect(patientDataModelProblems(['llama3'], providers)).toHaveLength(1);
+    const long = `openai/${'x'.repeat(300)}`;
+    const [problem] = patientDataModelProblems([long], providers);
+    expect(problem).toContain(`'${long.slice(0, 100)}'`);
+    expect(problem).not.toContain(long.slice(0, 101));
+  });
+});

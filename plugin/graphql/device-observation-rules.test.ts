@@ -105,3 +105,42 @@ describe('checkWhatItIsAbout: refusals, each naming what to change', () => {
     expect(message.length).toBeLessThan(400);
   });
 });
+
+describe('checkWhatItIsAbout: what is not a reference, and how refusals are quoted', () => {
+  test.each([
+    ['reference fields left empty (null)', { performer: null, focus: null, note: [{ text: 'x', authorReference: null }], extension: [{ url: 'u', valueReference: null }] }],
+    ['meta fields the server sets, left empty (null)', { meta: { versionId: null, project: null, profile: ['p'] } }],
+    ['a null meta', { meta: null }],
+    ['a subject whose type names what its reference names', { subject: { reference: 'Device/dev-res-1', type: 'Device' } }],
+    ['a field whose name only contains "Reference"', { extension: [{ url: 'u', valueString: 'referenceRange', Referenced: { text: 'x' } }], referenceRange: [{ text: 'normal' }] }],
+  ])('%s is allowed', (_name, fields) => {
+    expect(() => checkWhatItIsAbout(observation(fields), assigned, 'ObservationCreate')).not.toThrow();
+  });
+
+  test.each([
+    ['a string', 'x'],
+    ['a list', [{ profile: ['p'] }]],
+  ])('a meta that is %s is refused', (_name, meta) => {
+    expect(refusal({ meta })).toBe('ObservationCreate: meta must be an object.');
+  });
+
+  test('a long field name is quoted as its first 64 characters, in meta and in a path', () => {
+    const long = 'x'.repeat(100);
+    const metaRefusal = refusal({ meta: { [long]: 'v' } });
+    expect(metaRefusal).toContain(`meta.${long.slice(0, 64)};`);
+    const pathRefusal = refusal({ [long]: { [`${long}Reference`]: { display: 'someone' } } });
+    expect(pathRefusal).toContain(`: ${long.slice(0, 64)}.${long.slice(0, 64)} is a reference`);
+  });
+
+  test('a path is written out to 120 characters and no further', () => {
+    let deep: unknown = { valueReference: { display: 'someone' } };
+    for (let level = 0; level < 40; level += 1) {
+      deep = { extension: [deep] };
+    }
+    const message = refusal({ extension: [deep] });
+    const path = message.slice('ObservationCreate: '.length, message.indexOf(' is a reference'));
+    expect(path.startsWith('extension[0].extension[0]')).toBe(true);
+    expect(path.length).toBeGreaterThanOrEqual(120);
+    expect(path.length).toBeLessThan(120 + 'extension'.length + 2);
+  });
+});

@@ -73,6 +73,17 @@ describe('search plans', () => {
     expect(plan('Communication?received:missing=true').exact).toBe(false);
   });
 
+  test('a date the index holds is decided in SQL, and so are _lastUpdated, _id and _project from the record itself', () => {
+    expect(plan('Communication?sent=gt2024-01-01').exact).toBe(true);
+    expect(plan('Communication?_lastUpdated=gt2024-01-01').exact).toBe(true);
+    expect(plan('Communication?_id=abc').exact).toBe(true);
+    expect(plan('Communication?_project=x').exact).toBe(true);
+    // Negated, they are left to the matcher.
+    expect(plan('Communication?_lastUpdated=ne2024-01-01').exact).toBe(false);
+    // A project with a system is none: nothing to read.
+    expect(plan('Communication?_project=sys|x').matchesNothing).toBe(true);
+  });
+
   test('a policy criterion on a parameter the type does not have matches nothing, as the matcher decides; a request with one is a 400', () => {
     expect(plan('Observation?status=final', [{ filters: parseSearchRequest('Observation?no-such=1').filters ?? [] }]).matchesNothing).toBe(true);
     expect(() => plan('Observation?no-such=1')).toThrow('Unknown search parameter: no-such');
@@ -83,6 +94,43 @@ describe('search plans', () => {
     expect(searchPlan.exact).toBe(true);
     expect(searchPlan.policyDrivers).toBeUndefined();
     expect(searchPlan.where.params).not.toContain('Patient/p1');
+  });
+});
+
+describe('which lookup a search reads', () => {
+  test('the most selective filter drives, wherever the request names it: an id, then a reference or identifier, then a code', () => {
+    expect(plan('Observation?_id=abc&patient=Patient/p1').driver).toMatchObject({ kind: 'id', values: ['abc'] });
+    expect(plan('Observation?patient=Patient/p1&_id=abc').driver).toMatchObject({ kind: 'id', values: ['abc'] });
+    expect(plan('Observation?code=8867-4&subject=Patient/p1').driver).toMatchObject({ param: 'subject' });
+    expect(plan('Observation?code=8867-4&identifier=urn:obs|o1').driver).toMatchObject({ param: 'identifier' });
+    expect(plan('Observation?code=8867-4&_compartment=Patient/p1').driver).toMatchObject({ kind: 'index', param: 'code' });
+  });
+
+  test('a lookup as selective as the driver is its peer, one less selective is not', () => {
+    const searchPlan = plan('Observation?subject=Patient/p1&code=8867-4&performer=Practitioner/a');
+    expect(searchPlan.driver).toMatchObject({ param: 'subject' });
+    expect(searchPlan.peers?.map((lookup) => lookup.param)).toEqual(['performer']);
+    expect(plan('Observation?subject=Patient/p1&code=8867-4').peers).toEqual([]);
+  });
+
+  test("a compartment rule's search reads the compartment, or the rule's own lookup when it has one", () => {
+    const inCompartment = plan('Observation?status=final', [{ filters: [], compartment: { reference: 'Patient/p1' } }]);
+    expect(inCompartment.exact).toBe(true);
+    expect(inCompartment.policyDrivers).toEqual([expect.objectContaining({ param: '_compartment', values: ['Patient/p1'] })]);
+    const withCriteria = plan('Observation?status=final', [{ filters: parseSearchRequest('Observation?performer=Practitioner/a').filters ?? [], compartment: { reference: 'Patient/p1' } }]);
+    expect(withCriteria.policyDrivers).toEqual([expect.objectContaining({ param: 'performer', values: ['Practitioner/a'] })]);
+  });
+
+  test('a compartment rule without a reference, or while the index holds no compartments, is left to the matcher', () => {
+    expect(plan('Observation?status=final', [{ filters: [], compartment: {} }]).exact).toBe(false);
+    const unindexed = planSearch('Observation', [], [{ filters: [], compartment: { reference: 'Patient/p1' } }], new Map());
+    expect(unindexed.exact).toBe(false);
+    expect(unindexed.matchesNothing).toBe(false);
+  });
+
+  test('a filter the matcher never matches (a quantity) finds nothing without reading a record', () => {
+    expect(plan('Observation?value-quantity=5').matchesNothing).toBe(true);
+    expect(plan('Observation?status=final', [{ filters: parseSearchRequest('Observation?value-quantity=5').filters ?? [] }]).matchesNothing).toBe(true);
   });
 });
 

@@ -114,3 +114,104 @@ describe('a search narrowed by an AccessPolicy', () => {
     }
   });
 });
+
+/** Criteria as an AccessPolicy rule gives them, each one alternative (compiled-access-policy.ts). */
+function criteria(...queries: string[]): PolicyAlternative[] {
+  return queries.map((query) => ({ filters: parseSearchRequest(query).filters ?? [] }));
+}
+
+describe("what a policy's alternatives let through", () => {
+  const LOINC = 'http://loinc.org';
+  /** Observations named for what tells them apart, each in its patient's compartment. */
+  const records: Observation[] = [
+    { id: 'p1-final-loinc', subject: 'Patient/p1', status: 'final', system: LOINC, performer: 'Practitioner/a', text: 'flagged' },
+    { id: 'p1-preliminary-other-system', subject: 'Patient/p1', status: 'preliminary', system: 'http://example.org/codes', performer: 'Practitioner/b', text: 'normal' },
+    { id: 'p2-final-loinc', subject: 'Patient/p2', status: 'final', system: LOINC, performer: 'Practitioner/a', text: 'normal' },
+    { id: 'p3-final-loinc', subject: 'Patient/p3', status: 'final', system: LOINC, performer: 'Practitioner/b', text: 'flagged' },
+  ].map(({ id, subject, status, system, performer, text }) => ({
+    resourceType: 'Observation',
+    id,
+    status: status as Observation['status'],
+    code: { coding: [{ system, code: '8867-4' }] },
+    subject: { reference: subject },
+    performer: [{ reference: performer }],
+    valueString: text,
+    meta: { project: 'project-a', compartment: [{ reference: subject }] },
+  }));
+
+  beforeEach(async () => {
+    for (const record of records) {
+      await repository.createResource(record, { assignedId: true });
+    }
+  });
+
+  /** The ids a caller whose policy gives `alternatives` finds with `query`, in order. */
+  async function seen(query: string, alternatives: readonly PolicyAlternative[]): Promise<string[]> {
+    const bundle = await repository.searchWithinPolicy(parseSearchRequest(query), alternatives);
+    return (bundle.entry ?? []).map((entry) => entry.resource?.id as string).sort();
+  }
+
+  test('a rule with a reference criterion and another: a record must meet both', async () => {
+    expect(await seen('Observation?', criteria('Observation?subject=Patient/p1&status=final'))).toEqual(['p1-final-loinc']);
+    expect(await seen('Observation?', criteria('Observation?status=final&patient=Patient/p1'))).toEqual(['p1-final-loinc']);
+  });
+
+  test('a rule with a reference criterion and a compartment: a record must be in the compartment too', async () => {
+    const rule: PolicyAlternative = { filters: parseSearchRequest('Observation?performer=Practitioner/a').filters ?? [], compartment: { reference: 'Patient/p1' } };
+    expect(await seen('Observation?', [rule])).toEqual(['p1-final-loinc']);
+    expect(await seen('Observation?', [...criteria('Observation?subject=Patient/p3'), rule])).toEqual(['p1-final-loinc', 'p3-final-loinc']);
+  });
+
+  test('a rule of a compartment alone lets through the records in it, and no other', async () => {
+    expect(await seen('Observation?', [{ filters: [], compartment: { reference: 'Patient/p2' } }])).toEqual(['p2-final-loinc']);
+    expect(await seen('Observation?status=final', [{ filters: [], compartment: { reference: 'Patient/p1' } }])).toEqual(['p1-final-loinc']);
+  });
+
+  test('a code criterion with its system lets through that code of that system only', async () => {
+    expect(await seen('Observation?', criteria(`Observation?code=${LOINC}|8867-4`))).toEqual(['p1-final-loinc', 'p2-final-loinc', 'p3-final-loinc']);
+    expect(await seen('Observation?', criteria('Observation?code=http://example.org/codes|8867-4', 'Observation?subject=Patient/p3'))).toEqual([
+      'p1-preliminary-other-system',
+      'p3-final-loinc',
+    ]);
+  });
+
+  test('a rule the index checks but cannot look up (a negation) beside one it looks up: each lets its own records through', async () => {
+    expect(await seen('Observation?', criteria('Observation?subject=Patient/p2', 'Observation?status:not=final'))).toEqual(['p1-preliminary-other-system', 'p2-final-loinc']);
+    expect(await seen('Observation?_sort=-_lastUpdated', criteria('Observation?performer:missing=false&subject:not=Patient/p1', 'Observation?subject=Patient/p1'))).toEqual([
+      'p1-final-loinc',
+      'p1-preliminary-other-system',
+      'p2-final-loinc',
+      'p3-final-loinc',
+    ]);
+  });
+
+  test('a rule with a criterion the type does not have lets nothing through, whatever its other criteria', async () => {
+    expect(await seen('Observation?', criteria('Observation?status=final&no-such=1'))).toEqual([]);
+    expect(await seen('Observation?', criteria('Observation?subject=Patient/p1&no-such=1', 'Observation?subject=Patient/p2'))).toEqual(['p2-final-loinc']);
+  });
+
+  test('a criterion the index cannot decide holds with the others of its rule, and beside rules the index decides', async () => {
+    expect(await seen('Observation?', criteria('Observation?status=final&value-string=flagged'))).toEqual(['p1-final-loinc', 'p3-final-loinc']);
+    expect(await seen('Observation?', criteria('Observation?subject=Patient/p2', 'Observation?value-string=flagged'))).toEqual([
+      'p1-final-loinc',
+      'p2-final-loinc',
+      'p3-final-loinc',
+    ]);
+    expect(await seen('Observation?', criteria('Observation?performer=Practitioner/b&status=preliminary', 'Observation?value-string=flagged&status=final'))).toEqual([
+      'p1-final-loinc',
+      'p1-preliminary-other-system',
+      'p3-final-loinc',
+    ]);
+  });
+
+  test("a search's own filters hold under any policy: one the index cannot decide, one no value can meet", async () => {
+    const everyone = criteria('Observation?subject=Patient/p1,Patient/p2,Patient/p3');
+    expect(await seen('Observation?status=final&value-string=flagged', everyone)).toEqual(['p1-final-loinc', 'p3-final-loinc']);
+    expect((await repository.search(parseSearchRequest('Observation?status=final&value-string=flagged'))).entry?.map((entry) => entry.resource?.id).sort()).toEqual([
+      'p1-final-loinc',
+      'p3-final-loinc',
+    ]);
+    expect(await seen('Observation?status=final&code=|', everyone)).toEqual([]);
+    expect((await repository.search(parseSearchRequest('Observation?status=final&code=|'))).entry).toBeUndefined();
+  });
+});

@@ -1,4 +1,4 @@
-import { Operator, parseSearchRequest, type SearchRequest } from '@medplum/core';
+import { matchesSearchRequest, Operator, parseSearchRequest, type Filter, type SearchRequest } from '@medplum/core';
 import { MemoryRepository, type FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Device, Observation, Resource } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
@@ -386,5 +386,104 @@ describe('SqliteRepository with a host-defined search parameter', () => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe('SqliteRepository agrees with the matcher at the edges of each filter', () => {
+  /** Records at the edges: instants at a day's bounds, codings without a system or a code, an id in capitals. */
+  const edges: Communication[] = [
+    { id: 'day-start', sent: '2024-01-05T00:00:00.000Z', category: [{ coding: [{ code: 'prompt' }] }] },
+    { id: 'day-end', sent: '2024-01-05T23:59:59.999Z', category: [{ coding: [{ system: CATEGORY_SYSTEM }] }] },
+    { id: 'next-day', sent: '2024-01-06T00:00:00.000Z', instantiatesUri: ['http://example.org/protocols/triage'] },
+    { id: 'whole-day', sent: '2024-01-05', subject: { display: 'no reference' } },
+    { id: 'Upper-Case', partOf: [{ reference: 'Communication/conv-a' }], meta: { project: 'Project-C' } },
+  ].map((edge) => ({ resourceType: 'Communication', status: 'completed', meta: { project: 'project-a' }, ...edge }));
+
+  beforeEach(async () => {
+    for (const edge of edges) {
+      await repository.createResource(edge, { assignedId: true });
+    }
+  });
+
+  /** The search's answer is what Medplum's matcher accepts of every stored resource of the type. */
+  async function expectMatcherAnswer(request: SearchRequest): Promise<void> {
+    const stored = await repository.searchResources({ resourceType: request.resourceType, count: 1000 });
+    const expected = stored.filter((resource) => matchesSearchRequest(resource, request)).map((resource) => resource.id).sort();
+    const actual = (await repository.searchResources({ ...request, count: 1000 })).map((resource) => resource.id).sort();
+    expect({ filters: request.filters, ids: actual }).toEqual({ filters: request.filters, ids: expected });
+  }
+
+  test(':missing and :present, each way, on indexed parameters', async () => {
+    for (const query of ['part-of:missing=true', 'part-of:missing=false', 'part-of:present=true', 'part-of:present=false', 'sent:missing=true', 'category:present=false', 'subject:missing=false']) {
+      await expectMatcherAnswer(parseSearchRequest(`Communication?${query}`));
+    }
+  });
+
+  test(':not and ne on ids, projects, references, tokens and dates', async () => {
+    for (const query of ['_id:not=turn-1', '_project:not=project-a', 'subject:not=Patient/p1', 'category:not=prompt', 'category:not=|', 'identifier:not=turn-3', 'sent=ne2024-01-05', '_lastUpdated=ne2024-01-05']) {
+      await expectMatcherAnswer(parseSearchRequest(`Communication?${query}`));
+    }
+  });
+
+  test('tokens: a code without a system, a system without a code, and empty parts', async () => {
+    for (const query of ['category=|prompt', `category=${CATEGORY_SYSTEM}|`, `category=${CATEGORY_SYSTEM}|,|prompt`, `category=${CATEGORY_SYSTEM}|,reply`, 'category=|', 'category=prompt,|', 'category=,prompt', 'identifier=|turn-3']) {
+      await expectMatcherAnswer(parseSearchRequest(`Communication?${query}`));
+    }
+  });
+
+  test('references without a type: by id where the parameter has one target type, else nothing', async () => {
+    for (const query of ['Observation?patient=p0', 'Observation?patient=Patient/p0,p0', 'Observation?patient=Patient/p9,p0', 'Observation?patient=p1', 'Communication?subject=p1', 'Communication?subject=Patient/p1,Patient/p1']) {
+      await expectMatcherAnswer(parseSearchRequest(query));
+    }
+  });
+
+  test('_project and _id: with and without a system, several at once, in any case', async () => {
+    for (const query of ['_project=project-a,project-b', '_project=|project-b', '_project=sys|project-b,project-b', '_project=sys|', '_project=project-c', '_project=', '_id=|turn-1', '_id=sys|turn-1', '_id=TURN-1,|upper-case', '_id=|', '_id=sys|']) {
+      await expectMatcherAnswer(parseSearchRequest(`Communication?${query}&_count=1000`));
+    }
+  });
+
+  test('a parameter of a type the index does not hold (uri) decides as the matcher does', async () => {
+    await expectMatcherAnswer(parseSearchRequest('Communication?instantiates-uri=example.org/protocols'));
+    await expectMatcherAnswer(parseSearchRequest('Communication?instantiates-uri=http://example.org/protocols/triage'));
+  });
+
+  test('every date comparison at the bounds of a day, of an instant and of a time zone', async () => {
+    const operators = [
+      Operator.EQUALS,
+      Operator.APPROXIMATELY,
+      Operator.LESS_THAN,
+      Operator.GREATER_THAN,
+      Operator.LESS_THAN_OR_EQUALS,
+      Operator.GREATER_THAN_OR_EQUALS,
+      Operator.STARTS_AFTER,
+      Operator.ENDS_BEFORE,
+      Operator.NOT_EQUALS,
+      Operator.CONTAINS,
+    ];
+    const values = ['2024-01-05', '2024-01-05T00:00:00.000Z', '2024-01-05T23:59:59.999Z', '2024-01-06T00:00:00.000Z', '2024-01-06T05:00:00+05:00', '2024-01', '2024-01-05,2024-01-06', ''];
+    for (const operator of operators) {
+      for (const value of values) {
+        const filter: Filter = { code: 'sent', operator, value };
+        await expectMatcherAnswer({ resourceType: 'Communication', filters: [filter] });
+      }
+    }
+  });
+
+  test('_lastUpdated compared at the instant a record was stored', async () => {
+    const { meta } = await repository.readResource<Communication>('Communication', 'day-end');
+    const instant = meta?.lastUpdated as string;
+    for (const operator of [Operator.EQUALS, Operator.LESS_THAN, Operator.GREATER_THAN, Operator.LESS_THAN_OR_EQUALS, Operator.GREATER_THAN_OR_EQUALS, Operator.STARTS_AFTER, Operator.ENDS_BEFORE]) {
+      await expectMatcherAnswer({ resourceType: 'Communication', filters: [{ code: '_lastUpdated', operator, value: instant }] });
+    }
+    // No comparison the matcher makes, or no value it can read: nothing.
+    await expectMatcherAnswer({ resourceType: 'Communication', filters: [{ code: '_lastUpdated', operator: Operator.CONTAINS, value: instant }] });
+    await expectMatcherAnswer({ resourceType: 'Communication', filters: [{ code: '_lastUpdated', operator: Operator.EQUALS, value: '' }] });
+  });
+
+  test('a chained search is refused as not supported, an unknown parameter as unknown', async () => {
+    await expect(repository.search(parseSearchRequest('Communication?subject:Patient.name=x'))).rejects.toThrow('Chained search is not supported');
+    await expect(repository.search(parseSearchRequest('Communication?_has:Observation:subject:status=final'))).rejects.toThrow('Chained search is not supported');
+    await expect(repository.search(parseSearchRequest('Communication?nope=x'))).rejects.toThrow('Unknown search parameter: nope');
   });
 });
