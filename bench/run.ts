@@ -97,6 +97,8 @@ const runSoak = soakOnly || (smoke && values.only === undefined);
 
 const startedAt = new Date();
 const cpuAtStart = readCpuTimes();
+/** The standalone host's own Node flags (main.ts's `#!` line): fhirgate's, and the floor's. */
+const HOST_NODE_FLAGS = standaloneHostArgs().slice(0, -1);
 // What the rest of the machine used meanwhile: a run beside another job is not a quiet one (the report says so).
 const otherProcesses = sampleOtherProcesses(process.pid, availableParallelism());
 function log(line: string): void {
@@ -124,7 +126,7 @@ async function runOwnScenarios(sections: ScenarioSection[], missing: MissingScen
     // the floor is fhirgate's store at its least, so it keeps the same memory bounds. With Node's defaults it spent
     // about a quarter less CPU a turn, on a heap three times the size (595 MB resident against 211).
     const floorFlags = [
-      ...standaloneHostArgs().slice(0, -1),
+      ...HOST_NODE_FLAGS,
       PROFILE_ON_SIGNAL,
       ...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(rawDirectory, 'profiles', 'floor')}`] : []),
     ];
@@ -200,7 +202,7 @@ const report = renderReport({
   otherProcesses: record.otherProcesses,
   layout: planCoreLayout().description,
   fhirgateNodeFlags: standaloneHostArgs(values['fhirgate-node-flag'] ?? []).slice(0, -1),
-  floorNodeFlags: standaloneHostArgs().slice(0, -1),
+  floorNodeFlags: HOST_NODE_FLAGS,
   fhirgateHost: FHIRGATE_HOST_DIFFERENCES,
   sections,
   missing,

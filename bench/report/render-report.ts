@@ -51,6 +51,11 @@ export function wasNotQuiet(others: OtherProcessesCpu | undefined): boolean {
   return others !== undefined && (others.outsidePercent > QUIET_RUN_PERCENT || others.peakWindowPercent > 4 * QUIET_RUN_PERCENT);
 }
 
+/** A list of Node flags as a cell: each as code, or `none`. */
+function flagsCell(flags: readonly string[]): string {
+  return cell(flags.length > 0 ? flags.map((flag) => `\`${flag}\``).join(' ') : 'none');
+}
+
 function cell(value: string | number): string {
   return String(value).replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
@@ -135,8 +140,8 @@ export function renderReport(input: ReportInput): string {
     `| CPU used by other processes on the machine during the run | ${cell(otherProcessesCell(input.otherProcesses))} |`,
     ...(input.reruns ?? []).map((rerun) => `| the same, during the rerun of ${rerun.ids.join(', ')} | ${cell(otherProcessesCell(rerun.otherProcesses))} |`),
     `| process layout | ${cell(input.layout)} |`,
-    `| fhirgate's Node flags | ${cell(input.fhirgateNodeFlags.length > 0 ? input.fhirgateNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`,
-    ...(input.floorNodeFlags ? [`| the floor's (SDK relay + store) Node flags | ${cell(input.floorNodeFlags.length > 0 ? input.floorNodeFlags.map((flag) => `\`${flag}\``).join(' ') : 'none')} |`] : []),
+    `| fhirgate's Node flags | ${flagsCell(input.fhirgateNodeFlags)} |`,
+    ...(input.floorNodeFlags ? [`| the floor's (SDK relay + store) Node flags | ${flagsCell(input.floorNodeFlags)} |`] : []),
     ...(input.fhirgateHost ? [`| fhirgate's host | ${cell(input.fhirgateHost)} |`] : []),
     '',
     ...(wasNotQuiet(input.otherProcesses) || (input.reruns ?? []).some((rerun) => wasNotQuiet(rerun.otherProcesses))
