@@ -180,4 +180,85 @@ describe('the model with FHIR tools', () => {
     expect(events).toEqual(['journaled call_1']);
     expect(toolbox.calls[0].shared).toEqual([]);
   });
+
+  test('the wrapped model is the same model to the delivery steps: id, name, fallbacks, provider and its request check', () => {
+    const checked: unknown[] = [];
+    const { model } = scriptedModel([]);
+    const fallback: ResolvedModel = { model, modelName: 'f', id: 'script/f', retries: { maxRetries: 0, baseDelayMs: 0, maxDelayMs: 0 }, fallbacks: [] };
+    const plain: ResolvedModel = {
+      model: { ...model, checkRequest: (shape) => void checked.push(shape) },
+      modelName: 'm',
+      id: 'script/m',
+      retries: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2 },
+      fallbacks: [fallback],
+    };
+    const toolbox = new FhirToolbox({ repo, patient, types: ['Observation'], options: { maxSteps: 2, maxResults: 10, maxCharacters: 4000 } }, async () => undefined);
+    const wrapped = withFhirTools(plain, toolbox);
+    expect(wrapped.id).toBe('script/m');
+    expect(wrapped.modelName).toBe('m');
+    expect(wrapped.retries).toEqual({ maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2 });
+    expect(wrapped.fallbacks).toEqual([fallback]);
+    expect(wrapped.model.provider).toBe('script');
+    wrapped.model.checkRequest?.({ messages: request.messages, maxTokens: 5 });
+    expect(checked).toEqual([{ messages: request.messages, maxTokens: 5 }]);
+    // A model without a check: the wrapped one has nothing to refuse either.
+    expect(() => withFhirTools({ ...plain, model }, toolbox).model.checkRequest?.({ messages: request.messages, maxTokens: 5 })).not.toThrow();
+  });
+
+  test("each step's request is the client's, with the conversation so far and the tools", async () => {
+    const { target, requests } = setUp([searchObservations('call_1'), answer]);
+    const asked = { ...request, temperature: 0.3, options: { seed: 7 } };
+    await target.model.complete(asked);
+    for (const step of requests) {
+      expect(step).toMatchObject({ model: 'm', maxTokens: 100, temperature: 0.3, options: { seed: 7 }, signal: asked.signal });
+    }
+    expect(requests[0].messages).toEqual(request.messages);
+  });
+
+  test('streamed: a call made in fragments is run once with its id, name and joined arguments', async () => {
+    const { target, toolbox, requests } = setUp([searchObservations('call_1'), answer]);
+    for await (const event of target.model.stream(request)) void event;
+    expect(toolbox.calls.map(({ id, name, arguments: args }) => ({ id, name, args }))).toEqual([
+      { id: 'call_1', name: SEARCH_TOOL, args: JSON.stringify({ resource_type: 'Observation', params: { _sort: '-date' } }) },
+    ]);
+    expect(requests[1].messages[1]).toEqual({ role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: SEARCH_TOOL, arguments: JSON.stringify({ resource_type: 'Observation', params: { _sort: '-date' } }) }] });
+    expect(requests[1].messages[2]).toMatchObject({ role: 'tool', toolCallId: 'call_1' });
+    expect(requests.map((step) => step.toolChoice)).toEqual(['auto', 'auto']);
+  });
+
+  test('streamed: after maxSteps rounds the last step allows no calls, and calls it still makes end the answer as length', async () => {
+    const { target, toolbox, requests } = setUp([searchObservations('call_1'), searchObservations('call_2')], 1);
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of target.model.stream(request)) seen.push(event);
+    expect(requests.map((step) => step.toolChoice)).toEqual(['auto', 'none']);
+    expect(toolbox.calls.map((call) => call.id)).toEqual(['call_1']);
+    expect(seen).toEqual([{ type: 'finish', finishReason: 'length', usage: { promptTokens: 20, completionTokens: 4 } }]);
+  });
+
+  test('a model that says it called tools but made no call: the answer ends as length, not as a call the client never gets', async () => {
+    const { target, toolbox } = setUp([{ text: 'Partial.', finishReason: 'tool_calls', usage: undefined }]);
+    const completion = await target.model.complete(request);
+    expect(completion).toEqual({ text: 'Partial.', finishReason: 'length', usage: undefined });
+    expect(toolbox.calls).toEqual([]);
+  });
+
+  test('usage: a step without any leaves the others; no step with usage, none', async () => {
+    const some = setUp([{ ...searchObservations('call_1'), usage: undefined }, answer]);
+    expect((await some.target.model.complete(request)).usage).toEqual({ promptTokens: 30, completionTokens: 5 });
+    const none = setUp([{ ...searchObservations('call_1'), usage: undefined }, { ...answer, usage: undefined }]);
+    expect((await none.target.model.complete(request)).usage).toBeUndefined();
+    const streamed = setUp([searchObservations('call_1'), { ...answer, usage: undefined }]);
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of streamed.target.model.stream(request)) seen.push(event);
+    expect(seen.at(-1)).toEqual({ type: 'finish', finishReason: 'stop', usage: { promptTokens: 10, completionTokens: 2 } });
+  });
+
+  test("log probabilities, when asked for, are every step's in order; not asked for, none", async () => {
+    const token = (text: string) => ({ token: text, logprob: -0.1, bytes: null, topLogprobs: [] });
+    const replies = [{ ...searchObservations('call_1'), text: 'Looking.', logprobs: [token('Looking.')] }, { ...answer, logprobs: [token('Glucose'), token(' is 105')] }];
+    const asked = setUp(replies);
+    expect((await asked.target.model.complete({ ...request, options: { logprobs: { top: 0 } } })).logprobs).toEqual([token('Looking.'), token('Glucose'), token(' is 105')]);
+    const notAsked = setUp(replies);
+    expect(await notAsked.target.model.complete(request)).not.toHaveProperty('logprobs');
+  });
 });
