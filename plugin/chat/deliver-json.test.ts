@@ -172,21 +172,11 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
       },
       { controller }
     );
-    const built = appFor(() => watched.turn);
     // Nothing is answered: the route ends without a body, as a client that left gets none.
-    const server = http.createServer(built.app).listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    try {
-      const { port } = server.address() as AddressInfo;
-      const outgoing = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions' });
-      outgoing.on('error', () => undefined);
-      outgoing.end();
+    await withClient(appFor(() => watched.turn).app, async (leave) => {
       await waitFor(() => watched.recorded.length === 1);
-      outgoing.destroy();
-    } finally {
-      server.close();
-      server.closeAllConnections();
-    }
+      leave();
+    });
     expect(watched.recorded[0]?.resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The client closed the connection before the reply.' } });
   });
 
@@ -194,24 +184,15 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
     let release: (completion: ChatCompletion) => void = () => undefined;
     const watched = turnWith(() => new Promise((resolve) => (release = resolve)), { usageWaitMs: 5_000 });
     const built = appFor(() => watched.turn);
-    const server = http.createServer(built.app).listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    try {
-      const { port } = server.address() as AddressInfo;
-      const outgoing = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions' });
-      outgoing.on('error', () => undefined);
-      outgoing.end();
+    await withClient(built.app, async (leave) => {
       await waitFor(() => watched.asked.length === 1);
-      outgoing.destroy();
+      leave();
       // The call runs on (usageWaitMs): it is not cancelled when the client leaves.
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(watched.turn.controller.signal.aborted).toBe(false);
       release({ text: 'Glucose is 105.', toolCalls: [{ id: 'c', name: 'f', arguments: '{}' }], finishReason: 'stop', usage: { promptTokens: 12, completionTokens: 9 } });
       await waitFor(() => watched.recorded.length === 1);
-    } finally {
-      server.close();
-      server.closeAllConnections();
-    }
+    });
     const resource = watched.recorded[0]?.resource;
     expect(resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The client closed the connection before the reply.' } });
     expect(resource?.payload).toBeUndefined();
@@ -226,28 +207,36 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
   test('a client that leaves and a provider that reports no usage: the estimate counts the text and calls generated', async () => {
     let release: (completion: ChatCompletion) => void = () => undefined;
     const watched = turnWith(() => new Promise((resolve) => (release = resolve)), { usageWaitMs: 5_000 });
-    const server = http.createServer(appFor(() => watched.turn).app).listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    try {
-      const { port } = server.address() as AddressInfo;
-      const outgoing = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions' });
-      outgoing.on('error', () => undefined);
-      outgoing.end();
+    await withClient(appFor(() => watched.turn).app, async (leave) => {
       await waitFor(() => watched.asked.length === 1);
-      outgoing.destroy();
+      leave();
       await new Promise((resolve) => setTimeout(resolve, 50));
       // 400 characters of text and 400 of a call: 800 generated.
       release({ text: 'x'.repeat(400), toolCalls: [{ id: 'c', name: 'n'.repeat(100), arguments: 'a'.repeat(300) }], finishReason: 'stop', usage: undefined });
       await waitFor(() => watched.recorded.length === 1);
-    } finally {
-      server.close();
-      server.closeAllConnections();
-    }
+    });
     const usage = watched.recorded[0]?.resource.extension?.find((extension) => extension.url === EXTENSION.usage);
     expect(usage?.extension?.find((part) => part.url === 'estimated')?.valueBoolean).toBe(true);
     expect(usage?.extension?.find((part) => part.url === 'completion-tokens')?.valueInteger).toBe(estimateTokensOfLength(800));
   });
 });
+
+/** Serves `app` on loopback, sends it one request, and runs `scenario` with a way for that client to leave. */
+async function withClient(app: Express, scenario: (leave: () => void) => Promise<void>): Promise<void> {
+  const server = http.createServer(app).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const outgoing = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions' });
+  outgoing.on('error', () => undefined);
+  outgoing.end();
+  try {
+    await scenario(() => outgoing.destroy());
+  } finally {
+    outgoing.destroy();
+    server.close();
+    server.closeAllConnections();
+  }
+}
 
 async function waitFor(condition: () => boolean): Promise<void> {
   for (let tries = 0; !condition(); tries++) {

@@ -91,7 +91,7 @@ describe('the model with FHIR tools', () => {
   });
 
   test('streamed: the text of every step streams, the calls do not reach the client, one finish ends it', async () => {
-    const { target } = setUp([{ ...searchObservations('call_1'), text: 'Let me look. ' }, answer]);
+    const { target, requests } = setUp([{ ...searchObservations('call_1'), text: 'Let me look. ' }, answer]);
     const seen: ChatStreamEvent[] = [];
     for await (const event of target.model.stream(request)) seen.push(event);
     expect(seen).toEqual([
@@ -100,10 +100,13 @@ describe('the model with FHIR tools', () => {
       { type: 'finish', finishReason: 'stop', usage: { promptTokens: 40, completionTokens: 7 } },
     ]);
     expect(events).toEqual(['disclosed call_1: 1', 'journaled call_1']);
+    // The next step is asked with the text the model wrote before its call.
+    expect(requests[1]?.messages[1]).toMatchObject({ role: 'assistant', content: 'Let me look. ' });
   });
 
   test('after maxSteps rounds the model is asked once more with no calls allowed; calls it still makes end the answer as length', async () => {
-    const { target, toolbox, requests } = setUp([searchObservations('call_1'), searchObservations('call_2'), searchObservations('call_3')], 2);
+    // The last step's calls end it as length whatever the provider said (here `stop`).
+    const { target, toolbox, requests } = setUp([searchObservations('call_1'), searchObservations('call_2'), { ...searchObservations('call_3'), finishReason: 'stop' }], 2);
     const completion = await target.model.complete(request);
     expect(requests.map((step) => step.toolChoice)).toEqual(['auto', 'auto', 'none']);
     expect(toolbox.calls.map((call) => call.id)).toEqual(['call_1', 'call_2']);
@@ -260,5 +263,43 @@ describe('the model with FHIR tools', () => {
     expect((await asked.target.model.complete({ ...request, options: { logprobs: { top: 0 } } })).logprobs).toEqual([token('Looking.'), token('Glucose'), token(' is 105')]);
     const notAsked = setUp(replies);
     expect(await notAsked.target.model.complete(request)).not.toHaveProperty('logprobs');
+  });
+
+  test('streamed: a reply cut by its token limit ends as length; a call at a later index alone is run once', async () => {
+    const { model, requests } = scriptedModel([]);
+    let step = 0;
+    const cut: ChatModel = {
+      provider: model.provider,
+      complete: model.complete,
+      async *stream(asked): AsyncGenerator<ChatStreamEvent> {
+        requests.push(asked);
+        step += 1;
+        if (step === 1) {
+          // Only the call at index 1 (a provider that numbers from its own count).
+          yield { type: 'tool_call', index: 1, id: 'call_9', name: SEARCH_TOOL, arguments: JSON.stringify({ resource_type: 'Observation' }) };
+          yield { type: 'finish', finishReason: 'tool_calls', usage: undefined };
+          return;
+        }
+        yield { type: 'text', text: 'Glucose is' };
+        yield { type: 'finish', finishReason: 'length', usage: undefined };
+      },
+    };
+    const toolbox = new FhirToolbox({ repo, patient, types: ['Observation'], options: { maxSteps: 4, maxResults: 10, maxCharacters: 4000 } }, async () => undefined);
+    const plain: ResolvedModel = { model: cut, modelName: 'm', id: 'script/m', retries: { maxRetries: 0, baseDelayMs: 0, maxDelayMs: 0 }, fallbacks: [] };
+    const seen: ChatStreamEvent[] = [];
+    for await (const event of withFhirTools(plain, toolbox).model.stream(request)) seen.push(event);
+    expect(toolbox.calls.map((call) => call.id)).toEqual(['call_9']);
+    expect(requests[1]?.messages.slice(1).map((message) => message.role)).toStrictEqual(['assistant', 'tool']);
+    expect(seen).toEqual([
+      { type: 'text', text: 'Glucose is' },
+      { type: 'finish', finishReason: 'length', usage: undefined },
+    ]);
+  });
+
+  test('log probabilities asked for, and a step without them: only the steps that have some', async () => {
+    const token = (text: string) => ({ token: text, logprob: -0.1, bytes: null, topLogprobs: [] });
+    const { target } = setUp([searchObservations('call_1'), { ...answer, logprobs: [token('Glucose')] }]);
+    const completion = await target.model.complete({ ...request, options: { logprobs: { top: 0 } } });
+    expect(completion.logprobs).toStrictEqual([token('Glucose')]);
   });
 });

@@ -64,6 +64,9 @@ describe('checkWhatItIsAbout: refusals, each naming what to change', () => {
     ['the assigned patient plus an identifier', { reference: 'Patient/p-1', identifier: { system: 'urn:mrn', value: '2' } }],
     ['an extension beside the reference', { reference: 'Patient/p-1', extension: [{ url: 'u', valueReference: { reference: 'Patient/p-2' } }] }],
     ['a string', 'Patient/p-1'],
+    ['a display and no reference', { display: 'Maria Lopez' }],
+    ['a reference that is not a string', { reference: 42 }],
+    ['a list', [{ reference: 'Patient/p-1' }]],
   ])('a subject with %s is refused as not a plain reference', (_name, subject) => {
     expect(refusal({ subject })).toMatch(/^ObservationCreate: subject must be a reference \(subject.reference\) with nothing beside it but type and display; /);
   });
