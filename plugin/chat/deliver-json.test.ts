@@ -144,6 +144,8 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
     expect(response.body.error).toEqual({ code: 'upstream_error', message: 'The model provider is unavailable.' });
     expect(watched.recorded).toHaveLength(1);
     expect(watched.recorded[0]?.resource.status).toBe('not-done');
+    // Nothing was delivered: no text on record.
+    expect(watched.recorded[0]?.resource.payload).toBeUndefined();
     expect(statusReason(watched.recorded[0]?.resource)).toEqual({ coding: [{ system: ERROR_CODE_SYSTEM, code: 'upstream_error' }], text: 'The model provider is unavailable.' });
   });
 
@@ -161,6 +163,7 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
     const response = await request(appFor(() => watched.turn).app).post('/v1/chat/completions').expect(503);
     expect(response.body.error).toEqual({ code: 'unavailable', message: 'The server is shutting down; retry on another instance.' });
     expect(watched.recorded[0]?.resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The server shut down before the reply.' } });
+    expect(watched.recorded[0]?.resource.payload).toBeUndefined();
   });
 
   test('a call aborted for the client: stopped on record, nothing thrown', async () => {
@@ -178,11 +181,51 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
       leave();
     });
     expect(watched.recorded[0]?.resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The client closed the connection before the reply.' } });
+    expect(watched.recorded[0]?.resource.payload).toBeUndefined();
+  });
+
+  test("a provider's own abort, the client still there: stopped on record, nothing answered", async () => {
+    const watched = turnWith(async () => {
+      throw Object.assign(new Error('The operation was aborted.'), { name: 'AbortError' });
+    });
+    await withClient(appFor(() => watched.turn).app, async (leave) => {
+      await waitFor(() => watched.recorded.length === 1);
+      leave();
+    });
+    expect(watched.recorded[0]?.resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The client closed the connection before the reply.' } });
+  });
+
+  test('a client that left, then a provider that fails: stopped (the client left first), not a failure', async () => {
+    let fail: (error: Error) => void = () => undefined;
+    const watched = turnWith(() => new Promise((_resolve, reject) => (fail = reject)), { usageWaitMs: 5_000 });
+    await withClient(appFor(() => watched.turn).app, async (leave) => {
+      await waitFor(() => watched.asked.length === 1);
+      leave();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      fail(new AppError('upstream_error', 'The model provider failed.'));
+      await waitFor(() => watched.recorded.length === 1);
+    });
+    expect(watched.recorded[0]?.resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The client closed the connection before the reply.' } });
+  });
+
+  test('a client gone before its departure was seen (a busy host): the reply is stopped, not completed', async () => {
+    let current: (() => void) | undefined;
+    const watched = turnWith(async () => {
+      // The connection is gone now; its close event has not been read yet.
+      current?.();
+      return ANSWER;
+    });
+    const built = appFor(() => watched.turn);
+    await withClient(built.app, async (leave) => {
+      current = leave;
+      await waitFor(() => watched.recorded.length === 1);
+    });
+    expect(watched.recorded[0]?.resource.status).toBe('stopped');
   });
 
   test('a client that leaves while the call runs on: the reply stopped, charged what the provider reported, nothing sent', async () => {
     let release: (completion: ChatCompletion) => void = () => undefined;
-    const watched = turnWith(() => new Promise((resolve) => (release = resolve)), { usageWaitMs: 5_000 });
+    const watched = turnWith(() => new Promise((resolve) => (release = resolve)), { usageWaitMs: 300 });
     const built = appFor(() => watched.turn);
     await withClient(built.app, async (leave) => {
       await waitFor(() => watched.asked.length === 1);
@@ -202,6 +245,9 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
       { url: 'completion-tokens', valueInteger: 9 },
     ]);
     expect(built.answered()).toBe(false);
+    // The turn is over: the deadline for the call it let run on is cleared, not left to fire.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(watched.turn.controller.signal.aborted).toBe(false);
   });
 
   test('a client that leaves and a provider that reports no usage: the estimate counts the text and calls generated', async () => {
@@ -218,6 +264,19 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
     const usage = watched.recorded[0]?.resource.extension?.find((extension) => extension.url === EXTENSION.usage);
     expect(usage?.extension?.find((part) => part.url === 'estimated')?.valueBoolean).toBe(true);
     expect(usage?.extension?.find((part) => part.url === 'completion-tokens')?.valueInteger).toBe(estimateTokensOfLength(800));
+
+    // Text alone: the text's characters.
+    let releaseText: (completion: ChatCompletion) => void = () => undefined;
+    const textOnly = turnWith(() => new Promise((resolve) => (releaseText = resolve)), { usageWaitMs: 5_000 });
+    await withClient(appFor(() => textOnly.turn).app, async (leave) => {
+      await waitFor(() => textOnly.asked.length === 1);
+      leave();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      releaseText({ text: 'y'.repeat(400), finishReason: 'stop', usage: undefined });
+      await waitFor(() => textOnly.recorded.length === 1);
+    });
+    const textUsage = textOnly.recorded[0]?.resource.extension?.find((extension) => extension.url === EXTENSION.usage);
+    expect(textUsage?.extension?.find((part) => part.url === 'completion-tokens')?.valueInteger).toBe(estimateTokensOfLength(400));
   });
 });
 

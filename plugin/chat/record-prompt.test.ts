@@ -142,6 +142,13 @@ describe('recordPrompt (step 2)', () => {
     expect(warnings).toEqual([{ message: 'fhirgate could not remove the root of a conversation whose first prompt was refused', data: { conversationId: 'root-1', status: 500 } }]);
   });
 
+  test('a host without a logger: a root that cannot be taken back does not hide the refusal', async () => {
+    const refusal = new OperationOutcomeError(forbidden);
+    const { services, caller } = setUp({ createFailures: [{ error: refusal }] }, { deleteFailure: new OperationOutcomeError(serverError(new Error('disk'))) });
+    (services.host as { logger?: unknown }).logger = undefined;
+    await expect(recordPrompt(services, caller, PARTIES, CHAT, NEW)).rejects.toBe(refusal);
+  });
+
   test('a passing failure is tried again; a try whose answer was lost but was stored is not written twice', async () => {
     const lost = new OperationOutcomeError(serverError(new Error('connection reset')));
     const { store, services, caller } = setUp({ createFailures: [{ error: lost, stored: true }] });
