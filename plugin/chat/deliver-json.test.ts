@@ -76,10 +76,6 @@ function appFor(turn: () => ChatTurn, answer?: Parameters<typeof deliverJson>[2]
 
 const ANSWER: ChatCompletion = { text: 'Glucose is 105 mg/dL.', finishReason: 'stop', usage: { promptTokens: 12, completionTokens: 7 } };
 
-function statusReason(resource: Communication | undefined): Communication['statusReason'] {
-  return resource?.statusReason;
-}
-
 describe('deliverJson (steps 4–6, a JSON answer)', () => {
   test("a completed reply is on record before its answer is sent; the answer names the conversation and the reply's record", async () => {
     let answered = () => false;
@@ -146,7 +142,7 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
     expect(watched.recorded[0]?.resource.status).toBe('not-done');
     // Nothing was delivered: no text on record.
     expect(watched.recorded[0]?.resource.payload).toBeUndefined();
-    expect(statusReason(watched.recorded[0]?.resource)).toEqual({ coding: [{ system: ERROR_CODE_SYSTEM, code: 'upstream_error' }], text: 'The model provider is unavailable.' });
+    expect(watched.recorded[0]?.resource.statusReason).toEqual({ coding: [{ system: ERROR_CODE_SYSTEM, code: 'upstream_error' }], text: 'The model provider is unavailable.' });
   });
 
   test('a turn the server stops while shutting down: stopped on record, 503 to its client', async () => {
@@ -251,31 +247,27 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
   });
 
   test('a client that leaves and a provider that reports no usage: the estimate counts the text and calls generated', async () => {
-    let release: (completion: ChatCompletion) => void = () => undefined;
-    const watched = turnWith(() => new Promise((resolve) => (release = resolve)), { usageWaitMs: 5_000 });
-    await withClient(appFor(() => watched.turn).app, async (leave) => {
-      await waitFor(() => watched.asked.length === 1);
-      leave();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      // 400 characters of text and 400 of a call: 800 generated.
-      release({ text: 'x'.repeat(400), toolCalls: [{ id: 'c', name: 'n'.repeat(100), arguments: 'a'.repeat(300) }], finishReason: 'stop', usage: undefined });
-      await waitFor(() => watched.recorded.length === 1);
-    });
-    const usage = watched.recorded[0]?.resource.extension?.find((extension) => extension.url === EXTENSION.usage);
+    /** The usage recorded when the client leaves and the call then ends with `completion`. */
+    const usageAfterLeaving = async (completion: ChatCompletion) => {
+      let release: (completion: ChatCompletion) => void = () => undefined;
+      const watched = turnWith(() => new Promise((resolve) => (release = resolve)), { usageWaitMs: 5_000 });
+      await withClient(appFor(() => watched.turn).app, async (leave) => {
+        await waitFor(() => watched.asked.length === 1);
+        leave();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        release(completion);
+        await waitFor(() => watched.recorded.length === 1);
+      });
+      return watched.recorded[0]?.resource.extension?.find((extension) => extension.url === EXTENSION.usage);
+    };
+
+    // 400 characters of text and 400 of a call: 800 generated.
+    const usage = await usageAfterLeaving({ text: 'x'.repeat(400), toolCalls: [{ id: 'c', name: 'n'.repeat(100), arguments: 'a'.repeat(300) }], finishReason: 'stop', usage: undefined });
     expect(usage?.extension?.find((part) => part.url === 'estimated')?.valueBoolean).toBe(true);
     expect(usage?.extension?.find((part) => part.url === 'completion-tokens')?.valueInteger).toBe(estimateTokensOfLength(800));
 
     // Text alone: the text's characters.
-    let releaseText: (completion: ChatCompletion) => void = () => undefined;
-    const textOnly = turnWith(() => new Promise((resolve) => (releaseText = resolve)), { usageWaitMs: 5_000 });
-    await withClient(appFor(() => textOnly.turn).app, async (leave) => {
-      await waitFor(() => textOnly.asked.length === 1);
-      leave();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      releaseText({ text: 'y'.repeat(400), finishReason: 'stop', usage: undefined });
-      await waitFor(() => textOnly.recorded.length === 1);
-    });
-    const textUsage = textOnly.recorded[0]?.resource.extension?.find((extension) => extension.url === EXTENSION.usage);
+    const textUsage = await usageAfterLeaving({ text: 'y'.repeat(400), finishReason: 'stop', usage: undefined });
     expect(textUsage?.extension?.find((part) => part.url === 'completion-tokens')?.valueInteger).toBe(estimateTokensOfLength(400));
   });
 });
