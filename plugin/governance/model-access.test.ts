@@ -87,16 +87,32 @@ describe('ModelAccess', () => {
 
   test('a policy is read again once its grant is older than policyCacheMs, without holding the turn: an edit applies from the next one', async () => {
     const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
+    // A clock that reads like Date.now(): the ages are differences of two large numbers.
+    const start = Date.parse('2026-11-29T10:00:00Z');
+    let now = start;
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
+    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
+    const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    store.put(policy('team', 'openai/*'));
+    now = start + 5000;
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    now = start + 5001;
+    // This turn goes on with the grant it has, and reads the policy again meanwhile.
+    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
+    expect(store.reads).toEqual(['team', 'team']);
+  });
+
+  test('a grant exactly twice policyCacheMs old still serves the turn while it is read again', async () => {
+    const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
     let now = 0;
     const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
     const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
     const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
     expect(await ids()).toEqual(['openai/gpt-4o-mini']);
     store.put(policy('team', 'openai/*'));
-    now = 5000;
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
-    now = 5001;
-    // This turn goes on with the grant it has, and reads the policy again meanwhile.
+    now = 10_000;
     expect(await ids()).toEqual(['openai/gpt-4o-mini']);
     expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
     expect(store.reads).toEqual(['team', 'team']);
@@ -143,7 +159,7 @@ describe('ModelAccess: which policies, and how they are read', () => {
     const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000 });
     const caller = callerWith({
       accessPolicy: { reference: 'AccessPolicy/team' },
-      access: [{ policy: { reference: 'AccessPolicy/team' } }, { policy: { reference: 'Group/team' } }, { policy: {} } as never, {} as never],
+      access: [{ policy: { reference: 'AccessPolicy/team' } }, { policy: { reference: 'Group/care-team-north' } }, { policy: {} } as never, {} as never],
     });
     expect(await access.permissionOf(caller, BY_POLICY)).toEqual({ kind: 'granted', grants: [grantOf(policy('team', 'openai/*'))] });
     expect(store.reads).toEqual(['team']);
@@ -203,5 +219,24 @@ describe('ModelAccess: which policies, and how they are read', () => {
     await of('b');
     await of('a');
     expect(store.reads).toEqual(['a', 'b', 'c', 'a']);
+  });
+
+  test('a policy read again goes behind the others: it is kept, and no other goes for it', async () => {
+    const store = policyStore(['a', 'b', 'c', 'd', 'e'].map((id) => policy(id, `${id}/*`)));
+    let now = 0;
+    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 1000, maxPolicies: 3, now: () => now });
+    const of = (id: string): Promise<unknown> => access.permissionOf(callerWith({ accessPolicy: { reference: `AccessPolicy/${id}` } }), BY_POLICY);
+    await of('a');
+    await of('b');
+    now = 1500;
+    await of('c');
+    // `b` is older than twice the bound: read again before the answer, it goes behind `c`; `a` stays.
+    now = 2500;
+    await of('b');
+    await of('d');
+    await of('e');
+    // `a` and then `c` made room for `d` and `e`; `b`, read last but two, is still kept.
+    await of('b');
+    expect(store.reads).toEqual(['a', 'b', 'c', 'b', 'd', 'e']);
   });
 });

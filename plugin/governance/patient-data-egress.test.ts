@@ -76,6 +76,7 @@ describe('applyPatientDataEgress', () => {
   test('log probabilities cannot be given for a de-identified turn: 400 naming logprobs, before anything is sent', async () => {
     await expect(applyPatientDataEgress(options, turn({ project: project('de-identify'), model: resolved('open/m', echoModel()), options: { logprobs: { top: 0 } } }))).rejects.toMatchObject({
       code: 'invalid_request',
+      message: expect.stringMatching(/logprobs cannot be given .* de-identified to 'open\/m', which is not cleared for patient data/),
       details: { param: 'logprobs' },
     });
   });
@@ -84,15 +85,18 @@ describe('applyPatientDataEgress', () => {
     const model = echoModel();
     await expect(applyPatientDataEgress({ ...options, dateShiftKey: undefined }, turn({ project: project('de-identify'), model: resolved('open/m', model) }))).rejects.toMatchObject({
       code: 'not_configured',
+      // The message tells the operator what to set, in either place.
+      message: expect.stringMatching(/no key for date shifts \(FHIRGATE_DATE_SHIFT_KEY .*deIdentification\.dateShiftKey\)/),
       details: { setting: 'deIdentification.dateShiftKey' },
     });
   });
 
-  test('a patient no longer in the store cannot be de-identified: refused', async () => {
-    const systemRepo = async (): Promise<FhirRepository> => ({ readReference: () => Promise.reject(new OperationOutcomeError(notFound)) }) as unknown as FhirRepository;
+  test('a patient no longer in the store cannot be de-identified: refused, saying why, the store\'s answer kept for the log', async () => {
+    const gone = new OperationOutcomeError(notFound);
+    const systemRepo = async (): Promise<FhirRepository> => ({ readReference: () => Promise.reject(gone) }) as unknown as FhirRepository;
     await expect(
       applyPatientDataEgress(options, turn({ project: project('de-identify'), model: resolved('open/m', echoModel()), subject: { reference: { reference: 'Patient/gone' } }, systemRepo }))
-    ).rejects.toMatchObject({ code: 'patient_data_not_allowed' });
+    ).rejects.toMatchObject({ code: 'patient_data_not_allowed', message: "The patient's record cannot be read, so the turn cannot be de-identified; it is not sent.", cause: gone });
   });
 });
 
@@ -180,11 +184,13 @@ describe('patientDataFieldsFor: what /v1/models says of each model', () => {
   test("a model the project calls with its own key is judged by the project's list, one it has no key for as on the server's account", () => {
     const project: Project = { resourceType: 'Project', setting: [{ name: 'AI_PATIENT_DATA_MODELS', valueString: 'own/*, safe/*' }] };
     const fields = patientDataFieldsFor(options, project, catalog((id) => {
-      if (id.startsWith('nokey/')) {
+      if (id.includes('nokey')) {
         throw new Error('no key');
       }
       return { id, usesProjectKey: id.startsWith('own/') };
     }));
-    expect(['safe/m', 'own/m', 'open/m', 'nokey/m'].map((id) => fields(id).patient_data)).toEqual(['cleared', 'cleared', 'refused', 'refused']);
+    // `own/nokey` is on the project's list, but without the project's key it would run on the server's account,
+    // which is not cleared.
+    expect(['safe/m', 'own/m', 'open/m', 'nokey/m', 'own/nokey'].map((id) => fields(id).patient_data)).toEqual(['cleared', 'cleared', 'refused', 'refused', 'refused']);
   });
 });
