@@ -14,7 +14,7 @@ import { AppError } from '../errors.ts';
 import type { ChatMessage } from '../llm/chat-model.ts';
 import { CATEGORY, SIDE_REQUEST_CATEGORY } from './fhir-vocabulary.ts';
 import { openingInstructions } from './turn-input.ts';
-import { categoryOf, messagesOf, toolCallsOf } from './recorded-messages.ts';
+import { categoryOf, communicationIdOf, messagesOf, toolCallsOf } from './recorded-messages.ts';
 import { isOutcomeStatus } from '../medplum-errors.ts';
 import { partyKey } from './conversation-ownership.ts';
 import { isOtherUsersTurn, otherUsersMessage, quotedEntry } from './quoted-turns.ts';
@@ -211,38 +211,29 @@ function historyWindow(
   caller: string | undefined,
   carryInstructions: boolean
 ): { history: ConversationHistory; complete: boolean; subjects: ReadonlySet<string> } {
-  const answered = new Set<string>();
-  for (const communication of stored) {
-    if (replies.has(communication.id)) {
-      const prompt = communication.inResponseTo?.[0]?.reference;
-      if (prompt) {
-        answered.add(prompt);
-      }
-    }
-  }
-  const genuine = (communication: WithId<Communication>): boolean =>
-    categoryOf(communication) === CATEGORY.response.code ? replies.has(communication.id) : answered.has(`Communication/${communication.id}`);
+  const records = readRecords(stored, replies, caller);
   const subjects = new Set<string>();
-  for (const communication of stored) {
-    const subject = communication.subject?.reference;
-    if (subject && genuine(communication)) {
+  for (const record of records) {
+    const subject = record.communication.subject?.reference;
+    if (subject && record.genuine) {
       subjects.add(subject);
     }
   }
-  const quoted = (communication: WithId<Communication>): boolean => caller !== undefined && isOtherUsersTurn(communication, caller);
-  const carried = carryInstructions ? carriedInstructions(stored.filter((communication) => genuine(communication) && !quoted(communication)), limits) : undefined;
+  const carried = carryInstructions ? carriedInstructions(records, limits) : undefined;
   // Newest first: each Communication's messages, last one first; another user's as the entry quoting it.
   const kept: { id: string; message: ChatMessage; quoted?: string }[] = [];
   const carriedCount = carried?.messages.length ?? 0;
   let characters = carried?.characters ?? 0;
   let full = false;
-  for (const communication of stored) {
-    if (!genuine(communication)) {
+  for (const record of records) {
+    if (!record.genuine) {
       continue;
     }
-    const quote = quoted(communication);
-    for (const message of turnMessagesOf(communication).reverse()) {
-      const quotedText = quote ? quotedEntry(communication, message) : undefined;
+    const { communication, quoted } = record;
+    const messages = turnMessagesOf(record);
+    for (let index = messages.length - 1; index >= 0; index--) {
+      const message = messages[index];
+      const quotedText = quoted ? quotedEntry(communication, message) : undefined;
       const length = quotedText?.length ?? message.content.length;
       if (carriedCount + kept.length >= limits.maxMessages || characters + length > limits.maxCharacters) {
         full = true;
@@ -280,27 +271,64 @@ function historyWindow(
   return { history: { ...instructions, messages, oldestId: kept[0]?.id }, complete, subjects };
 }
 
+/**
+ * A stored record as the history reads it, each fact read once per turn: its category, whether it is one of the
+ * conversation's turns (a reply the AI agent wrote, or a prompt such a reply answers), whether it is another user's
+ * turn (quoted-turns.ts), and its messages once asked for.
+ */
+interface HistoryRecord {
+  readonly communication: WithId<Communication>;
+  readonly isPrompt: boolean;
+  readonly genuine: boolean;
+  readonly quoted: boolean;
+  messages?: ChatMessage[];
+}
+
+function readRecords(stored: readonly WithId<Communication>[], replies: ReadonlySet<string>, caller: string | undefined): HistoryRecord[] {
+  const answered = new Set<string>();
+  for (const communication of stored) {
+    if (replies.has(communication.id)) {
+      const prompt = communicationIdOf(communication.inResponseTo?.[0]?.reference);
+      if (prompt) {
+        answered.add(prompt);
+      }
+    }
+  }
+  return stored.map((communication) => {
+    const category = categoryOf(communication);
+    const isReply = category === CATEGORY.response.code;
+    const genuine = isReply ? replies.has(communication.id) : answered.has(communication.id);
+    return { communication, isPrompt: category === CATEGORY.prompt.code, genuine, quoted: genuine && caller !== undefined && isOtherUsersTurn(communication, caller) };
+  });
+}
+
+/** A record's messages, read from it once. */
+function messagesOfRecord(record: HistoryRecord): ChatMessage[] {
+  record.messages ??= messagesOf(record.communication);
+  return record.messages;
+}
+
 /** A stored record's messages without the instructions its turn opened with (carried or superseded: see above). */
-function turnMessagesOf(communication: Communication): ChatMessage[] {
-  const messages = messagesOf(communication);
-  return categoryOf(communication) === CATEGORY.prompt.code ? messages.slice(openingInstructions(messages).length) : messages;
+function turnMessagesOf(record: HistoryRecord): ChatMessage[] {
+  const messages = messagesOfRecord(record);
+  return record.isPrompt ? messages.slice(openingInstructions(messages).length) : messages;
 }
 
 /**
- * The instructions the newest of the caller's `prompts` (newest first) that opened with some opened with, if they
- * fit within the limits by themselves.
+ * The instructions the newest of the caller's own prompts among `records` (newest first) that opened with some
+ * opened with, if they fit within the limits by themselves.
  */
-function carriedInstructions(prompts: readonly WithId<Communication>[], limits: HistoryLimits): { id: string; messages: ChatMessage[]; characters: number } | undefined {
-  for (const prompt of prompts) {
-    if (categoryOf(prompt) !== CATEGORY.prompt.code) {
+function carriedInstructions(records: readonly HistoryRecord[], limits: HistoryLimits): { id: string; messages: ChatMessage[]; characters: number } | undefined {
+  for (const record of records) {
+    if (!record.isPrompt || !record.genuine || record.quoted) {
       continue;
     }
-    const messages = openingInstructions(messagesOf(prompt));
+    const messages = openingInstructions(messagesOfRecord(record));
     if (messages.length === 0) {
       continue;
     }
     const characters = messages.reduce((total, message) => total + message.content.length, 0);
-    return messages.length <= limits.maxMessages && characters <= limits.maxCharacters ? { id: prompt.id, messages, characters } : undefined;
+    return messages.length <= limits.maxMessages && characters <= limits.maxCharacters ? { id: record.communication.id, messages, characters } : undefined;
   }
   return undefined;
 }

@@ -71,18 +71,15 @@ export function recordedPromptMessages(prompt: { readonly payload?: readonly Com
   let next = 0;
   const messages: ChatMessage[] = [];
   for (const description of described) {
-    const fields = description.extension ?? [];
-    const field = (url: string): Extension | undefined => fields.find((candidate) => candidate.url === url);
-    const role = field('role')?.valueCode;
-    const name = field('name')?.valueString;
-    const counts = fields.filter((candidate) => candidate.url === 'part').map((candidate) => Math.max(0, candidate.valueInteger ?? 0));
+    const fields = readFields(description.extension ?? []);
+    const { role, name, counts } = fields;
     if (role === 'user' || role === 'tool') {
-      const own = items.slice(next, next + Math.max(0, field('payload')?.valueInteger ?? 0));
+      const own = items.slice(next, next + Math.max(0, fields.payload ?? 0));
       next += own.length;
       const texts = own.map(payloadItemText);
       const content = texts.join('');
       if (role === 'tool') {
-        const toolCallId = field('tool-call-id')?.valueString ?? own[0]?.extension?.find((extension) => extension.url === EXTENSION.toolResult)?.valueString;
+        const toolCallId = fields.toolCallId ?? own[0]?.extension?.find((extension) => extension.url === EXTENSION.toolResult)?.valueString;
         if (toolCallId) {
           messages.push({ role: 'tool', content, toolCallId });
         }
@@ -90,14 +87,63 @@ export function recordedPromptMessages(prompt: { readonly payload?: readonly Com
       }
       messages.push({ role, content, ...(counts.length > 0 ? { parts: grouped(texts, counts) } : {}), ...named(name) });
     } else if (role === 'assistant') {
-      const toolCalls = fields.filter((candidate) => candidate.url === 'tool-call').map(callOf);
-      messages.push({ role, content: extensionsText(fields.filter((candidate) => candidate.url === 'text')), ...(toolCalls.length > 0 ? { toolCalls } : {}), ...named(name) });
+      const toolCalls = fields.toolCalls.map(callOf);
+      messages.push({ role, content: extensionsText(fields.texts), ...(toolCalls.length > 0 ? { toolCalls } : {}), ...named(name) });
     } else if (role === 'system' || role === 'developer') {
-      const texts = fields.filter((candidate) => candidate.url === 'text').map((piece) => extensionsText([piece]));
+      const texts = fields.texts.map((piece) => extensionsText([piece]));
       messages.push({ role, content: texts.join(''), ...(counts.length > 0 ? { parts: grouped(texts, counts) } : {}), ...named(name) });
     }
   }
   return messages;
+}
+
+/** A `message` extension's fields, read in one pass: the first of each single field, every one of the repeated. */
+interface MessageFields {
+  role?: string;
+  name?: string;
+  payload?: number;
+  toolCallId?: string;
+  readonly counts: number[];
+  readonly texts: Extension[];
+  readonly toolCalls: Extension[];
+}
+
+function readFields(fields: readonly Extension[]): MessageFields {
+  const read: MessageFields = { counts: [], texts: [], toolCalls: [] };
+  for (const field of fields) {
+    switch (field.url) {
+      case 'role':
+        if (!('role' in read)) {
+          read.role = field.valueCode;
+        }
+        break;
+      case 'name':
+        if (!('name' in read)) {
+          read.name = field.valueString;
+        }
+        break;
+      case 'payload':
+        if (!('payload' in read)) {
+          read.payload = field.valueInteger;
+        }
+        break;
+      case 'tool-call-id':
+        if (!('toolCallId' in read)) {
+          read.toolCallId = field.valueString;
+        }
+        break;
+      case 'part':
+        read.counts.push(Math.max(0, field.valueInteger ?? 0));
+        break;
+      case 'text':
+        read.texts.push(field);
+        break;
+      case 'tool-call':
+        read.toolCalls.push(field);
+        break;
+    }
+  }
+  return read;
 }
 
 /** How many pieces each part took, in order: a `part` field each (none for content sent as one string). */
