@@ -85,50 +85,45 @@ describe('ModelAccess', () => {
     expect(reads).toEqual([]);
   });
 
-  test('a policy is read again once its grant is older than policyCacheMs, without holding the turn: an edit applies from the next one', async () => {
+  /**
+   * A caller whose policy grants `openai/gpt-4o-mini`, read once at `start` (policyCacheMs 5 s), then edited to grant
+   * every `openai/` model; `ids(at)` lists what the caller may use `at` ms after the first read.
+   */
+  async function policyEditedAfterRead(start: number): Promise<{ ids: (at: number) => Promise<string[]>; reads: string[] }> {
     const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
-    // A clock that reads like Date.now(): the ages are differences of two large numbers.
-    const start = Date.parse('2026-11-29T10:00:00Z');
     let now = start;
     const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
     const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
-    const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
+    const ids = async (at: number): Promise<string[]> => {
+      now = start + at;
+      return (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
+    };
+    expect(await ids(0)).toEqual(['openai/gpt-4o-mini']);
     store.put(policy('team', 'openai/*'));
-    now = start + 5000;
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
-    now = start + 5001;
+    return { ids, reads: store.reads };
+  }
+
+  test('a policy is read again once its grant is older than policyCacheMs, without holding the turn: an edit applies from the next one', async () => {
+    // A clock that reads like Date.now(): the ages are differences of two large numbers.
+    const { ids, reads } = await policyEditedAfterRead(Date.parse('2026-11-29T10:00:00Z'));
+    expect(await ids(5000)).toEqual(['openai/gpt-4o-mini']);
     // This turn goes on with the grant it has, and reads the policy again meanwhile.
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
-    expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
-    expect(store.reads).toEqual(['team', 'team']);
+    expect(await ids(5001)).toEqual(['openai/gpt-4o-mini']);
+    expect(await ids(5001)).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
+    expect(reads).toEqual(['team', 'team']);
   });
 
   test('a grant exactly twice policyCacheMs old still serves the turn while it is read again', async () => {
-    const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
-    let now = 0;
-    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
-    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
-    const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
-    store.put(policy('team', 'openai/*'));
-    now = 10_000;
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
-    expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
-    expect(store.reads).toEqual(['team', 'team']);
+    const { ids, reads } = await policyEditedAfterRead(0);
+    expect(await ids(10_000)).toEqual(['openai/gpt-4o-mini']);
+    expect(await ids(10_000)).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
+    expect(reads).toEqual(['team', 'team']);
   });
 
   test('after a quiet spell longer than twice policyCacheMs, the first request reads the policy before it answers: an edit is never missed', async () => {
-    const store = policyStore([policy('team', 'openai/gpt-4o-mini')]);
-    let now = 0;
-    const access = new ModelAccess({ systemRepo: async () => store.repo, telemetry: createTestTelemetry().telemetry, policyCacheMs: 5000, now: () => now });
-    const caller = callerWith({ accessPolicy: { reference: 'AccessPolicy/team' } });
-    const ids = async (): Promise<string[]> => (await access.listFor(caller, BY_POLICY, [{ id: 'openai/gpt-4o-mini' }, { id: 'openai/gpt-4o' }])).map((entry) => entry.id);
-    expect(await ids()).toEqual(['openai/gpt-4o-mini']);
-    store.put(policy('team', 'openai/*'));
-    now = 10_001;
-    expect(await ids()).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
-    expect(store.reads).toEqual(['team', 'team']);
+    const { ids, reads } = await policyEditedAfterRead(0);
+    expect(await ids(10_001)).toEqual(['openai/gpt-4o-mini', 'openai/gpt-4o']);
+    expect(reads).toEqual(['team', 'team']);
   });
 });
 
