@@ -70,6 +70,41 @@ describe('messages read back from the records', () => {
     ]);
   });
 
+  test('a description edited by hand to give a field twice is read by its first: its role, name, payload count and call id', () => {
+    const prompt: Communication = {
+      resourceType: 'Communication',
+      status: 'completed',
+      category: [{ coding: [{ system: 'urn:test', code: 'ai-prompt' }] }],
+      payload: [{ contentString: 'first' }, { contentString: 'second' }],
+      extension: [
+        {
+          url: 'urn:fhirgate:extension:message',
+          extension: [
+            { url: 'role', valueCode: 'user' },
+            { url: 'role', valueCode: 'system' },
+            { url: 'name', valueString: 'ann' },
+            { url: 'name', valueString: 'bob' },
+            { url: 'payload', valueInteger: 1 },
+            { url: 'payload', valueInteger: 2 },
+          ],
+        },
+        {
+          url: 'urn:fhirgate:extension:message',
+          extension: [
+            { url: 'role', valueCode: 'tool' },
+            { url: 'tool-call-id', valueString: 'call_1' },
+            { url: 'tool-call-id', valueString: 'call_2' },
+            { url: 'payload', valueInteger: 1 },
+          ],
+        },
+      ],
+    };
+    expect(messagesOf(prompt)).toStrictEqual([
+      { role: 'user', content: 'first', name: 'ann' },
+      { role: 'tool', content: 'second', toolCallId: 'call_1' },
+    ]);
+  });
+
   test("a side request's prompt and reply carry the side request's category after their own", () => {
     const prompt = buildPrompt(parties, { rootId: 'root', messages: [{ role: 'user', content: 'Generate a title for this conversation.' }], requestBody: {}, sent, sideRequest: true });
     const stored = buildReply(parties, { ...reply, text: 'Title', status: 'completed', sideRequest: true });
