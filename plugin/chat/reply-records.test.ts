@@ -7,7 +7,7 @@ import type { Communication, Resource } from '@medplum/fhirtypes';
 import { buildReply } from './communication-builders.ts';
 import { EXTENSION } from './fhir-vocabulary.ts';
 import { ReplyJournal, type OpenTurn } from './reply-journal.ts';
-import { RECOVERED_REASON, ReplyRecords } from './reply-records.ts';
+import { isPassingFailure, RECOVERED_REASON, ReplyRecords, requireStored } from './reply-records.ts';
 
 /** A repository whose creates fail while `failures` is above 0 (or always, with Infinity). */
 class FlakyRepository extends MemoryRepository {
@@ -159,6 +159,60 @@ describe('ReplyRecords', () => {
     ]);
     expect(recoveredTold).toEqual([['r-priced', false]]);
   });
+
+  test("what a turn tells its records reaches the journal: a killed process's reply keeps its history, its FHIR tool calls and the text sent", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-told', status: 'completed' }, { assignedId: true });
+    const dying = start(ReplyJournal.open(root));
+    dying.open(openTurn('r-told', 'prompt-told'));
+    dying.history('r-told', { count: 7, oldest: 'c-oldest' });
+    dying.toolCall('r-told', { id: 'call_1', name: 'search_fhir', arguments: '{"type":"Observation"}', result: '[]', shared: [] });
+    dying.delivered('r-told', 'Sent before the kill.');
+    // The text frame waits for its line; the journal tells when the line is in the file.
+    const written = new Promise<unknown>((resolve) => expect(dying.whenWritten(resolve)).toBe(true));
+    await expect(written).resolves.toBeUndefined();
+
+    const subject = start(ReplyJournal.open(root));
+    await subject.recover();
+    const recovered = await repo.readResource<Communication>('Communication', 'r-told');
+    expect(recovered.payload).toEqual([{ contentString: 'Sent before the kill.' }]);
+    expect(recovered.extension?.find((extension) => extension.url === EXTENSION.history)?.extension).toEqual([
+      { url: 'count', valueInteger: 7 },
+      { url: 'oldest', valueReference: { reference: 'Communication/c-oldest' } },
+    ]);
+    expect(recovered.extension?.find((extension) => extension.url === EXTENSION.fhirToolCall)?.extension).toContainEqual({ url: 'name', valueString: 'search_fhir' });
+  });
+
+  test('a reply on record closes its turn: no longer open here, nothing for the next start', async () => {
+    const subject = start(ReplyJournal.open(root, { closedLinesWaitMs: 5 }));
+    subject.open(openTurn('r-done', 'p'));
+    expect(subject.isOpen('r-done')).toBe(true);
+    await expect(subject.record('project-1', reply('r-done', 'done'))).resolves.toBe('stored');
+    expect(subject.isOpen('r-done')).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(ReplyJournal.open(root).unfinished).toEqual([]);
+  });
+
+  test('a write the store keeps failing is tried once and then once after each delay, then kept in the outbox, saying so', async () => {
+    const warnings: [string, Record<string, unknown> | undefined][] = [];
+    const logger = { info: () => undefined, warn: (message: string, fields?: Record<string, unknown>) => warnings.push([message, fields]), error: () => undefined, debug: () => undefined };
+    const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, retryDelaysMs: [1, 1, 1], drainDelayMs: 60_000 });
+    records.push(subject);
+    repo.failures = Number.POSITIVE_INFINITY;
+    await expect(subject.record('project-1', reply('r-tries', 'x'))).resolves.toBe('outbox');
+    expect(repo.creates).toBe(4);
+    expect(warnings).toEqual([['fhirgate kept a reply in the outbox: the store did not take it', { replyId: 'r-tries', status: 500 }]]);
+  });
+
+  test('a failure with no FHIR outcome (a lost connection) may pass; a 4xx refusal, a 429 included, does not', () => {
+    expect(isPassingFailure(new Error('socket hang up'))).toBe(true);
+    expect(isPassingFailure(new OperationOutcomeError(serverError(new Error('down'))))).toBe(true);
+    expect(isPassingFailure(new OperationOutcomeError(forbidden))).toBe(false);
+  });
+
+  test('a write the turn needs that the store refuses (4xx) fails as refused; one that keeps failing is 503 unavailable', async () => {
+    await expect(requireStored(() => Promise.reject(new OperationOutcomeError(forbidden)))).rejects.toMatchObject({ outcome: { issue: [{ code: 'forbidden' }] } });
+    await expect(requireStored(() => Promise.reject(new Error('socket hang up')))).rejects.toMatchObject({ code: 'unavailable', retryAfterSeconds: 1 });
+  }, 10_000);
 
   test('what is still in the outbox at close is written by the next start', async () => {
     const first = start(ReplyJournal.open(root));
