@@ -214,6 +214,51 @@ describe('ReplyRecords', () => {
     await expect(requireStored(() => Promise.reject(new Error('socket hang up')))).rejects.toMatchObject({ code: 'unavailable', retryAfterSeconds: 1 });
   }, 10_000);
 
+  test('a start with nothing left unfinished recovers nothing and says nothing; one whose store is still down says what is pending', async () => {
+    const lines: string[] = [];
+    const logger = { info: (message: string) => lines.push(message), warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const quiet = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, drainDelayMs: 60_000 });
+    records.push(quiet);
+    await expect(quiet.recover()).resolves.toEqual({ recovered: 0, pending: 0 });
+    expect(lines).toEqual([]);
+    await quiet.close();
+
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-pending', status: 'completed' }, { assignedId: true });
+    const dying = ReplyJournal.open(join(root, 'other'));
+    dying.open(openTurn('r-pending', 'prompt-pending'));
+    repo.failures = Number.POSITIVE_INFINITY;
+    const subject = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'other')), agentRepo: async () => repo, systemRepo: async () => repo, logger, drainDelayMs: 60_000 });
+    records.push(subject);
+    await expect(subject.recover()).resolves.toEqual({ recovered: 0, pending: 1 });
+    expect(lines).toEqual(['fhirgate recovered unfinished replies']);
+  });
+
+  test('close() tries the outbox once more; after it, nothing is written until the next start', async () => {
+    const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 20 });
+    records.push(subject);
+    repo.failures = Number.POSITIVE_INFINITY;
+    await subject.record('project-1', reply('r-last', 'last round'));
+    // The store is back by the time the server stops: the last round writes it.
+    repo.failures = 0;
+    await subject.close();
+    expect(await repo.readResource('Communication', 'r-last')).toMatchObject({ payload: [{ contentString: 'last round' }] });
+
+    const closing = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'closing')), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 20 });
+    records.push(closing);
+    repo.failures = Number.POSITIVE_INFINITY;
+    await closing.record('project-1', reply('r-scheduled', 'scheduled'));
+    await closing.close();
+    const closed = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'closed')), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 20 });
+    records.push(closed);
+    await closed.close();
+    await closed.record('project-1', reply('r-after', 'after close'));
+    // The store comes back after the close: no drain of either process writes its reply.
+    repo.failures = 0;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await expect(repo.readResource('Communication', 'r-scheduled')).rejects.toThrow('Not found');
+    await expect(repo.readResource('Communication', 'r-after')).rejects.toThrow('Not found');
+  });
+
   test('what is still in the outbox at close is written by the next start', async () => {
     const first = start(ReplyJournal.open(root));
     first.open(openTurn('r4', 'p'));
