@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +90,8 @@ describe('ReplyRecords', () => {
     expect(await repo.readResource('Communication', 'r2')).toMatchObject({ payload: [{ contentString: 'kept' }] });
     // Written once: the drain's one successful create, after the refused tries.
     expect(repo.creates - repo.refused).toBe(1);
+    // This process counted it when it recorded it: the budgets are not told of it again.
+    expect(recoveredTold).toEqual([]);
   });
 
   test('a refusal (4xx) is not retried: the reply goes straight to the outbox', async () => {
@@ -215,8 +218,8 @@ describe('ReplyRecords', () => {
   }, 10_000);
 
   test('a start with nothing left unfinished recovers nothing and says nothing; one whose store is still down says what is pending', async () => {
-    const lines: string[] = [];
-    const logger = { info: (message: string) => lines.push(message), warn: () => undefined, error: () => undefined, debug: () => undefined };
+    const lines: [string, Record<string, unknown> | undefined][] = [];
+    const logger = { info: (message: string, fields?: Record<string, unknown>) => lines.push([message, fields]), warn: () => undefined, error: () => undefined, debug: () => undefined };
     const quiet = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, drainDelayMs: 60_000 });
     records.push(quiet);
     await expect(quiet.recover()).resolves.toEqual({ recovered: 0, pending: 0 });
@@ -230,7 +233,7 @@ describe('ReplyRecords', () => {
     const subject = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'other')), agentRepo: async () => repo, systemRepo: async () => repo, logger, drainDelayMs: 60_000 });
     records.push(subject);
     await expect(subject.recover()).resolves.toEqual({ recovered: 0, pending: 1 });
-    expect(lines).toEqual(['fhirgate recovered unfinished replies']);
+    expect(lines).toEqual([['fhirgate recovered unfinished replies', { recovered: 0, pending: 1 }]]);
   });
 
   test('close() tries the outbox once more; after it, nothing is written until the next start', async () => {
@@ -257,6 +260,77 @@ describe('ReplyRecords', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     await expect(repo.readResource('Communication', 'r-scheduled')).rejects.toThrow('Not found');
     await expect(repo.readResource('Communication', 'r-after')).rejects.toThrow('Not found');
+  });
+
+  test('a drain round the store fails is logged and tried again later: the reply is written once the store is back', async () => {
+    const warnings: [string, Record<string, unknown> | undefined][] = [];
+    const logger = { info: () => undefined, warn: (message: string, fields?: Record<string, unknown>) => warnings.push([message, fields]), error: () => undefined, debug: () => undefined };
+    const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, retryDelaysMs: [], drainDelayMs: 5, maxDrainDelayMs: 20 });
+    records.push(subject);
+    repo.failures = Number.POSITIVE_INFINITY;
+    await subject.record('project-1', reply('r-later', 'later'));
+    for (let waited = 0; warnings.length < 2 && waited < 2000; waited += 5) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(warnings[1]).toEqual(['fhirgate could not write a reply from the outbox yet', { replyId: 'r-later', status: 500 }]);
+    repo.failures = 0;
+    for (let waited = 0; subject.pending > 0 && waited < 2000; waited += 5) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await repo.readResource('Communication', 'r-later')).toMatchObject({ payload: [{ contentString: 'later' }] });
+  });
+
+  test('while the store stays down the drain backs off, doubling its wait up to maxDrainDelayMs, and starts again from drainDelayMs', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 100, maxDrainDelayMs: 400 });
+      records.push(subject);
+      repo.failures = Number.POSITIVE_INFINITY;
+      await subject.record('project-1', reply('r-backoff', 'x'));
+      const tries = (): number => repo.creates - 1;
+      // Rounds at 100, 200 (+100), 400 (+200), 800 (+400), 1200 (+400): never closer than the wait before.
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(tries()).toBe(4);
+      await jest.advanceTimersByTimeAsync(200);
+      expect(tries()).toBe(5);
+      repo.failures = 0;
+      await jest.advanceTimersByTimeAsync(400);
+      expect(subject.pending).toBe(0);
+      // Once the outbox was empty, the next reply kept there is tried after drainDelayMs again.
+      repo.failures = Number.POSITIVE_INFINITY;
+      await subject.record('project-1', reply('r-again', 'y'));
+      const before = repo.creates;
+      repo.failures = 0;
+      await jest.advanceTimersByTimeAsync(100);
+      expect(repo.creates).toBe(before + 1);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test("a start whose store is still down tries its recovered replies again later, by itself", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-down', status: 'completed' }, { assignedId: true });
+    const dying = ReplyJournal.open(root);
+    dying.open(openTurn('r-down', 'prompt-down'));
+    dying.delivered('r-down', 'Said before the restart.');
+    dying.writeWaiting();
+    repo.failures = Number.POSITIVE_INFINITY;
+    const subject = start(ReplyJournal.open(root));
+    await expect(subject.recover()).resolves.toEqual({ recovered: 0, pending: 1 });
+    repo.failures = 0;
+    for (let waited = 0; subject.pending > 0 && waited < 2000; waited += 5) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await repo.readResource('Communication', 'r-down')).toMatchObject({ status: 'stopped', payload: [{ contentString: 'Said before the restart.' }] });
+  });
+
+  test('text the stream sends at once is in the journal before writeWaiting returns', () => {
+    const subject = start(ReplyJournal.open(root));
+    subject.open(openTurn('r-first', 'p'));
+    subject.delivered('r-first', 'First words');
+    subject.writeWaiting();
+    // Read before this turn of the event loop ends: only a line already written can be there.
+    expect(ReplyJournal.open(root).unfinished.map((turn) => [turn.reply.id, turn.delivered])).toEqual([['r-first', 'First words']]);
   });
 
   test('what is still in the outbox at close is written by the next start', async () => {
