@@ -2,13 +2,15 @@ import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OperationOutcomeError, forbidden, serverError } from '@medplum/core';
+import { OperationOutcomeError, forbidden, serverError, tooManyRequests } from '@medplum/core';
 import { MemoryRepository } from '@medplum/fhir-router';
 import type { Communication, Resource } from '@medplum/fhirtypes';
 import { buildReply } from './communication-builders.ts';
 import { EXTENSION } from './fhir-vocabulary.ts';
+import type { HostLogger } from '../host.ts';
 import { ReplyJournal, type OpenTurn } from './reply-journal.ts';
-import { isPassingFailure, RECOVERED_REASON, ReplyRecords, requireStored } from './reply-records.ts';
+import { isPassingFailure, RECOVERED_REASON, ReplyRecords, requireStored, type ReplyRecordsOptions } from './reply-records.ts';
+import { until } from '../../test/support/host-process.ts';
 
 /** A repository whose creates fail while `failures` is above 0 (or always, with Infinity). */
 class FlakyRepository extends MemoryRepository {
@@ -38,13 +40,21 @@ const reply = (id: string, text: string): Communication & { id: string } => ({
   id,
 });
 
+/** A logger that keeps its info and warn lines as [message, fields]. */
+function keptLines(): { logger: HostLogger; info: [string, Record<string, unknown> | undefined][]; warn: [string, Record<string, unknown> | undefined][] } {
+  const info: [string, Record<string, unknown> | undefined][] = [];
+  const warn: [string, Record<string, unknown> | undefined][] = [];
+  const logger: HostLogger = { debug: () => undefined, info: (message, fields) => info.push([message, fields]), warn: (message, fields) => warn.push([message, fields]), error: () => undefined };
+  return { logger, info, warn };
+}
+
 describe('ReplyRecords', () => {
   let root: string;
   let repo: FlakyRepository;
   const records: ReplyRecords[] = [];
   /** The replies of stopped processes told to the budgets: id, and whether that process had counted it. */
   let recoveredTold: [string, boolean][] = [];
-  const start = (journal: ReplyJournal): ReplyRecords => {
+  const start = (journal: ReplyJournal, options: Partial<ReplyRecordsOptions> = {}): ReplyRecords => {
     const created = new ReplyRecords({
       journal,
       agentRepo: async () => repo,
@@ -53,6 +63,7 @@ describe('ReplyRecords', () => {
       retryDelaysMs: [1, 1, 1],
       drainDelayMs: 5,
       maxDrainDelayMs: 20,
+      ...options,
     });
     records.push(created);
     return created;
@@ -196,10 +207,8 @@ describe('ReplyRecords', () => {
   });
 
   test('a write the store keeps failing is tried once and then once after each delay, then kept in the outbox, saying so', async () => {
-    const warnings: [string, Record<string, unknown> | undefined][] = [];
-    const logger = { info: () => undefined, warn: (message: string, fields?: Record<string, unknown>) => warnings.push([message, fields]), error: () => undefined, debug: () => undefined };
-    const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, retryDelaysMs: [1, 1, 1], drainDelayMs: 60_000 });
-    records.push(subject);
+    const { logger, warn: warnings } = keptLines();
+    const subject = start(ReplyJournal.open(root), { logger, drainDelayMs: 60_000 });
     repo.failures = Number.POSITIVE_INFINITY;
     await expect(subject.record('project-1', reply('r-tries', 'x'))).resolves.toBe('outbox');
     expect(repo.creates).toBe(4);
@@ -210,6 +219,7 @@ describe('ReplyRecords', () => {
     expect(isPassingFailure(new Error('socket hang up'))).toBe(true);
     expect(isPassingFailure(new OperationOutcomeError(serverError(new Error('down'))))).toBe(true);
     expect(isPassingFailure(new OperationOutcomeError(forbidden))).toBe(false);
+    expect(isPassingFailure(new OperationOutcomeError(tooManyRequests))).toBe(false);
   });
 
   test('a write the turn needs that the store refuses (4xx) fails as refused; one that keeps failing is 503 unavailable', async () => {
@@ -218,10 +228,8 @@ describe('ReplyRecords', () => {
   }, 10_000);
 
   test('a start with nothing left unfinished recovers nothing and says nothing; one whose store is still down says what is pending', async () => {
-    const lines: [string, Record<string, unknown> | undefined][] = [];
-    const logger = { info: (message: string, fields?: Record<string, unknown>) => lines.push([message, fields]), warn: () => undefined, error: () => undefined, debug: () => undefined };
-    const quiet = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, drainDelayMs: 60_000 });
-    records.push(quiet);
+    const { logger, info: lines } = keptLines();
+    const quiet = start(ReplyJournal.open(root), { logger, drainDelayMs: 60_000 });
     await expect(quiet.recover()).resolves.toEqual({ recovered: 0, pending: 0 });
     expect(lines).toEqual([]);
     await quiet.close();
@@ -230,15 +238,13 @@ describe('ReplyRecords', () => {
     const dying = ReplyJournal.open(join(root, 'other'));
     dying.open(openTurn('r-pending', 'prompt-pending'));
     repo.failures = Number.POSITIVE_INFINITY;
-    const subject = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'other')), agentRepo: async () => repo, systemRepo: async () => repo, logger, drainDelayMs: 60_000 });
-    records.push(subject);
+    const subject = start(ReplyJournal.open(join(root, 'other')), { logger, drainDelayMs: 60_000 });
     await expect(subject.recover()).resolves.toEqual({ recovered: 0, pending: 1 });
     expect(lines).toEqual([['fhirgate recovered unfinished replies', { recovered: 0, pending: 1 }]]);
   });
 
   test('close() tries the outbox once more; after it, nothing is written until the next start', async () => {
-    const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 20 });
-    records.push(subject);
+    const subject = start(ReplyJournal.open(root), { retryDelaysMs: [], drainDelayMs: 20 });
     repo.failures = Number.POSITIVE_INFINITY;
     await subject.record('project-1', reply('r-last', 'last round'));
     // The store is back by the time the server stops: the last round writes it.
@@ -246,13 +252,11 @@ describe('ReplyRecords', () => {
     await subject.close();
     expect(await repo.readResource('Communication', 'r-last')).toMatchObject({ payload: [{ contentString: 'last round' }] });
 
-    const closing = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'closing')), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 20 });
-    records.push(closing);
+    const closing = start(ReplyJournal.open(join(root, 'closing')), { retryDelaysMs: [], drainDelayMs: 20 });
     repo.failures = Number.POSITIVE_INFINITY;
     await closing.record('project-1', reply('r-scheduled', 'scheduled'));
     await closing.close();
-    const closed = new ReplyRecords({ journal: ReplyJournal.open(join(root, 'closed')), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 20 });
-    records.push(closed);
+    const closed = start(ReplyJournal.open(join(root, 'closed')), { retryDelaysMs: [], drainDelayMs: 20 });
     await closed.close();
     await closed.record('project-1', reply('r-after', 'after close'));
     // The store comes back after the close: no drain of either process writes its reply.
@@ -263,28 +267,21 @@ describe('ReplyRecords', () => {
   });
 
   test('a drain round the store fails is logged and tried again later: the reply is written once the store is back', async () => {
-    const warnings: [string, Record<string, unknown> | undefined][] = [];
-    const logger = { info: () => undefined, warn: (message: string, fields?: Record<string, unknown>) => warnings.push([message, fields]), error: () => undefined, debug: () => undefined };
-    const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, logger, retryDelaysMs: [], drainDelayMs: 5, maxDrainDelayMs: 20 });
-    records.push(subject);
+    const { logger, warn: warnings } = keptLines();
+    const subject = start(ReplyJournal.open(root), { logger, retryDelaysMs: [] });
     repo.failures = Number.POSITIVE_INFINITY;
     await subject.record('project-1', reply('r-later', 'later'));
-    for (let waited = 0; warnings.length < 2 && waited < 2000; waited += 5) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await until(() => warnings.length >= 2, 2000);
     expect(warnings[1]).toEqual(['fhirgate could not write a reply from the outbox yet', { replyId: 'r-later', status: 500 }]);
     repo.failures = 0;
-    for (let waited = 0; subject.pending > 0 && waited < 2000; waited += 5) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await until(() => subject.pending === 0, 2000);
     expect(await repo.readResource('Communication', 'r-later')).toMatchObject({ payload: [{ contentString: 'later' }] });
   });
 
   test('while the store stays down the drain backs off, doubling its wait up to maxDrainDelayMs, and starts again from drainDelayMs', async () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     try {
-      const subject = new ReplyRecords({ journal: ReplyJournal.open(root), agentRepo: async () => repo, systemRepo: async () => repo, retryDelaysMs: [], drainDelayMs: 100, maxDrainDelayMs: 400 });
-      records.push(subject);
+      const subject = start(ReplyJournal.open(root), { retryDelaysMs: [], drainDelayMs: 100, maxDrainDelayMs: 400 });
       repo.failures = Number.POSITIVE_INFINITY;
       await subject.record('project-1', reply('r-backoff', 'x'));
       const tries = (): number => repo.creates - 1;
@@ -318,9 +315,7 @@ describe('ReplyRecords', () => {
     const subject = start(ReplyJournal.open(root));
     await expect(subject.recover()).resolves.toEqual({ recovered: 0, pending: 1 });
     repo.failures = 0;
-    for (let waited = 0; subject.pending > 0 && waited < 2000; waited += 5) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await until(() => subject.pending === 0, 2000);
     expect(await repo.readResource('Communication', 'r-down')).toMatchObject({ status: 'stopped', payload: [{ contentString: 'Said before the restart.' }] });
   });
 
