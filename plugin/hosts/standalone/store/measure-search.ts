@@ -137,6 +137,8 @@ async function main(): Promise<void> {
     console.log('search latency:');
     for (const query of [
       'Communication?part-of=Communication/target&_sort=sent',
+      // A chat turn's history page (plugin/chat/conversation.ts): its newest 50, side requests left out.
+      'Communication?part-of=Communication/target&category:not=side-request&_sort=-sent&_count=50',
       'Communication?part-of=Communication/target&_sort=-sent&_project=project-a',
       'Communication?part-of=Communication/target&_sort=sent&_count=1000',
       'Communication?part-of=Communication/target&_total=accurate&_count=0',

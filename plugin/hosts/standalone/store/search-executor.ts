@@ -100,9 +100,18 @@ export async function executeSearch<T extends Resource>(
   if (ordered) {
     return search.inOrder(ordered);
   }
-  const drivers = plan.driver ? [plan.driver] : plan.policyDrivers;
-  const sources = drivers ? drivers.flatMap((lookup) => lookupSources(resourceType, lookup)) : [typeScan(resourceType, plan.project, false)];
-  return search.collect(sources, rules, indexed);
+  if (plan.driver) {
+    const where = plan.whereFromDriver ?? plan.where;
+    return search.collect(lookupSources(resourceType, plan.driver).map((source) => ({ source, where })), rules, indexed);
+  }
+  const sources = plan.policyDrivers ? plan.policyDrivers.flatMap((lookup) => lookupSources(resourceType, lookup)) : [typeScan(resourceType, plan.project, false)];
+  return search.collect(sources.map((source) => ({ source, where: plan.where })), rules, indexed);
+}
+
+/** Where candidates come from, and the condition each must still meet there. */
+interface Candidates {
+  readonly source: CandidateSource;
+  readonly where: SqlFragment;
 }
 
 /** A source whose order is the search's, when there is one worth reading in order. */
@@ -112,21 +121,23 @@ async function orderedSource(
   plan: SearchPlan,
   rules: readonly ResolvedSortRule[],
   sortedLookups: SortedLookups
-): Promise<CandidateSource | undefined> {
+): Promise<Candidates | undefined> {
   const { driver } = plan;
   // The driver's sorted lookup, or that of a filter as selective as the driver (`type=...&entity-role=1&_sort=-date`
   // holds its order in `type>date` whichever of the two the request names first).
   for (const lookup of rules.length === 1 && driver ? [driver, ...(plan.peers ?? [])] : []) {
     const pair = lookup.kind === 'index' && lookup.values.length === 1 ? sortedLookups(lookup.param, rules[0].code) : undefined;
     if (pair) {
-      return indexRange(resourceType, pair, lookup.values[0], rules[0].descending);
+      // A reference's pair rows hold its values as its own rows do: read from the driver's, its filter holds.
+      const where = lookup === driver ? (plan.whereFromDriver ?? plan.where) : plan.where;
+      return { source: indexRange(resourceType, pair, lookup.values[0], rules[0].descending), where };
     }
   }
   const byLastUpdated = rules.length === 0 || (rules.length === 1 && rules[0].code === '_lastUpdated');
   if (!byLastUpdated) {
     return undefined;
   }
-  const scan = typeScan(resourceType, plan.project, rules[0]?.descending ?? false);
+  const scan = { source: typeScan(resourceType, plan.project, rules[0]?.descending ?? false), where: plan.where };
   const drivers = plan.driver ? [plan.driver] : plan.policyDrivers;
   if (!drivers) {
     return scan;
@@ -179,14 +190,14 @@ class SlicedSearch<T extends Resource> {
     this.#matches = matches;
   }
 
-  /** Reads `source` in order until the page is full (to the end when a total is wanted). */
-  async inOrder(source: CandidateSource): Promise<SearchPage<T>> {
+  /** Reads `candidates` in order until the page is full (to the end when a total is wanted). */
+  async inOrder(candidates: Candidates): Promise<SearchPage<T>> {
     const { offset, count, wantsTotal } = this.#window;
     const page: Kept<T>[] = [];
     let cursor: Cursor | undefined;
     let size = Math.min(MAX_SLICE_ROWS, Math.max(MIN_SLICE_ROWS, offset + count + 1));
     for (;;) {
-      const slice = await this.#readSlice(source, cursor, size, []);
+      const slice = await this.#readSlice(candidates, cursor, size, []);
       for (const candidate of slice.accepted) {
         if (!(await this.#confirm(candidate))) {
           continue;
@@ -207,7 +218,7 @@ class SlicedSearch<T extends Resource> {
   }
 
   /** Reads every candidate of `sources`, keeping the best `offset + count` by the rules. */
-  async collect(sources: readonly CandidateSource[], rules: readonly ResolvedSortRule[], indexed: ReadonlyMap<string, IndexedParameter>): Promise<SearchPage<T>> {
+  async collect(sources: readonly Candidates[], rules: readonly ResolvedSortRule[], indexed: ReadonlyMap<string, IndexedParameter>): Promise<SearchPage<T>> {
     const { offset, count, wantsTotal } = this.#window;
     // Without rules, the order without `_sort`: last updated, oldest first.
     const sqlKeys = rules.length === 0 ? [{ sql: 'r.last_updated', params: [] }] : rules.map((rule) => sqlSortKey(rule, indexed));
@@ -238,17 +249,16 @@ class SlicedSearch<T extends Resource> {
   }
 
   /**
-   * One slice: the candidates after `cursor` the plan's SQL accepts (each once per search), with `keys` read in SQL,
+   * One slice: the candidates after `cursor` that `where` accepts (each once per search), with `keys` read in SQL,
    * their content too when the matcher must decide or `withContent` asks.
    */
   async #readSlice(
-    source: CandidateSource,
+    { source, where }: Candidates,
     cursor: Cursor | undefined,
     limit: number,
     keys: readonly SqlFragment[],
     withContent = false
   ): Promise<{ accepted: Kept<T>[]; cursor: Cursor | undefined; exhausted: boolean }> {
-    const where = this.#plan.where;
     const inner = source.slice(cursor, limit);
     const direction = source.descending ? 'DESC' : 'ASC';
     const keyColumns = keys.map((key, index) => `, ${key.sql} AS key_${index}`).join('');

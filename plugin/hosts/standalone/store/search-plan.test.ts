@@ -28,12 +28,12 @@ function plan(query: string, alternatives?: readonly PolicyAlternative[]): Searc
 }
 
 /** SQLite's plan for one slice of `source` checked against `searchPlan`, as the executor runs it, one line per step. */
-function slicePlan(source: CandidateSource, searchPlan: SearchPlan, cursor = true): string[] {
+function slicePlan(source: CandidateSource, searchPlan: SearchPlan, cursor = true, where = searchPlan.where): string[] {
   const inner = source.slice(cursor ? { key: 'k', pk: 1 } : undefined, 64);
-  const sql = `SELECT c.pk, (${searchPlan.where.sql}) AS ok FROM (${inner.sql}) c CROSS JOIN resources r WHERE r.pk = c.pk ORDER BY c.cursor_key, c.pk`;
+  const sql = `SELECT c.pk, (${where.sql}) AS ok FROM (${inner.sql}) c CROSS JOIN resources r WHERE r.pk = c.pk ORDER BY c.cursor_key, c.pk`;
   return database
     .prepare(`EXPLAIN QUERY PLAN ${sql}`)
-    .all(...searchPlan.where.params, ...inner.params)
+    .all(...where.params, ...inner.params)
     .map((row) => String(row.detail));
 }
 
@@ -140,6 +140,26 @@ describe('slice query plans', () => {
     expect(steps.some((step) => /SEARCH search_index USING PRIMARY KEY \(type_code=\? AND param=\? AND value=\? AND \(extra,resource_pk\)<\(\?,\?\)\)/.test(step))).toBe(true);
     expect(steps.some((step) => /SEARCH r USING INTEGER PRIMARY KEY/.test(step))).toBe(true);
     expect(steps.some((step) => /^SCAN (r|resources|search_index)\b/.test(step))).toBe(false);
+  });
+
+  test("a conversation's history page read from the conversation's own rows does not look the conversation up again for each row", () => {
+    const history = plan('Communication?part-of=Communication/root&category:not=urn:fhirgate:category|side-request&_sort=-sent');
+    const source = indexRange('Communication', 'part-of>sent', 'Communication/root', true);
+    const probes = (steps: string[]): number => steps.filter((step) => /SEARCH search_index\b/.test(step)).length;
+    const everyFilter = slicePlan(source, history);
+    const fromItsRows = slicePlan(source, history, true, history.whereFromDriver);
+    // The slice's own range read, and one probe a row for each filter it must still check: the category only.
+    expect(probes(everyFilter)).toBe(3);
+    expect(probes(fromItsRows)).toBe(2);
+    expect(history.whereFromDriver?.params).not.toContain('Communication/root');
+    expect(history.whereFromDriver?.params).toContain('side-request');
+  });
+
+  test("a token's rows do not decide its filter (they hold the code, not the system): every filter is checked on its candidates", () => {
+    expect(plan('Observation?code=http://loinc.org|8867-4').whereFromDriver).toBeUndefined();
+    expect(plan('Communication?identifier=turn-1').whereFromDriver).toBeUndefined();
+    // An id's rows do: only the type and the other filters are left.
+    expect(plan('Communication?_id=a,b&status=completed').whereFromDriver?.params).toEqual(['Communication', 'status', 'completed']);
   });
 
   test("a search without _sort reads the type's resources of the project in order of last update", () => {

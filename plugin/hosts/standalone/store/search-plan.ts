@@ -41,6 +41,12 @@ export interface SearchPlan {
   readonly where: SqlFragment;
   /** The request's most selective lookup. */
   readonly driver?: Lookup;
+  /**
+   * `where` without the driver's own filter, for candidates read from the driver's rows: each has one of the
+   * driver's values, which is all that filter asks (a reference, or an id). Absent when the driver's rows do not
+   * decide its filter (a token's rows do not hold its system).
+   */
+  readonly whereFromDriver?: SqlFragment;
   /** The request's other lookups as selective as the driver (one of them may hold the search's order). */
   readonly peers?: readonly Lookup[];
   /** When the policy narrows and each of its alternatives has a lookup: those lookups, whose union holds every match. */
@@ -81,11 +87,14 @@ export function planSearch(
     policyDrivers = policy.drivers;
   }
   const driver = bestLookup(request);
+  const driving = request.find((translation) => translation.lookup === driver);
+  const decidedByRows = driving?.condition !== undefined && (driver?.kind === 'id' || driver?.reference === true);
   return {
     matchesNothing: false,
     exact,
     where: all(conditions),
     driver,
+    whereFromDriver: decidedByRows ? all(conditions.filter((condition) => condition !== driving.condition)) : undefined,
     peers: request.flatMap((translation) => (translation.lookup && translation.lookup !== driver && translation.lookup.rank === driver?.rank ? [translation.lookup] : [])),
     policyDrivers,
     project: request.find((translation) => translation.project !== undefined)?.project,

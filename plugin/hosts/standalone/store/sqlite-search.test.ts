@@ -1,6 +1,7 @@
 import { matchesSearchRequest, Operator, parseSearchRequest, type Filter, type SearchRequest } from '@medplum/core';
 import { MemoryRepository, type FhirRepository } from '@medplum/fhir-router';
 import type { Communication, Device, Observation, Resource } from '@medplum/fhirtypes';
+import { ResourceStore } from './resource-store.ts';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
 
@@ -227,6 +228,51 @@ describe('SqliteRepository search results', () => {
     const moved = await repository.readResource<Communication>('Communication', 'long-3');
     await repository.updateResource<Communication>({ ...moved, partOf: [{ reference: 'Communication/conv-other' }] });
     expect(await ids('Communication?part-of=Communication/conv-long&_sort=-sent')).toEqual(['long-1', 'long-0', 'long-2', 'long-4']);
+  });
+
+  test("candidates read from one filter's index rows are checked against every other filter, and a filter that did not supply them against its own", async () => {
+    const readings: [string, string, string, string, string][] = [
+      ['obs-2', 'Device/d1', 'Patient/p0', 'http://loinc.org', '2024-01-02'],
+      ['obs-3', 'Device/d0', 'Patient/p1', 'http://loinc.org', '2024-01-03'],
+      ['obs-4', 'Device/d0', 'Patient/p0', 'http://loinc.org', '2024-01-04'],
+      ['obs-5', 'Device/d0', 'Patient/p0', 'urn:other-system', '2024-01-05'],
+    ];
+    for (const [id, device, patient, system, date] of readings) {
+      await repository.createResource<Observation>(
+        { resourceType: 'Observation', id, status: 'final', code: { coding: [{ system, code: '8867-4' }] }, subject: { reference: patient }, device: { reference: device }, effectiveDateTime: date },
+        { assignedId: true }
+      );
+    }
+    // The device drives (its rows have no date order); the page comes in order from the patient's rows, the device
+    // checked on each.
+    expect(await ids('Observation?device=Device/d0&patient=Patient/p0&_sort=-date')).toEqual(['obs-1', 'obs-5', 'obs-4']);
+    // The patient drives and orders: its rows supply the candidates, the device and the code are checked on each.
+    expect(await ids('Observation?patient=Patient/p0&device=Device/d0&_sort=-date')).toEqual(['obs-1', 'obs-5', 'obs-4']);
+    expect(await ids('Observation?patient=Patient/p0&code=http://loinc.org|8867-4&_sort=-date')).toEqual(['obs-1', 'obs-4', 'obs-2']);
+    // Read whole from the rows of each of the driver's values.
+    expect(await idSet('Observation?device=Device/d0,Device/d1&patient=Patient/p1')).toEqual(['obs-3']);
+    // A token's rows hold its code, not its system: the system is checked on each candidate.
+    expect(await idSet('Observation?code=http://loinc.org|8867-4&device=Device/d0')).toEqual(['obs-1', 'obs-3', 'obs-4']);
+  });
+
+  test("a conversation's page, read from the conversation's own index rows, is not checked against the conversation again row by row", async () => {
+    const conversationParams: number[] = [];
+    const queryAll = ResourceStore.prototype.queryAll;
+    ResourceStore.prototype.queryAll = function (this: ResourceStore, sql, params) {
+      if (params.includes('Communication/conv-a')) {
+        conversationParams.push(params.filter((param) => param === 'Communication/conv-a').length);
+      }
+      return queryAll.call(this, sql, params);
+    };
+    try {
+      expect(await ids('Communication?part-of=Communication/conv-a&category:not=prompt&_sort=-sent')).toEqual(['turn-8', 'turn-4', 'turn-2']);
+      // Without _sort: its rows counted (few: read them all), then read whole.
+      expect(await idSet('Communication?part-of=Communication/conv-a&category:not=prompt')).toEqual(['turn-2', 'turn-4', 'turn-8']);
+    } finally {
+      ResourceStore.prototype.queryAll = queryAll;
+    }
+    // Each statement names the conversation once: in its range read (or count).
+    expect(conversationParams).toEqual([1, 1, 1]);
   });
 
   test('_sort with an inexact filter pages after checking each candidate', async () => {
