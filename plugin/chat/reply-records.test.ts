@@ -8,8 +8,9 @@ import type { Communication, Resource } from '@medplum/fhirtypes';
 import { buildReply } from './communication-builders.ts';
 import { EXTENSION } from './fhir-vocabulary.ts';
 import type { HostLogger } from '../host.ts';
-import { ReplyJournal, type OpenTurn } from './reply-journal.ts';
-import { isPassingFailure, RECOVERED_REASON, ReplyRecords, requireStored, type ReplyRecordsOptions } from './reply-records.ts';
+import { ReplyJournal, type OpenTurn, type UnfinishedTurn } from './reply-journal.ts';
+import { isPassingFailure, LOST_INSTANCE_REASON, RECOVERED_REASON, ReplyRecords, requireStored, type ReplyRecordsOptions } from './reply-records.ts';
+import type { TurnRegistry } from './turn-registry.ts';
 import { until } from '../../test/support/host-process.ts';
 
 /** A repository whose creates fail while `failures` is above 0 (or always, with Infinity). */
@@ -47,6 +48,35 @@ function keptLines(): { logger: HostLogger; info: [string, Record<string, unknow
   const logger: HostLogger = { debug: () => undefined, info: (message, fields) => info.push([message, fields]), warn: (message, fields) => warn.push([message, fields]), error: () => undefined };
   return { logger, info, warn };
 }
+
+/**
+ * The turn registry as ReplyRecords uses it (turn-registry.test.ts runs the real one, on Redis): every other
+ * instance's lost turns are handed out by its next claim.
+ */
+class LostInstances {
+  readonly sweepMs: number;
+  lost: UnfinishedTurn[] = [];
+  claims = 0;
+  constructor(sweepMs: number) {
+    this.sweepMs = sweepMs;
+  }
+  async claimLost(): Promise<UnfinishedTurn[]> {
+    this.claims++;
+    return this.lost.splice(0);
+  }
+  open(): void {}
+  history(): void {}
+  toolCall(): void {}
+  delivered(): void {}
+  outbox(): void {}
+  closed(): void {}
+  asRegistry(): TurnRegistry {
+    return this as unknown as TurnRegistry;
+  }
+}
+
+/** Timers that keep the process running (an unref'd timer does not). */
+const timersHeld = (): number => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
 
 describe('ReplyRecords', () => {
   let root: string;
@@ -326,6 +356,159 @@ describe('ReplyRecords', () => {
     subject.writeWaiting();
     // Read before this turn of the event loop ends: only a line already written can be there.
     expect(ReplyJournal.open(root).unfinished.map((turn) => [turn.reply.id, turn.delivered])).toEqual([['r-first', 'First words']]);
+  });
+
+  /** The turns a stopped process left unfinished, each opened and sent `text`, as a journal reads them. */
+  const leftUnfinished = (folder: string, turns: readonly (readonly [string, string, string])[]): UnfinishedTurn[] => {
+    const dying = ReplyJournal.open(join(root, folder));
+    for (const [id, promptId, text] of turns) {
+      dying.open(openTurn(id, promptId));
+      dying.delivered(id, text);
+    }
+    dying.writeWaiting();
+    return [...ReplyJournal.open(join(root, folder)).unfinished];
+  };
+
+  test("a lost instance's turns are taken over by the sweep, every sweepMs by itself: stopped, with the text sent, said once in the log", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-lost', status: 'completed' }, { assignedId: true });
+    const registry = new LostInstances(10);
+    const { logger, info } = keptLines();
+    start(ReplyJournal.open(root), { registry: registry.asRegistry(), logger });
+    registry.lost = leftUnfinished('lost', [['r-lost', 'prompt-lost', 'Half of it'], ['r-no-prompt', 'prompt-never-written', 'x']]);
+    await until(() => recoveredTold.length > 0, 2000);
+    expect(await repo.readResource('Communication', 'r-lost')).toMatchObject({
+      status: 'stopped',
+      statusReason: { text: LOST_INSTANCE_REASON },
+      payload: [{ contentString: 'Half of it' }],
+    });
+    await expect(repo.readResource('Communication', 'r-no-prompt')).rejects.toThrow('Not found');
+    expect(recoveredTold).toEqual([['r-lost', false]]);
+    expect(info).toEqual([['fhirgate took over the unfinished replies of a lost instance', { replies: 2 }]]);
+    // The sweeps that found nothing said nothing.
+    const claims = registry.claims;
+    await until(() => registry.claims > claims + 2, 2000);
+    expect(info).toHaveLength(1);
+  });
+
+  test('a sweep answers how many turns it took; one the store cannot write yet stays in the outbox and is written by the drain', async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-later', status: 'completed' }, { assignedId: true });
+    const registry = new LostInstances(60_000);
+    const subject = start(ReplyJournal.open(root), { registry: registry.asRegistry(), retryDelaysMs: [], drainDelayMs: 60_000 });
+    await expect(subject.sweep()).resolves.toBe(0);
+    registry.lost = leftUnfinished('lost', [['r-now', 'prompt-later', 'Taken over at once']]);
+    await expect(subject.sweep()).resolves.toBe(1);
+    // Written by the sweep itself, not by a drain a minute later.
+    expect(await repo.readResource('Communication', 'r-now')).toMatchObject({ status: 'stopped', payload: [{ contentString: 'Taken over at once' }] });
+
+    const later = start(ReplyJournal.open(join(root, 'later')), { registry: registry.asRegistry(), retryDelaysMs: [] });
+    registry.lost = leftUnfinished('lost-later', [['r-later', 'prompt-later', 'Taken over']]);
+    repo.failures = Number.POSITIVE_INFINITY;
+    await expect(later.sweep()).resolves.toBe(1);
+    expect(later.pending).toBe(1);
+    repo.failures = 0;
+    await until(() => later.pending === 0, 2000);
+    expect(await repo.readResource('Communication', 'r-later')).toMatchObject({ status: 'stopped', payload: [{ contentString: 'Taken over' }] });
+  });
+
+  test('turns taken over while a round of the outbox is under way are written by a round of their own', async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-race', status: 'completed' }, { assignedId: true });
+    for (const takeOver of ['sweep', 'adopted'] as const) {
+      const folder = `race-${takeOver}`;
+      leftUnfinished(folder, [[`r-recovered-${takeOver}`, 'prompt-race', 'Recovered at start']]);
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const journal = ReplyJournal.open(join(root, folder));
+      let adopt: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
+      journal.onAdopted = (listener) => {
+        adopt = listener;
+      };
+      const registry = new LostInstances(60_000);
+      const subject = start(journal, {
+        registry: registry.asRegistry(),
+        // The start-up round waits on the store; the turns arrive meanwhile.
+        systemRepo: async () => {
+          await held;
+          return repo;
+        },
+      });
+      const recovering = subject.recover();
+      const taken = leftUnfinished(`${folder}-taken`, [[`r-taken-${takeOver}`, 'prompt-race', 'Taken over meanwhile']]);
+      if (takeOver === 'sweep') {
+        registry.lost = taken;
+        const sweeping = subject.sweep();
+        release();
+        await sweeping;
+      } else {
+        adopt?.(taken);
+        release();
+      }
+      await recovering;
+      await until(() => subject.pending === 0, 2000);
+      expect(await repo.readResource('Communication', `r-taken-${takeOver}`)).toMatchObject({ payload: [{ contentString: 'Taken over meanwhile' }] });
+    }
+  });
+
+  test("a journal taken over while this process runs is written at once, not at the drain's next round", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-at-once', status: 'completed' }, { assignedId: true });
+    const journal = ReplyJournal.open(root);
+    let adopt: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
+    journal.onAdopted = (listener) => {
+      adopt = listener;
+    };
+    start(journal, { drainDelayMs: 60_000 });
+    adopt?.(leftUnfinished('stopped', [['r-at-once', 'prompt-at-once', 'At once']]));
+    await until(() => recoveredTold.length > 0, 2000);
+    expect(await repo.readResource('Communication', 'r-at-once')).toMatchObject({ payload: [{ contentString: 'At once' }] });
+  });
+
+  test('after close() no sweep runs, and neither the sweep nor the drain keeps the process running', async () => {
+    const registry = new LostInstances(10);
+    const held = timersHeld();
+    const subject = start(ReplyJournal.open(root), { registry: registry.asRegistry(), retryDelaysMs: [], drainDelayMs: 60_000 });
+    repo.failures = Number.POSITIVE_INFINITY;
+    await subject.record('project-1', reply('r-waiting', 'x'));
+    // The sweep's interval and the drain's timer are both set, and neither holds the process.
+    expect(timersHeld()).toBe(held);
+    await until(() => registry.claims > 0, 2000);
+    await subject.close();
+    const claims = registry.claims;
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(registry.claims).toBe(claims);
+  });
+
+  test("a journal taken over while this process runs (its writer's lease expired) has its turns recorded at once, and none after close()", async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-adopted', status: 'completed' }, { assignedId: true });
+    const journal = ReplyJournal.open(root);
+    let adopt: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
+    // What journal-lease.ts hands over when a writer's lease expires (journal-lease.test.ts takes one over for real).
+    journal.onAdopted = (listener) => {
+      adopt = listener;
+    };
+    const { logger, info } = keptLines();
+    const subject = start(journal, { logger, retryDelaysMs: [] });
+    repo.failures = Number.POSITIVE_INFINITY;
+    adopt?.(leftUnfinished('stopped', [['r-adopted', 'prompt-adopted', 'Cut off']]));
+    await until(() => info.length > 0, 2000);
+    expect(info).toEqual([['fhirgate took over the reply journal of a stopped instance', { replies: 1 }]]);
+    // The store was down: kept, and written by the drain once it is back.
+    expect(subject.pending).toBe(1);
+    repo.failures = 0;
+    await until(() => subject.pending === 0, 2000);
+    expect(await repo.readResource('Communication', 'r-adopted')).toMatchObject({
+      status: 'stopped',
+      statusReason: { text: RECOVERED_REASON },
+      payload: [{ contentString: 'Cut off' }],
+    });
+    expect(recoveredTold).toEqual([['r-adopted', false]]);
+
+    await subject.close();
+    adopt?.(leftUnfinished('stopped-later', [['r-after-close', 'prompt-adopted', 'Too late']]));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(subject.pending).toBe(0);
+    await expect(repo.readResource('Communication', 'r-after-close')).rejects.toThrow('Not found');
+    expect(info).toHaveLength(1);
   });
 
   test('what is still in the outbox at close is written by the next start', async () => {
