@@ -410,6 +410,18 @@ describe('ReplyRecords', () => {
     expect(await repo.readResource('Communication', 'r-later')).toMatchObject({ status: 'stopped', payload: [{ contentString: 'Taken over' }] });
   });
 
+  test('without a turn registry a sweep takes nothing; recovered replies are written whether or not the budgets listen', async () => {
+    await repo.createResource({ resourceType: 'Communication', id: 'prompt-unheard', status: 'completed' }, { assignedId: true });
+    leftUnfinished('unheard', [['r-unheard', 'prompt-unheard', 'No one counts this']]);
+    const { logger, warn } = keptLines();
+    const subject = start(ReplyJournal.open(join(root, 'unheard')), { logger, onRecovered: undefined });
+    await expect(subject.sweep()).resolves.toBe(0);
+    await expect(subject.recover()).resolves.toEqual({ recovered: 1, pending: 0 });
+    expect(await repo.readResource('Communication', 'r-unheard')).toMatchObject({ payload: [{ contentString: 'No one counts this' }] });
+    expect(warn).toEqual([]);
+    expect(repo.creates).toBe(2);
+  });
+
   test('turns taken over while a round of the outbox is under way are written by a round of their own', async () => {
     await repo.createResource({ resourceType: 'Communication', id: 'prompt-race', status: 'completed' }, { assignedId: true });
     for (const takeOver of ['sweep', 'adopted'] as const) {
