@@ -170,6 +170,60 @@ describe('POST /graphql with device tokens', () => {
     expect(codesOf(result.error)).toEqual(['UNAUTHENTICATED']);
   });
 
+  test("a renamed Device's token stops working at once; one with more identifiers than its own keeps working", async () => {
+    const repo = await host.standalone.host.getSystemRepo(project.projectId);
+    const named = await repo.createResource<Device>({
+      resourceType: 'Device',
+      status: 'active',
+      identifier: [{ system: 'urn:example:serial', value: 'SN-7' }, { system: SYSTEM, value: 'monitor-2' }],
+    });
+    const token = await signDeviceToken({ sub: 'monitor-2', entity_id: named.id });
+    const stored = await graphqlClient(token).mutation(CREATE_OBSERVATION, { input: observationInput('monitor-2') }).toPromise();
+    expect(stored.error).toBeUndefined();
+
+    for (const identifier of [
+      [{ system: SYSTEM, value: 'monitor-9' }],
+      [{ system: 'urn:other', value: 'monitor-2' }],
+      undefined,
+    ]) {
+      const current = await repo.readResource<Device>('Device', named.id as string);
+      await repo.updateResource<Device>({ ...current, identifier });
+      const response = await fetch(`${host.url}graphql`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: CREATE_OBSERVATION.loc?.source.body, variables: { input: observationInput('monitor-2') } }),
+      });
+      expect(response.status).toBe(401);
+      expect(await response.json()).toEqual({
+        errors: [{ message: 'The device token is no longer valid: its Device is gone, renamed or not active.', extensions: { code: 'UNAUTHENTICATED' } }],
+      });
+    }
+  });
+
+  test("a device's document naming another resource type is refused by its scope, before anything runs", async () => {
+    const client = graphqlClient(await deviceToken('monitor-1', 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk'));
+    const patients = await client.query(gql`{ PatientList { id } }`, {}).toPromise();
+    expect(codesOf(patients.error)).toEqual(['FORBIDDEN']);
+    expect(patients.error?.graphQLErrors[0]?.message).toMatch(/^A device may only read and write its Observations and read its own Device/);
+    // A type named only in a variable's declaration is refused alike.
+    const declared = await client.query(gql`query ($patient: PatientInput) { ObservationList { id } }`, {}).toPromise();
+    expect(codesOf(declared.error)).toEqual(['FORBIDDEN']);
+    expect(declared.error?.graphQLErrors[0]?.message).toContain('the type PatientInput is not allowed.');
+  });
+
+  test('without a valid token the answer is 401 before the body is read, however large; GET is 405 naming POST', async () => {
+    const huge = JSON.stringify({ query: `{ __typename }`, padding: 'x'.repeat(3 * 1024 * 1024) });
+    const unauthenticated = await fetch(`${host.url}graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer not-a-token' }, body: huge });
+    expect(unauthenticated.status).toBe(401);
+    const forged = await fetch(`${host.url}graphql`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${await signDeviceToken({}, 'another-secret-another-secret-another-secret')}` }, body: huge });
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { errors: { message: string }[] }).errors[0].message).toBe('Missing, invalid or expired device token.');
+
+    const get = await fetch(`${host.url}graphql?query=%7B__typename%7D`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+
   test("a user's Medplum token works on the same endpoint under the user's AccessPolicy", async () => {
     const practitioner = graphqlClient(await host.accessTokenFor(project.ids['practitioner-membership']), { 'X-Project-ID': project.projectId });
     const patients = await practitioner.query(gql`{ PatientList { id } }`, {}).toPromise();

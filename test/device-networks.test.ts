@@ -19,10 +19,15 @@ const WARD_ADDRESS = '10.20.3.14';
 
 describe('device networks', () => {
   let host: TestHost;
+  /** The host's info lines, as [message, fields]. */
+  const infoLines: [string, Record<string, unknown> | undefined][] = [];
+  const requestLines = (): Record<string, unknown>[] =>
+    infoLines.flatMap(([message, fields]) => (message === 'fhirgate request' && fields?.route === '/account/api/token/device/' ? [fields] : []));
 
   beforeAll(async () => {
     host = await startTestHost({
       metrics: true,
+      logger: { debug: () => undefined, info: (message, fields) => infoLines.push([message, fields]), warn: () => undefined, error: () => undefined },
       hostLimits: { trustProxy: [PROXY] },
       pluginFor: (seeded) => ({
         device_auth: {
@@ -73,11 +78,20 @@ describe('device networks', () => {
     expect(events[0]?.outcomeDesc).toBe("Device refused: source address outside the device's allowed networks");
     const metrics = await (await fetch(`${host.url}metrics`, { headers: { Authorization: `Bearer ${TEST_METRICS_TOKEN}` } })).text();
     expect(metrics).toMatch(/fhirgate_device_token_exchanges_total\{[^}]*fhirgate_reason="outside_network"[^}]*\} 1\b/);
+    // The request's log line names the device and the refusal.
+    expect(requestLines()).toContainEqual(expect.objectContaining({ status: 403, deviceId: 'ward3-monitor', refusal: 'outside_network' }));
   });
 
-  test('inside its networks (directly, or forwarded by the trusted proxy) the device gets its token', async () => {
+  test('inside its networks (directly, or forwarded by the trusted proxy) the device gets its token; each issuance logged and counted', async () => {
+    const issuedBefore = infoLines.filter(([message]) => message === 'Device token issued').length;
     expect((await exchange(WARD_MONITOR_ON_LOOPBACK, 'ward3-monitor', MONITOR_KEY)).status).toBe(200);
     expect((await exchange(PROXY, 'ward3-monitor', MONITOR_KEY, { 'X-Forwarded-For': WARD_ADDRESS })).status).toBe(200);
+    const issued = infoLines.filter(([message]) => message === 'Device token issued').slice(issuedBefore);
+    expect(issued).toEqual([0, 1].map(() => ['Device token issued', { deviceId: 'ward3-monitor', device: expect.stringMatching(/^Device\/[\w-]+$/), requestId: expect.any(String) }]));
+    const device = issued[0][1]?.device;
+    expect(requestLines().filter((line) => line.status === 200)).toEqual([0, 1].map(() => expect.objectContaining({ deviceId: 'ward3-monitor', caller: device })));
+    const metrics = await (await fetch(`${host.url}metrics`, { headers: { Authorization: `Bearer ${TEST_METRICS_TOKEN}` } })).text();
+    expect(metrics).toMatch(/fhirgate_device_token_exchanges_total\{[^}]*fhirgate_outcome="issued"[^}]*\} 2\b/);
   });
 
   test('an untrusted peer claiming a ward address in X-Forwarded-For is refused, and recorded under its own address', async () => {
@@ -104,7 +118,7 @@ describe('device networks', () => {
     for (const headers of [{}, { 'X-Forwarded-For': WARD_ADDRESS }] as Record<string, string>[]) {
       const refused = await recordHeartRate(carriedOff, token, headers);
       expect(refused.status).toBe(403);
-      expect(refused.body).toEqual({ errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })] });
+      expect(refused.body).toEqual({ errors: [expect.objectContaining({ message: 'The device token is not accepted from this network.', extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })] });
     }
     expect(await storedObservations()).toBe(0);
     const events = await refusalsFrom(carriedOff);

@@ -168,17 +168,26 @@ describe('POST /account/api/token/device/', () => {
     expect(body.error.code).toBe('forbidden');
   });
 
+  const NOT_AN_OBJECT = 'The request body must be a JSON object with device_id and api_key.';
   test.each([
-    ['no body fields', {}, undefined],
-    ['no api_key', { device_id: 'monitor-1' }, undefined],
-    ['a numeric device_id', { device_id: 42, api_key: MONITOR_KEY }, undefined],
-    ['an empty api_key', { device_id: 'monitor-1', api_key: '' }, undefined],
-    ['a JSON array', [{ device_id: 'monitor-1', api_key: MONITOR_KEY }], undefined],
-    ['malformed JSON', undefined, '{"device_id": "monitor-1", "api_key": '],
-  ])('%s is a 400 with the error body', async (_name, body, raw) => {
+    ['no body fields', {}, undefined, { message: 'device_id is required and must be a non-empty string.', param: 'device_id' }],
+    ['no api_key', { device_id: 'monitor-1' }, undefined, { message: 'api_key is required and must be a non-empty string.', param: 'api_key' }],
+    ['a numeric device_id', { device_id: 42, api_key: MONITOR_KEY }, undefined, { message: 'device_id is required and must be a non-empty string.', param: 'device_id' }],
+    ['an empty api_key', { device_id: 'monitor-1', api_key: '' }, undefined, { message: 'api_key is required and must be a non-empty string.', param: 'api_key' }],
+    ['a JSON array', [{ device_id: 'monitor-1', api_key: MONITOR_KEY }], undefined, { message: NOT_AN_OBJECT, param: null }],
+    ['malformed JSON', undefined, '{"device_id": "monitor-1", "api_key": ', { message: expect.any(String) }],
+  ])('%s is a 400 with the error body, naming what is wrong', async (_name, body, raw, expected) => {
     const response = await exchange(host, body, raw);
     expect(response.status).toBe(400);
-    expect(response.body.error).toMatchObject({ message: expect.any(String), type: 'invalid_request_error', code: 'invalid_request' });
+    expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', ...expected });
+  });
+
+  test('a refusal by the rate limit or for want of a Device is on record with its reason; a wrong key and an unknown device read alike', async () => {
+    const unmapped = await postJsonFrom(`${host.url}account/api/token/device/`, '127.0.0.7', { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
+    expect(unmapped.status).toBe(403);
+    expect((unmapped.body as { error: { message: string } }).error.message).toBe('Invalid device credentials.');
+    const reasons = (await auditEvents()).map((event) => event.entity?.[0]?.detail?.[0]?.valueString);
+    expect(reasons).toContain('unmapped_device');
   });
 
   test('a device token is refused on the chat routes (401), and on the FHIR API', async () => {
@@ -227,6 +236,9 @@ describe('device rate limit in memory', () => {
       expect(limited).toHaveLength(2);
       expect(Number(limited[0].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(limited[0].body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+      // Each refusal is on record with its reason.
+      const events = await host.store.searchResources<AuditEvent>({ resourceType: 'AuditEvent', count: 100 });
+      expect(events.filter((event) => event.entity?.[0]?.detail?.[0]?.valueString === 'rate_limited')).toHaveLength(2);
       expect((await exchange(host, { device_id: 'pump-off', api_key: 'pump-key-3333-pump-off-Hs2q' })).status).toBe(403);
     } finally {
       await host.close();

@@ -29,6 +29,8 @@ describe('POST /graphql with the fast path', () => {
     fhir: { createRouter: (options: { introspectionEnabled: boolean }) => new FhirRouter(options), isResourceType },
   } as unknown as FhirgateHost;
   const app = express().use(createGraphqlRoute({ host, limits: { maxDepth: 3 }, body: { maxBytes: 100_000, maxDepth: 64 } }));
+  // A server whose operator allows introspection (`graphql.allow_introspection`).
+  const open = express().use(createGraphqlRoute({ host, limits: { maxDepth: 8, allowIntrospection: true }, body: { maxBytes: 100_000, maxDepth: 64 } }));
 
   beforeAll(() => loadFhirDefinitions());
 
@@ -46,6 +48,13 @@ describe('POST /graphql with the fast path', () => {
     const introspection = await post('{ __schema { queryType { name } } }').expect(200);
     expect(introspection.body.errors[0].message).toBe('GraphQL introspection is disabled on this server.');
     expect(search).not.toHaveBeenCalled();
+  }, 120_000);
+
+  test('where the operator allows introspection, it is answered, the first and the later times', async () => {
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const response = await request(open).post('/graphql').set('X-Project-ID', PROJECT_ID).send({ query: '{ __schema { queryType { name } } }' }).expect(200);
+      expect(response.body).toEqual({ data: { __schema: { queryType: { name: 'QueryType' } } } });
+    }
   }, 120_000);
 
   test('a document within the limits answers the same the first and the later times', async () => {
