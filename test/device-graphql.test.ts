@@ -198,6 +198,10 @@ describe('POST /graphql with device tokens', () => {
         errors: [{ message: 'The device token is no longer valid: its Device is gone, renamed or not active.', extensions: { code: 'UNAUTHENTICATED' } }],
       });
     }
+    // Gone altogether: the same 401, never a server error.
+    await repo.deleteResource('Device', named.id as string);
+    const gone = await graphqlClient(token).mutation(CREATE_OBSERVATION, { input: observationInput('monitor-2') }).toPromise();
+    expect(codesOf(gone.error)).toEqual(['UNAUTHENTICATED']);
   });
 
   test("a device's document naming another resource type is refused by its scope, before anything runs", async () => {
