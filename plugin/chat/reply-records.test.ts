@@ -75,6 +75,19 @@ class LostInstances {
   }
 }
 
+/**
+ * A journal opened at `folder` and a way to hand it the journals adopted while it runs, as journal-lease.ts does when
+ * a writer's lease expires (journal-lease.test.ts takes one over for real).
+ */
+function adoptingJournal(folder: string): { journal: ReplyJournal; adopt: (turns: readonly UnfinishedTurn[]) => void } {
+  const journal = ReplyJournal.open(folder);
+  let listener: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
+  journal.onAdopted = (registered) => {
+    listener = registered;
+  };
+  return { journal, adopt: (turns) => listener?.(turns) };
+}
+
 /** Timers that keep the process running (an unref'd timer does not). */
 const timersHeld = (): number => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
 
@@ -431,11 +444,7 @@ describe('ReplyRecords', () => {
       const held = new Promise<void>((resolve) => {
         release = resolve;
       });
-      const journal = ReplyJournal.open(join(root, folder));
-      let adopt: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
-      journal.onAdopted = (listener) => {
-        adopt = listener;
-      };
+      const { journal, adopt } = adoptingJournal(join(root, folder));
       const registry = new LostInstances(60_000);
       const subject = start(journal, {
         registry: registry.asRegistry(),
@@ -453,7 +462,7 @@ describe('ReplyRecords', () => {
         release();
         await sweeping;
       } else {
-        adopt?.(taken);
+        adopt(taken);
         release();
       }
       await recovering;
@@ -464,13 +473,9 @@ describe('ReplyRecords', () => {
 
   test("a journal taken over while this process runs is written at once, not at the drain's next round", async () => {
     await repo.createResource({ resourceType: 'Communication', id: 'prompt-at-once', status: 'completed' }, { assignedId: true });
-    const journal = ReplyJournal.open(root);
-    let adopt: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
-    journal.onAdopted = (listener) => {
-      adopt = listener;
-    };
+    const { journal, adopt } = adoptingJournal(root);
     start(journal, { drainDelayMs: 60_000 });
-    adopt?.(leftUnfinished('stopped', [['r-at-once', 'prompt-at-once', 'At once']]));
+    adopt(leftUnfinished('stopped', [['r-at-once', 'prompt-at-once', 'At once']]));
     await until(() => recoveredTold.length > 0, 2000);
     expect(await repo.readResource('Communication', 'r-at-once')).toMatchObject({ payload: [{ contentString: 'At once' }] });
   });
@@ -492,16 +497,11 @@ describe('ReplyRecords', () => {
 
   test("a journal taken over while this process runs (its writer's lease expired) has its turns recorded at once, and none after close()", async () => {
     await repo.createResource({ resourceType: 'Communication', id: 'prompt-adopted', status: 'completed' }, { assignedId: true });
-    const journal = ReplyJournal.open(root);
-    let adopt: ((turns: readonly UnfinishedTurn[]) => void) | undefined;
-    // What journal-lease.ts hands over when a writer's lease expires (journal-lease.test.ts takes one over for real).
-    journal.onAdopted = (listener) => {
-      adopt = listener;
-    };
+    const { journal, adopt } = adoptingJournal(root);
     const { logger, info } = keptLines();
     const subject = start(journal, { logger, retryDelaysMs: [] });
     repo.failures = Number.POSITIVE_INFINITY;
-    adopt?.(leftUnfinished('stopped', [['r-adopted', 'prompt-adopted', 'Cut off']]));
+    adopt(leftUnfinished('stopped', [['r-adopted', 'prompt-adopted', 'Cut off']]));
     await until(() => info.length > 0, 2000);
     expect(info).toEqual([['fhirgate took over the reply journal of a stopped instance', { replies: 1 }]]);
     // The store was down: kept, and written by the drain once it is back.
@@ -516,7 +516,7 @@ describe('ReplyRecords', () => {
     expect(recoveredTold).toEqual([['r-adopted', false]]);
 
     await subject.close();
-    adopt?.(leftUnfinished('stopped-later', [['r-after-close', 'prompt-adopted', 'Too late']]));
+    adopt(leftUnfinished('stopped-later', [['r-after-close', 'prompt-adopted', 'Too late']]));
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(subject.pending).toBe(0);
     await expect(repo.readResource('Communication', 'r-after-close')).rejects.toThrow('Not found');
