@@ -182,7 +182,7 @@ describe('POST /account/api/token/device/', () => {
     expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_request', ...expected });
   });
 
-  test('a refusal by the rate limit or for want of a Device is on record with its reason; a wrong key and an unknown device read alike', async () => {
+  test('a device with a valid key but no Device gets the answer an unknown device gets, and its refusal is on record with its reason', async () => {
     const unmapped = await postJsonFrom(`${host.url}account/api/token/device/`, '127.0.0.7', { device_id: 'scale-new', api_key: 'scale-key-4444-scale-new-Jb6m' });
     expect(unmapped.status).toBe(403);
     expect((unmapped.body as { error: { message: string } }).error.message).toBe('Invalid device credentials.');
