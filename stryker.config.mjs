@@ -42,12 +42,12 @@ const GUARDS = {
   'plugin/devices/device-keys.ts': ['plugin/devices/device-keys.test.ts', 'test/device-token.test.ts'],
   'plugin/devices/device-key-strength.ts': ['plugin/devices/device-key-strength.test.ts', 'plugin/devices/device-auth-config.test.ts', 'test/device-auth-start.test.ts'],
   'plugin/devices/device-tokens.ts': ['plugin/devices/device-tokens.test.ts', 'test/device-token.test.ts'],
-  'plugin/devices/device-token-route.ts': ['test/device-token.test.ts', 'test/device-networks.test.ts', 'plugin/devices/refusal-audit.test.ts'],
+  'plugin/devices/device-token-route.ts': ['test/device-token.test.ts', 'test/device-networks.test.ts', 'plugin/devices/refusal-audit.test.ts', 'test/device-request-log.test.ts'],
   'plugin/devices/device-networks.ts': ['plugin/devices/device-networks.test.ts', 'test/device-networks.test.ts'],
   'plugin/devices/failed-attempt-limiter.ts': ['plugin/devices/failed-attempt-limiter.test.ts', 'test/device-token.test.ts'],
 
   // The GraphQL write guard: what a device's document may name and write, and the route that authenticates it.
-  'plugin/graphql/graphql-route.ts': ['plugin/graphql/graphql-route.test.ts', 'test/device-graphql.test.ts', 'test/device-networks.test.ts', 'test/device-patient-assignment.test.ts'],
+  'plugin/graphql/graphql-route.ts': ['plugin/graphql/graphql-route.test.ts', 'test/device-graphql.test.ts', 'test/device-networks.test.ts', 'test/device-patient-assignment.test.ts', 'test/device-request-log.test.ts'],
   'plugin/graphql/device-write-guard.ts': ['plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/device-observation-rules.test.ts', 'test/device-graphql.test.ts', 'test/device-patient-assignment.test.ts'],
   'plugin/graphql/device-observation-rules.ts': ['plugin/graphql/device-observation-rules.test.ts', 'plugin/graphql/device-write-guard.test.ts', 'test/device-patient-assignment.test.ts'],
   'plugin/graphql/device-document-scope.ts': ['plugin/graphql/device-document-scope.test.ts', 'test/device-graphql.test.ts'],

@@ -5,10 +5,14 @@
  */
 import { Client, fetchExchange, gql, type CombinedError } from '@urql/core';
 import { MedplumClient } from '@medplum/core';
+import type { FhirRepository } from '@medplum/fhir-router';
 import type { Device, Observation } from '@medplum/fhirtypes';
 import { SignJWT } from 'jose';
 import { CREATE_OBSERVATION, observationInput as deviceObservation } from './support/observation-mutation.ts';
-import { startTestHost, type TestHost } from './support/test-host.ts';
+import { startTestHost, type TestHost, type TestHostOptions } from './support/test-host.ts';
+import { sendWithBodyHeldBack } from './support/raw-http.ts';
+import { waitFor } from './support/wait-for.ts';
+import { withWatchedReads, type WatchedReads } from './support/watched-reads.ts';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 
 const SYSTEM = 'urn:example:devices';
@@ -299,7 +303,6 @@ describe("the device rate limit counts a document's mutations", () => {
       const creates = (count: number) =>
         `mutation ($input: ObservationInput!) { ${Array.from({ length: count }, (_, index) => `w${index}: ObservationCreate(resource: $input) { id }`).join(' ')} }`;
       const stored = async () => (await host.store.search({ resourceType: 'Observation', total: 'accurate', count: 0 })).total ?? 0;
-      const nextSecond = () => new Promise((resolve) => setTimeout(resolve, 1100));
 
       // A whole second's budget in one document: all five written, and nothing more this second.
       await nextSecond();
@@ -337,9 +340,60 @@ describe("the device rate limit counts a document's mutations", () => {
   });
 });
 
+describe('a device request admitted at its token check', () => {
+  test("is answered, though another request of the device used up the second's budget while its body was on the way", async () => {
+    let reads: WatchedReads<FhirRepository> | undefined;
+    const { host, access } = await rateLimitedDevice(2, (store) => {
+      reads = withWatchedReads<FhirRepository>(store);
+      return reads.repo;
+    });
+    try {
+      await nextSecond();
+      // Its headers now, its body later: its token is checked (one unit of 2, then its Device read) before the body is read.
+      const body = JSON.stringify({ query: '{ __typename }' });
+      const admitted = reads?.nextRead('Device');
+      const held = await sendWithBodyHeldBack(host.url, 'POST', '/graphql', { 'Content-Type': 'application/json', Authorization: `Bearer ${access}` }, Buffer.byteLength(body), '');
+      try {
+        await admitted;
+        // Meanwhile the same device sends a document of two mutations: its request takes the second unit, its other
+        // mutation one more than the second has: the rate limit's 429, nothing written.
+        const overspent = await fetch(`${host.url}graphql`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${access}` },
+          body: JSON.stringify({
+            query: 'mutation ($input: ObservationInput!) { a: ObservationCreate(resource: $input) { id } b: ObservationCreate(resource: $input) { id } }',
+            variables: { input: observationInput('monitor-1') },
+          }),
+        });
+        expect(overspent.status).toBe(429);
+        expect((await host.store.search({ resourceType: 'Observation', total: 'accurate', count: 0 })).total).toBe(0);
+
+        // The first request costs nothing beyond the unit it was admitted with: it is answered.
+        held.socket.write(body);
+        expect(await held.answered(30_000)).toBe(200);
+        const answer = await waitFor(async () => {
+          const text = held.received();
+          return text.endsWith('}') ? text.slice(text.indexOf('\r\n\r\n') + 4) : undefined;
+        });
+        expect(JSON.parse(answer)).toEqual({ data: { __typename: 'QueryType' } });
+      } finally {
+        held.socket.destroy();
+      }
+    } finally {
+      await host.close();
+    }
+  });
+});
+
+/** Until the rate limit's current second is over, so that the next unit starts a second of its own. */
+function nextSecond(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 1100));
+}
+
 /** A host whose one device, `monitor-1`, may make `perSecond` requests a second, and that device's token. */
-async function rateLimitedDevice(perSecond: number): Promise<{ host: TestHost; access: string }> {
+async function rateLimitedDevice(perSecond: number, wrapStore?: TestHostOptions['wrapStore']): Promise<{ host: TestHost; access: string }> {
   const host = await startTestHost({
+    wrapStore,
     pluginFor: (seeded) => ({
       device_auth: { valid_keys: { 'monitor-1': 'key-monitor-1-aaaa-Lq7Vx2Nc9Rk' }, jwt_secret: JWT_SECRET, identifier_system: SYSTEM, project_id: seeded.projectId, rate_limit_per_second: perSecond },
     }),

@@ -1,15 +1,16 @@
 /**
  * The route's order with the fast path in place: fhirgate's document limits are checked before anything runs, on
  * every request (a cached document is never a way around them), and a document that passes runs the same way the
- * first and the hundredth time.
+ * first and the hundredth time. Also what hosts may differ in: GraphQL answered off the host's event loop, a
+ * partial engine whose schema cannot be read, no logger at all.
  */
 import { beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { isResourceType } from '@medplum/core';
-import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
+import { OperationOutcomeError, isResourceType, serverError } from '@medplum/core';
+import { FhirRouter, MemoryRepository, makeSimpleRequest } from '@medplum/fhir-router';
 import type { Login, Project, ProjectMembership } from '@medplum/fhirtypes';
 import express from 'express';
 import request from 'supertest';
-import type { CallerContext, FhirgateHost } from '../host.ts';
+import type { CallerContext, FhirgateHost, HostLogger, OffThreadGraphql } from '../host.ts';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
 import { createGraphqlRoute } from './graphql-route.ts';
 
@@ -56,6 +57,54 @@ describe('POST /graphql with the fast path', () => {
       expect(response.body).toEqual({ data: { __schema: { queryType: { name: 'QueryType' } } } });
     }
   }, 120_000);
+
+  test('where the operator allows introspection and the host answers GraphQL off its event loop, it is answered there', async () => {
+    // As the standalone host's worker does: Medplum's `$graphql`, with the router option the request carries.
+    const offThread: OffThreadGraphql = {
+      handleRequest: async ({ query, operationName, variables, introspectionEnabled }, on) => {
+        const [outcome, result] = await new FhirRouter({ introspectionEnabled }).handleRequest(makeSimpleRequest('POST', '$graphql', { query, operationName, variables }), on);
+        return [outcome, result];
+      },
+    };
+    const elsewhere = express().use(
+      createGraphqlRoute({ host: { ...host, fhir: { ...host.fhir, offThreadGraphql: offThread } }, limits: { maxDepth: 8, allowIntrospection: true }, body: { maxBytes: 100_000, maxDepth: 64 } }),
+    );
+    const response = await request(elsewhere).post('/graphql').set('X-Project-ID', PROJECT_ID).send({ query: '{ __schema { queryType { name } } }' }).expect(200);
+    expect(response.body).toEqual({ data: { __schema: { queryType: { name: 'QueryType' } } } });
+  }, 120_000);
+
+  test("a host whose partial engine's schema cannot be read: documents are answered all the same, and the operator is told once, at warn", async () => {
+    const warnings: [string, Record<string, unknown> | undefined][] = [];
+    const logger: HostLogger = { debug: () => undefined, info: () => undefined, warn: (message, fields) => warnings.push([message, fields]), error: () => undefined };
+    const unreadable = (): FhirRouter => {
+      const router = new FhirRouter();
+      jest.spyOn(router, 'handleRequest').mockResolvedValue([serverError(new Error('no schema here'))]);
+      return router;
+    };
+    const own = new MemoryRepository();
+    const observation = await own.createResource({ resourceType: 'Observation', status: 'final', code: { text: 'temperature' } });
+    const partialUnreadable = { ...host, authenticate: async () => ({ ...caller, repo: own }), fhir: { ...host.fhir, createPartialRouter: unreadable } } as FhirgateHost;
+    // With a logger, and without one (the host port's logger is optional).
+    for (const withLogger of [{ ...partialUnreadable, logger }, partialUnreadable]) {
+      const route = express().use(createGraphqlRoute({ host: withLogger, limits: { maxDepth: 3 }, body: { maxBytes: 100_000, maxDepth: 64 } }));
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        const response = await request(route)
+          .post('/graphql')
+          .set('X-Project-ID', PROJECT_ID)
+          .send({ query: 'query ($id: ID!) { Observation(id: $id) { status code { text } } }', variables: { id: observation.id } })
+          .expect(200);
+        expect(response.body).toEqual({ data: { Observation: { status: 'final', code: { text: 'temperature' } } } });
+      }
+    }
+    expect(warnings).toEqual([['GraphQL fast path unavailable', { reason: "the partial engine's GraphQL schema could not be read: new documents wait for Medplum's whole schema" }]]);
+  }, 120_000);
+
+  test("a host with no logger whose authentication fails (its store down) answers a GraphQL error, not Express's page", async () => {
+    const failing = { ...host, authenticate: () => Promise.reject(new OperationOutcomeError(serverError(new Error('the store is down')))) } as FhirgateHost;
+    const route = express().use(createGraphqlRoute({ host: failing, limits: { maxDepth: 3 }, body: { maxBytes: 100_000, maxDepth: 64 } }));
+    const response = await request(route).post('/graphql').set('X-Project-ID', PROJECT_ID).send({ query: '{ ObservationList { id } }' }).expect(500);
+    expect(response.body).toEqual({ errors: [{ message: 'The server could not complete the request.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+  });
 
   test('a document within the limits answers the same the first and the later times', async () => {
     await repo.createResource({ resourceType: 'Observation', status: 'final', code: { text: 'pulse' } });
