@@ -67,6 +67,7 @@ const GUARDS = {
 function sqliteWriteTests() {
   return [
     'plugin/hosts/standalone/store/sqlite-repository.test.ts',
+    'plugin/hosts/standalone/store/sqlite-write-refusals.test.ts',
     'plugin/hosts/standalone/store/sqlite-group-commit.test.ts',
     'plugin/hosts/standalone/store/sqlite-persistence.test.ts',
     'plugin/hosts/standalone/store/version-storage.test.ts',

@@ -11,7 +11,7 @@ import type { TransactionOptions } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { ControlledSync } from '../../../../test/support/controlled-sync.ts';
-import { statusOf } from '../../../../test/support/rejection-status.ts';
+import { refusalOf, statusOf } from '../../../../test/support/rejection-status.ts';
 import { failWritesMidway } from '../../../../test/support/midway-write-failure.ts';
 
 let directory: string;
@@ -173,6 +173,18 @@ describe('SqliteRepository group commit', () => {
     expect((await pending).id).toBe('a');
     expect(committedIds()).toEqual(['a']);
   });
+
+  test('a read asked just before close answers, and close still commits the writes waiting for their group', async () => {
+    const repository = open();
+    await repository.createResource(turn('before'), { assignedId: true });
+    const pending = repository.createResource(turn('a'), { assignedId: true });
+    // A read that nothing holds back does not take the connection: close finds it free and commits the group.
+    const read = repository.readResource<Communication>('Communication', 'before');
+    repository.close();
+    expect((await pending).id).toBe('a');
+    expect(committedIds()).toEqual(['a', 'before']);
+    expect((await read).id).toBe('before');
+  });
 });
 
 describe('SqliteRepository with the log synced off the event loop', () => {
@@ -215,6 +227,48 @@ describe('SqliteRepository with the log synced off the event loop', () => {
     );
     expect(refusal).toBeDefined();
     expect(String(refusal)).not.toContain('fdatasync');
+  });
+
+  test('a read queued behind a transaction and a group of writes sees that group only once its sync returned', async () => {
+    const sync = new ControlledSync();
+    const repository = openWith(sync);
+    let mayCommit!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      mayCommit = resolve;
+    });
+    const transaction = repository.withTransaction(async (inside) => {
+      await inside.createResource(turn('inside'), { assignedId: true });
+      await gate;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Both wait for the connection: the write's group commits once the transaction released it, then the read runs.
+    const write = repository.createResource(turn('outside'), { assignedId: true });
+    let answered = false;
+    const read = repository.readResource<Communication>('Communication', 'outside').then((found) => {
+      answered = true;
+      return found.id;
+    });
+    mayCommit();
+    await new Promise((resolve) => setImmediate(resolve));
+    sync.finish(); // the transaction's COMMIT
+    await transaction;
+    await new Promise((resolve) => setImmediate(resolve));
+    // The group is committed, its sync has not returned: the read waits for it.
+    expect(committedIds()).toEqual(['inside', 'outside']);
+    expect(answered).toBe(false);
+    sync.finish();
+    expect(await read).toBe('outside');
+    expect((await write).id).toBe('outside');
+  });
+
+  test('withTransaction whose COMMIT fails to sync rejects with a 500, and so does every later operation', async () => {
+    const sync = new ControlledSync();
+    const repository = openWith(sync);
+    const transaction = repository.withTransaction(async (inside) => (await inside.createResource(turn('root'), { assignedId: true })).id);
+    await new Promise((resolve) => setImmediate(resolve));
+    sync.finish(new Error('EIO: i/o error, fdatasync'));
+    expect(await refusalOf(transaction)).toEqual({ status: 500, text: 'Internal server error' });
+    expect(await statusOf(repository.readResource('Communication', 'root'))).toBe(500);
   });
 
   test('withTransaction resolves once its COMMIT is synced', async () => {

@@ -43,8 +43,8 @@ const turn = (conversation: string): Communication => ({
   meta: { project: 'p1' },
 });
 
-async function partOfTotal(repository: SqliteRepository, conversation: string): Promise<number | undefined> {
-  const bundle = await repository.search(parseSearchRequest(`Communication?part-of=Communication/${conversation}&_total=accurate`));
+async function partOfTotal(repository: SqliteRepository, conversation: string, total: 'accurate' | 'estimate' = 'accurate'): Promise<number | undefined> {
+  const bundle = await repository.search(parseSearchRequest(`Communication?part-of=Communication/${conversation}&_total=${total}`));
   return bundle.total;
 }
 
@@ -126,9 +126,11 @@ describe('SqliteRepository on a file', () => {
     expect(await partOfTotal(second, 'shared')).toBe(1);
   });
 
-  test('a file indexed for another parameter list is re-indexed on open', async () => {
+  test('a file indexed for another parameter list is re-indexed on open, and searches trust the rebuilt index', async () => {
     const first = open();
     const created = await first.createResource(turn('c2'));
+    await first.createResource(turn('another'));
+    await first.createResource(turn('another'));
     first.close();
     const database = new DatabaseSync(path);
     database.exec("DELETE FROM search_index; UPDATE store_info SET value = 'an older list' WHERE key = 'search_index_fingerprint'");
@@ -137,6 +139,10 @@ describe('SqliteRepository on a file', () => {
     const reopened = open();
     const found = await reopened.searchResources(parseSearchRequest('Communication?part-of=Communication/c2'));
     expect(found.map((resource) => resource.id)).toEqual([created.id]);
+    // An estimate is counted from the index: the conversation's one turn, not every Communication (what a search
+    // that did not trust the index would have to answer).
+    expect(await partOfTotal(reopened, 'c2', 'estimate')).toBe(1);
+    expect(await partOfTotal(reopened, 'another', 'estimate')).toBe(2);
   });
 
   test('a file another process re-indexes for another parameter list while this one has it open is not trusted by the next search', async () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OperationOutcomeError } from '@medplum/core';
+import { OperationOutcomeError, parseSearchRequest } from '@medplum/core';
 import type { Communication, Patient } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
@@ -51,6 +51,18 @@ describe('SqliteRepository writes and reads', () => {
       account: { reference: 'Organization/o1' },
     });
     expect(await repository.readResource('Patient', created.id)).toEqual(created);
+  });
+
+  test('meta.project is kept as given, and `_project` finds the resource whatever the case it is asked in', async () => {
+    const repository = openRepository();
+    const created = await repository.createResource<Patient>({ ...patient, meta: { project: 'Project-One' } });
+    await repository.createResource<Patient>({ ...patient, meta: { project: 'project-two' } });
+    const updated = await repository.updateResource({ ...created, active: true });
+    expect([created.meta?.project, updated.meta?.project]).toEqual(['Project-One', 'Project-One']);
+    for (const asked of ['Project-One', 'project-one', 'PROJECT-ONE']) {
+      const found = await repository.searchResources(parseSearchRequest<Patient>(`Patient?_project=${asked}`));
+      expect(found).toEqual([updated]);
+    }
   });
 
   test('assignedId keeps the caller id and refuses one already in use', async () => {
@@ -198,11 +210,32 @@ describe('SqliteRepository writes and reads', () => {
     expect(history.entry).toHaveLength(2);
     expect(history.entry?.[0]?.resource).toBeUndefined();
     expect(history.entry?.[0]?.response?.status).toBe('410');
+    // The deleted entry's outcome, as Medplum's server gives it: gone, and when.
+    const gone = history.entry?.[0]?.response?.outcome;
+    expect(gone).toEqual({
+      resourceType: 'OperationOutcome',
+      id: 'gone',
+      issue: [{ severity: 'error', code: 'deleted', details: { text: expect.stringMatching(/^Deleted on /) } }],
+    });
+    const deletedOn = gone?.issue?.[0]?.details?.text?.slice('Deleted on '.length) ?? '';
+    expect(new Date(deletedOn).toISOString()).toBe(deletedOn);
+    expect(Date.parse(deletedOn)).toBeGreaterThanOrEqual(Date.parse(created.meta?.lastUpdated ?? ''));
+    expect(history.entry?.[1]?.response).toMatchObject({ status: '200', outcome: { id: 'ok' } });
     expect(history.entry?.[1]?.resource?.id).toBe(created.id);
     const deletedVersion = history.entry?.[0]?.request?.url?.split('/').pop() as string;
     expect(await statusOf(repository.readVersion('Patient', created.id, deletedVersion))).toBe(410);
     expect((await repository.readVersion('Patient', created.id, created.meta?.versionId as string)).id).toBe(created.id);
     expect(await repository.searchResources({ resourceType: 'Patient' })).toEqual([]);
+  });
+
+  test("with a fullUrl, search and history entries carry the resource's, a deleted entry too", async () => {
+    const repository = SqliteRepository.open(':memory:', { fullUrl: (resourceType, id) => `https://fhir.example/R4/${resourceType}/${id}` });
+    repositories.push(repository);
+    const created = await repository.createResource(patient);
+    const fullUrl = `https://fhir.example/R4/Patient/${created.id}`;
+    expect((await repository.search({ resourceType: 'Patient' })).entry?.map((entry) => entry.fullUrl)).toEqual([fullUrl]);
+    await repository.deleteResource('Patient', created.id);
+    expect((await repository.readHistory('Patient', created.id)).entry?.map((entry) => entry.fullUrl)).toEqual([fullUrl, fullUrl]);
   });
 
   test('an update after a delete brings the resource back as a new version', async () => {
@@ -316,6 +349,42 @@ describe('SqliteRepository transactions', () => {
       )
     ).rejects.toThrow('inner failed');
     expect(await repository.searchResources({ resourceType: 'Patient' })).toEqual([]);
+  });
+
+  test('a write that an ended transaction left running is a write of its own, not part of the next transaction', async () => {
+    const repository = openRepository();
+    let startLeftBehind!: () => void;
+    const leftBehindMayStart = new Promise<void>((resolve) => {
+      startLeftBehind = resolve;
+    });
+    let leftBehind!: Promise<Patient>;
+    await repository.withTransaction(async (transaction) => {
+      await transaction.createResource({ ...patient, id: 'inside' }, { assignedId: true });
+      // Started from inside the callback, which returns without waiting for it: it runs once the transaction ended.
+      leftBehind = leftBehindMayStart.then(() => transaction.createResource({ ...patient, id: 'left-behind' }, { assignedId: true }));
+    });
+    let rollBack!: () => void;
+    const failure = new Promise<void>((resolve) => {
+      rollBack = resolve;
+    });
+    let nextStarted!: () => void;
+    const started = new Promise<void>((resolve) => {
+      nextStarted = resolve;
+    });
+    const next = repository.withTransaction(async (inside) => {
+      await inside.createResource({ ...patient, id: 'rolled-back' }, { assignedId: true });
+      nextStarted();
+      await failure;
+      throw new Error('roll back');
+    });
+    await started;
+    startLeftBehind();
+    await new Promise((resolve) => setImmediate(resolve));
+    rollBack();
+    await expect(next).rejects.toThrow('roll back');
+    expect((await leftBehind).id).toBe('left-behind');
+    const stored = await repository.searchResources({ resourceType: 'Patient' });
+    expect(stored.map((resource) => resource.id).sort()).toEqual(['inside', 'left-behind']);
   });
 
   test('writes from outside wait for the transaction in progress and are not rolled back with it', async () => {
