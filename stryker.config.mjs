@@ -16,7 +16,7 @@ const GUARDS = {
   'plugin/chat/record-prompt.ts': ['plugin/chat/record-prompt.test.ts', 'test/chat-gateway.test.ts', 'test/store-outage.test.ts', 'test/forged-records.test.ts'],
   'plugin/chat/chat-turn.ts': ['plugin/chat/chat-turn.test.ts', 'test/chat-gateway.test.ts', 'test/provider-resilience.test.ts', 'test/store-outage.test.ts'],
   'plugin/chat/deliver-json.ts': ['plugin/chat/deliver-json.test.ts', 'test/chat-gateway.test.ts', 'test/provider-resilience.test.ts'],
-  'plugin/chat/deliver-stream.ts': ['test/chat-transport.test.ts', 'test/stream-chunk-shapes.test.ts', 'test/provider-resilience.test.ts'],
+  'plugin/chat/deliver-stream.ts': ['plugin/chat/deliver-stream.test.ts', 'test/chat-transport.test.ts', 'test/stream-chunk-shapes.test.ts', 'test/provider-resilience.test.ts'],
   'plugin/chat/communication-builders.ts': ['plugin/chat/communication-builders.test.ts', 'plugin/chat/conversation.test.ts', 'plugin/chat/reply-records.test.ts', 'plugin/chat/recorded-messages.test.ts', 'test/chat-gateway.test.ts'],
   'plugin/chat/reply-records.ts': ['plugin/chat/reply-records.test.ts', 'plugin/chat/turn-registry.test.ts', 'test/store-outage.test.ts'],
   'plugin/chat/reply-journal.ts': ['plugin/chat/reply-journal.test.ts', 'plugin/chat/reply-journal-lines.test.ts', 'plugin/chat/reply-journal-files.test.ts', 'plugin/chat/journal-lease.test.ts', 'plugin/chat/reply-records.test.ts', 'test/crash-recovery.test.ts'],
