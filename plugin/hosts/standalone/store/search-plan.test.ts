@@ -69,6 +69,11 @@ describe('search plans', () => {
     expect(plan('Observation?performer:missing=true&device=Device/d').exact).toBe(true);
     expect(plan('Communication?category:not=ai-prompt').exact).toBe(true);
     expect(plan('Communication?subject:not=Patient/p1').exact).toBe(true);
+    // A token of no value (`|`) matches nothing, and negated everything: decided without the matcher either way.
+    expect(plan('Communication?category=|').matchesNothing).toBe(true);
+    const everything = plan('Communication?category:not=|');
+    expect(everything.matchesNothing).toBe(false);
+    expect(everything.exact).toBe(true);
     // A parameter the index does not hold is left to the matcher.
     expect(plan('Communication?received:missing=true').exact).toBe(false);
   });

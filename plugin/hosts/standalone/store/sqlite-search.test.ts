@@ -484,7 +484,7 @@ describe('SqliteRepository agrees with the matcher at the edges of each filter',
   });
 
   test('_project and _id: with and without a system, several at once, in any case', async () => {
-    for (const query of ['_project=project-a,project-b', '_project=|project-b', '_project=sys|project-b,project-b', '_project=sys|', '_project=project-c', '_project=', '_id=|turn-1', '_id=sys|turn-1', '_id=TURN-1,|upper-case', '_id=|', '_id=sys|']) {
+    for (const query of ['_project=project-a,project-b', '_project=|project-b', '_project=sys|project-b,project-b', '_project=sys|', '_project=project-c', '_project=', '_id=|turn-1', '_id=sys|turn-1', '_id=TURN-1,|upper-case', '_id=|', '_id=sys|', '_id=turn-1,turn-2&_id=turn-2,turn-3', '_id=turn-1&_id=conv-a']) {
       await expectMatcherAnswer(parseSearchRequest(`Communication?${query}&_count=1000`));
     }
   });
