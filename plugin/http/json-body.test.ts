@@ -40,6 +40,18 @@ describe('readJsonBody', () => {
     expect(malformed.text).not.toContain('s3cr3t-value');
   });
 
+  test('a body that is valid JSON but not an object or an array is a 400 that says what it is, without quoting it', async () => {
+    for (const [body, kind] of [['null', 'null'], ['"s3cr3t-value"', 'a string'], [' 42', 'a number'], ['true', 'a boolean']]) {
+      const refused = await post(body).expect(400);
+      expect([body, refused.body]).toEqual([body, { code: 'invalid_request', message: `The request body must be a JSON object, not ${kind}.` }]);
+      expect(refused.text).not.toContain('s3cr3t-value');
+    }
+    // Not JSON at all, whatever it starts with.
+    for (const body of ['s3cr3t-value', 'nul', '"unterminated']) {
+      expect((await post(body).expect(400)).body.message).toBe('The request body is not valid JSON.');
+    }
+  });
+
   test('other content types are left unread', async () => {
     const response = await request(app).post('/').set('Content-Type', 'text/plain').send('[[[[[[[[[[1]]]]]]]]]]').expect(200);
     expect(response.body).toEqual({});

@@ -113,6 +113,11 @@ export function fromBodyParserError(thrown: unknown): AppError | undefined {
     case 'parameters.too.many':
       return new AppError('payload_too_large', 'The request body is larger than this server accepts.');
     case 'entity.parse.failed': {
+      // body-parser's strict mode refuses a valid JSON value that is not an object or an array with the same type.
+      const kind = topLevelKind((thrown as { body?: unknown }).body);
+      if (kind !== undefined) {
+        return new AppError('invalid_request', `The request body must be a JSON object, not ${kind}.`);
+      }
       const error = new AppError('invalid_request', 'The request body is not valid JSON.');
       notJsonErrors.add(error);
       return error;
@@ -126,4 +131,18 @@ export function fromBodyParserError(thrown: unknown): AppError | undefined {
         ? new AppError('invalid_request', 'The request body could not be read.')
         : undefined;
   }
+}
+
+/** What a body that is valid JSON but neither an object nor an array holds (`null`, `a string`, ...); else undefined. */
+function topLevelKind(body: unknown): string | undefined {
+  if (typeof body !== 'string' || /^\s*[[{]/.test(body)) {
+    return undefined;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  return value === null ? 'null' : typeof value === 'object' ? undefined : `a ${typeof value}`;
 }
