@@ -142,6 +142,20 @@ describe('recordReply (step 6)', () => {
     expect(early.settled[0]?.usage).toEqual({ promptTokens: estimatePromptTokens(MESSAGES, undefined), completionTokens: 0, estimated: true });
   });
 
+  test('a completed reply from a provider that reports no usage is charged an estimate of its prompt, text and calls, marked so', async () => {
+    const { turn, recorded, settled } = turnWith();
+    const toolCalls = [{ id: 'call_1', name: 'lookup_glucose', arguments: '{"patient":"Maria Lopez"}' }];
+    await recordReply(turn, { status: 'completed', text: 'Glucose is 105 mg/dL.', toolCalls, finishReason: 'tool_calls' });
+    const generated = 'Glucose is 105 mg/dL.'.length + 'lookup_glucose'.length + '{"patient":"Maria Lopez"}'.length;
+    const expected = { promptTokens: estimatePromptTokens(MESSAGES, undefined), completionTokens: estimateTokensOfLength(generated), estimated: true };
+    expect(expected.completionTokens).toBeGreaterThan(estimateTokensOfLength('Glucose is 105 mg/dL.'.length));
+    expect(settled).toEqual([expect.objectContaining({ usage: expected })]);
+    const usage = extension(recorded[0]!.resource, EXTENSION.usage);
+    expect(part(usage, 'estimated')?.valueBoolean).toBe(true);
+    expect(part(usage, 'prompt-tokens')?.valueInteger).toBe(expected.promptTokens);
+    expect(part(usage, 'completion-tokens')?.valueInteger).toBe(expected.completionTokens);
+  });
+
   test("a failure after some output is charged an estimate; one before any output charges nothing; the provider's usage always wins", async () => {
     const after = turnWith();
     await recordReply(after.turn, { status: 'not-done', text: 'Gl', generatedCharacters: 8 });

@@ -139,17 +139,24 @@ export async function recordFailure(turn: ChatTurn, text: string, error: unknown
 }
 
 /**
- * What the reply is charged: the provider's usage; else, for a reply the provider worked on and did not finish (its
- * client left or the server stopped it: `stopped`; it failed after some output: `not-done`), the prompt's tokens and
- * those of what it generated, estimated. A provider that failed before any output charges nothing, as providers do.
+ * What the reply is charged: the provider's usage; else, for a reply that completed (from a provider that reports
+ * no usage: some OpenAI-compatible servers, streamed) or that the provider worked on and did not finish (its client
+ * left or the server stopped it: `stopped`; it failed after some output: `not-done`), the prompt's tokens and those
+ * of what it generated, estimated and marked so. A provider that failed before any output charges nothing, as
+ * providers do.
  */
 function chargedUsage(turn: ChatTurn, outcome: ReplyOutcome): RecordedUsage | undefined {
   if (outcome.usage) {
     return outcome.usage;
   }
-  const generated = outcome.generatedCharacters ?? 0;
-  if (outcome.status === 'stopped' || (outcome.status === 'not-done' && generated > 0)) {
+  const generated = outcome.generatedCharacters ?? (outcome.status === 'completed' ? generatedCharactersOf(outcome.text, outcome.toolCalls) : 0);
+  if (outcome.status === 'completed' || outcome.status === 'stopped' || (outcome.status === 'not-done' && generated > 0)) {
     return estimatedUsage(estimatePromptTokens(turn.modelRequest.messages, turn.modelRequest.tools), generated);
   }
   return undefined;
+}
+
+/** Characters of a reply's text and calls: what its usage is estimated from when the provider reported none. */
+export function generatedCharactersOf(text: string, toolCalls: readonly ChatToolCall[] | undefined): number {
+  return text.length + (toolCalls ?? []).reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
 }

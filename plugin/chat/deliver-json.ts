@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { isAbortError } from '../llm/provider-errors.ts';
 import type { ChatCompletion } from '../llm/chat-model.ts';
-import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
+import { answerFieldsOf, generatedCharactersOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
 import { clientStillConnected } from './client-presence.ts';
 import { ClientDeparture } from './client-departure.ts';
@@ -50,7 +50,7 @@ export async function deliverJson(turn: ChatTurn, response: Response, answer: Js
 
 /** Characters of a whole reply's text and calls: what its usage is estimated from when the provider reported none. */
 function generatedBy(completion: ChatCompletion): number {
-  return completion.text.length + (completion.toolCalls ?? []).reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
+  return generatedCharactersOf(completion.text, completion.toolCalls);
 }
 
 /** The body of a JSON answer to a turn whose reply completed (and is on record). */
