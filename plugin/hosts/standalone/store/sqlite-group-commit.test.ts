@@ -46,6 +46,19 @@ function committedIds(): string[] {
   }
 }
 
+/** A transaction that writes the turn `inside`, then holds the connection until `mayCommit()`. */
+function heldTransaction(repository: SqliteRepository): { readonly transaction: Promise<void>; readonly mayCommit: () => void } {
+  let mayCommit!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    mayCommit = resolve;
+  });
+  const transaction = repository.withTransaction(async (inside) => {
+    await inside.createResource(turn('inside'), { assignedId: true });
+    await gate;
+  });
+  return { transaction, mayCommit };
+}
+
 function turn(id: string, conversation = 'c1'): Communication {
   return { resourceType: 'Communication', id, status: 'completed', partOf: [{ reference: `Communication/${conversation}` }] };
 }
@@ -232,14 +245,7 @@ describe('SqliteRepository with the log synced off the event loop', () => {
   test('a read queued behind a transaction and a group of writes sees that group only once its sync returned', async () => {
     const sync = new ControlledSync();
     const repository = openWith(sync);
-    let mayCommit!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      mayCommit = resolve;
-    });
-    const transaction = repository.withTransaction(async (inside) => {
-      await inside.createResource(turn('inside'), { assignedId: true });
-      await gate;
-    });
+    const { transaction, mayCommit } = heldTransaction(repository);
     await new Promise((resolve) => setImmediate(resolve));
     // Both wait for the connection: the write's group commits once the transaction released it, then the read runs.
     const write = repository.createResource(turn('outside'), { assignedId: true });
@@ -293,14 +299,7 @@ describe('SqliteRepository reads behind a transaction', () => {
   test('several reads waiting behind a transaction all answer once it ends', async () => {
     const repository = open();
     await repository.createResource(turn('before'), { assignedId: true });
-    let mayCommit!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      mayCommit = resolve;
-    });
-    const transaction = repository.withTransaction(async (inside) => {
-      await inside.createResource(turn('inside'), { assignedId: true });
-      await gate;
-    });
+    const { transaction, mayCommit } = heldTransaction(repository);
     await new Promise((resolve) => setImmediate(resolve));
     const reads = Array.from({ length: 5 }, () => repository.searchResources({ resourceType: 'Communication' }));
     mayCommit();

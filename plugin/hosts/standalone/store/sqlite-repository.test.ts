@@ -6,20 +6,9 @@ import type { Communication, Patient } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
 import { failWritesMidway, storedIds } from '../../../../test/support/midway-write-failure.ts';
+import { memoryRepositories } from '../../../../test/support/memory-repositories.ts';
 
-const repositories: SqliteRepository[] = [];
-
-function openRepository(): SqliteRepository {
-  const repository = SqliteRepository.open(':memory:');
-  repositories.push(repository);
-  return repository;
-}
-
-afterEach(() => {
-  for (const repository of repositories.splice(0)) {
-    repository.close();
-  }
-});
+const openRepository = memoryRepositories();
 
 
 const patient: Patient = { resourceType: 'Patient', name: [{ given: ['Ada'], family: 'Lovelace' }] };
@@ -229,8 +218,7 @@ describe('SqliteRepository writes and reads', () => {
   });
 
   test("with a fullUrl, search and history entries carry the resource's, a deleted entry too", async () => {
-    const repository = SqliteRepository.open(':memory:', { fullUrl: (resourceType, id) => `https://fhir.example/R4/${resourceType}/${id}` });
-    repositories.push(repository);
+    const repository = openRepository(':memory:', { fullUrl: (resourceType, id) => `https://fhir.example/R4/${resourceType}/${id}` });
     const created = await repository.createResource(patient);
     const fullUrl = `https://fhir.example/R4/Patient/${created.id}`;
     expect((await repository.search({ resourceType: 'Patient' })).entry?.map((entry) => entry.fullUrl)).toEqual([fullUrl]);
@@ -307,8 +295,7 @@ describe('SqliteRepository transactions', () => {
     const directory = mkdtempSync(join(tmpdir(), 'fhirgate-store-'));
     const path = join(directory, 'store.sqlite');
     try {
-      const repository = SqliteRepository.open(path);
-      repositories.push(repository);
+      const repository = openRepository(path);
       // The write of 'half' fails after its resource row is written: only its own rollback takes that row away.
       failWritesMidway(path, 'half');
       await repository.withTransaction(
@@ -323,10 +310,8 @@ describe('SqliteRepository transactions', () => {
       expect((await repository.searchResources({ resourceType: 'Patient' })).map((found) => found.id).sort()).toEqual(['after', 'kept']);
       expect(await statusOf(repository.readResource('Patient', 'half'))).toBe(404);
       expect(storedIds(path, 'Patient')).toEqual(['after', 'kept']);
+      repository.close();
     } finally {
-      for (const repository of repositories.splice(0)) {
-        repository.close();
-      }
       rmSync(directory, { recursive: true, force: true });
     }
   });

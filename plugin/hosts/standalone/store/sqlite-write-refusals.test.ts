@@ -4,22 +4,10 @@
  * current version, for an update, a patch and a delete alike.
  */
 import type { Patient, Practitioner } from '@medplum/fhirtypes';
-import { SqliteRepository } from './sqlite-repository.ts';
 import { refusalOf, statusOf } from '../../../../test/support/rejection-status.ts';
+import { memoryRepositories } from '../../../../test/support/memory-repositories.ts';
 
-const repositories: SqliteRepository[] = [];
-
-function openRepository(): SqliteRepository {
-  const repository = SqliteRepository.open(':memory:');
-  repositories.push(repository);
-  return repository;
-}
-
-afterEach(() => {
-  for (const repository of repositories.splice(0)) {
-    repository.close();
-  }
-});
+const openRepository = memoryRepositories();
 
 const patient: Patient = { resourceType: 'Patient', name: [{ given: ['Ada'], family: 'Lovelace' }] };
 
