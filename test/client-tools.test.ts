@@ -129,9 +129,15 @@ describe('function calling through the gateway', () => {
   test('a result that answers no call of the conversation is a 400 before anything is stored or sent', async () => {
     const first = await ask({ messages: [{ role: 'user', content: ASK_WEATHER }], tools: [WEATHER] });
     const before = await conversation(first.conversation_id);
-    const failure = await ask({ messages: [{ role: 'tool', tool_call_id: 'call_invented', content: 'x' }], conversation_id: first.conversation_id }).catch((error: unknown) => error);
+    // An id longer than any call's: the message quotes its first 64 characters.
+    const invented = `call_invented_${'x'.repeat(80)}`;
+    const failure = await ask({ messages: [{ role: 'tool', tool_call_id: invented, content: 'x' }], conversation_id: first.conversation_id }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((failure as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ code: 'invalid_request', param: 'messages' });
+    expect((failure as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({
+      code: 'invalid_request',
+      param: 'messages',
+      message: `Invalid request: a tool message answers '${invented.slice(0, 64)}', which is not a call of the conversation's last reply.`,
+    });
     expect(await conversation(first.conversation_id)).toHaveLength(before.length);
     expect(emulator.received).toHaveLength(1);
   });

@@ -126,6 +126,38 @@ describe('observability of the standalone host', () => {
     expect(sample(after, 'fhirgate_chat_waiting_turns')).toBe(0);
   });
 
+  test('a JSON reply being generated is not an open stream: the active-streams gauge counts streams only', async () => {
+    emulator.enqueue({ replyTokens: 30, tokensPerSecond: 30 });
+    const receivedBefore = emulator.received.length;
+    const whole = openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: PROMPT }] });
+    while (emulator.received.length === receivedBefore) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(sample(await metrics(), 'fhirgate_chat_active_streams')).toBe(0);
+    expect((await whole).choices[0].message.content).toMatch(/^token1 /);
+    expect(sample(await metrics(), 'fhirgate_chat_active_streams')).toBe(0);
+  });
+
+  test("a chat request's FHIR reads, searches and writes are on its log line and counted in /metrics by operation", async () => {
+    const first = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: PROMPT }] });
+    const conversationId = (first as unknown as { conversation_id: string }).conversation_id;
+    const operation = (name: string, text: string): number => sample(text, 'fhirgate_chat_repository_operations_total', { fhirgate_operation: name }) ?? 0;
+    const before = await metrics();
+    const { response } = await openai.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'And the medication list?' }], conversation_id: conversationId } as never)
+      .withResponse();
+    const requestId = response.headers.get('x-request-id');
+    const line = logLines.map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.requestId === requestId);
+    const counts = { read: line?.fhirReads, search: line?.fhirSearches, write: line?.fhirWrites };
+    for (const count of Object.values(counts)) {
+      expect(count).toBeGreaterThan(0);
+    }
+    const after = await metrics();
+    for (const [name, count] of Object.entries(counts)) {
+      expect(operation(name, after) - operation(name, before)).toBe(count);
+    }
+  });
+
   test('/metrics (it names projects and models) is served only to the configured bearer token', async () => {
     await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Count me' }] });
     for (const headers of [{}, { Authorization: 'Bearer wrong-metrics-token-0123456789' }, { Authorization: `Bearer ${accessToken}` }, { Authorization: `Basic ${Buffer.from(`x:${TEST_METRICS_TOKEN}`).toString('base64')}` }]) {
