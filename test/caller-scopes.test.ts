@@ -6,7 +6,7 @@
  * MedplumClient reading the records; the colleague is in the patient's care team, so he may read her conversation.
  */
 import type { MedplumClient } from '@medplum/core';
-import type { Communication, Project } from '@medplum/fhirtypes';
+import type { Project } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
@@ -35,7 +35,7 @@ describe("one caller's requests and another's", () => {
   const create = async (client: OpenAI, messages: OpenAI.ChatCompletionMessageParam[], headers: Record<string, string> = {}): Promise<FhirgateCompletion> =>
     (await client.chat.completions.create({ model: MODEL, messages, patient_id: patientId, patient_context: 'none' } as never, { headers })) as unknown as FhirgateCompletion;
   const prompts = async (rootId: string): Promise<string[]> =>
-    (await medplum.searchResources<Communication>('Communication', { 'part-of': `Communication/${rootId}`, _sort: 'sent' }, { cache: 'no-cache' })).map(
+    (await medplum.searchResources('Communication', { 'part-of': `Communication/${rootId}`, _sort: 'sent' }, { cache: 'no-cache' })).map(
       (record) => record.payload?.map((item) => item.contentString).join('') ?? ''
     );
 

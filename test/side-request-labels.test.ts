@@ -4,7 +4,6 @@
  * openai SDK and MedplumClient reading the prompts' categories.
  */
 import type { MedplumClient } from '@medplum/core';
-import type { Communication } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
@@ -26,7 +25,7 @@ describe('a request for the conversation’s title', () => {
     (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content }], ...(conversationId ? { conversation_id: conversationId } : {}) } as never)) as unknown as FhirgateCompletion;
   /** Each prompt of the conversation: its text and whether it is a side request. */
   const prompts = async (rootId: string): Promise<[string, boolean][]> =>
-    (await medplum.searchResources<Communication>('Communication', { 'part-of': `Communication/${rootId}`, _sort: 'sent' }, { cache: 'no-cache' }))
+    (await medplum.searchResources('Communication', { 'part-of': `Communication/${rootId}`, _sort: 'sent' }, { cache: 'no-cache' }))
       .filter((record) => record.category?.some((concept) => concept.coding?.some((coding) => coding.code === 'ai-prompt')))
       .map((record) => [record.payload?.[0]?.contentString ?? '', record.category?.some((concept) => concept.coding?.some((coding) => coding.code === 'ai-side-request')) ?? false]);
 
