@@ -9,6 +9,7 @@ import { estimateTokensOfLength } from '../governance/usage-estimate.ts';
 import type { ChatCompletion, ChatModelRequest } from '../llm/chat-model.ts';
 import { RepositoryOperations } from '../telemetry/repository-operations.ts';
 import type { ChatTurn } from './chat-turn.ts';
+import { deliveryTurnFields } from '../../test/support/delivery-turn.ts';
 import { deliverJson } from './deliver-json.ts';
 import { ERROR_CODE_SYSTEM, EXTENSION } from './fhir-vocabulary.ts';
 import { InFlightTurns } from './in-flight-turns.ts';
@@ -43,15 +44,7 @@ function turnWith(complete: (request: ChatModelRequest) => Promise<ChatCompletio
         },
       },
     },
-    parties: { categorySystem: 'urn:c', caller: { reference: 'Practitioner/alice' }, agent: { reference: 'Device/agent' } },
-    rootId: 'root-1',
-    promptId: 'prompt-1',
-    replyId: 'reply-1',
-    history: { messages: [] },
-    completionId: 'chatcmpl-1',
-    created: 1_700_000_000,
-    modelRequest: { model: 'gpt-4o', messages: MESSAGES, maxTokens: 50 },
-    controller: new AbortController(),
+    ...deliveryTurnFields(MESSAGES),
     ...overrides,
   } as unknown as ChatTurn;
   return { turn, recorded, asked };

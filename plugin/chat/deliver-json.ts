@@ -24,7 +24,7 @@ export async function deliverJson(turn: ChatTurn, response: Response, answer: Js
     const { text, toolCalls, usage, finishReason } = completion;
     // `completed` only for a client still there to receive it (a busy host may not have seen it leave yet).
     if (departure.left || !(await clientStillConnected(response))) {
-      await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.', usage, generatedCharacters: generatedBy(completion) });
+      await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.', usage, generatedCharacters: generatedCharactersOf(text, toolCalls) });
       return;
     }
     await recordReply(turn, { status: 'completed', text, toolCalls, usage, finishReason });
@@ -46,11 +46,6 @@ export async function deliverJson(turn: ChatTurn, response: Response, answer: Js
   } finally {
     departure.dispose();
   }
-}
-
-/** Characters of a whole reply's text and calls: what its usage is estimated from when the provider reported none. */
-function generatedBy(completion: ChatCompletion): number {
-  return generatedCharactersOf(completion.text, completion.toolCalls);
 }
 
 /** The body of a JSON answer to a turn whose reply completed (and is on record). */

@@ -11,6 +11,7 @@ import { createAbortError } from '../llm/provider-errors.ts';
 import type { ChatModelRequest, ChatStreamEvent } from '../llm/chat-model.ts';
 import { createRequestTelemetry } from '../telemetry/request-telemetry.ts';
 import type { ChatTurn } from './chat-turn.ts';
+import { deliveryTurnFields } from '../../test/support/delivery-turn.ts';
 import { deliverStream } from './deliver-stream.ts';
 import { EXTENSION } from './fhir-vocabulary.ts';
 import { InFlightTurns } from './in-flight-turns.ts';
@@ -142,15 +143,7 @@ function streamedTurn(overrides: Partial<ChatTurn> = {}, record?: (resource: Com
         stream: (modelRequest: ChatModelRequest) => call.events(modelRequest.signal),
       },
     },
-    parties: { categorySystem: 'urn:c', caller: { reference: 'Practitioner/alice' }, agent: { reference: 'Device/agent' } },
-    rootId: 'root-1',
-    promptId: 'prompt-1',
-    replyId: 'reply-1',
-    history: { messages: [] },
-    completionId: 'chatcmpl-1',
-    created: 1_700_000_000,
-    modelRequest: { model: 'gpt-4o', messages: MESSAGES, maxTokens: 50 },
-    controller: new AbortController(),
+    ...deliveryTurnFields(MESSAGES),
     ...overrides,
   } as unknown as ChatTurn;
   return { turn, call, recorded, journaled };
