@@ -11,7 +11,7 @@
 /** Each mutated module (a path, or a path with a `:start-end` line range) and the test files that guard it. */
 const GUARDS = {
   // The chat turn and its records: the steps that write the prompt and reply Communications, the reply journal.
-  'plugin/chat/chat-completion.ts': ['test/chat-gateway.test.ts', 'test/store-outage.test.ts', 'test/idempotency.test.ts', 'test/caller-limits.test.ts', 'test/caller-scopes.test.ts', 'test/turn-admission.test.ts', 'test/observability.test.ts', 'test/chat-providers.test.ts', 'test/client-tools.test.ts', 'test/client-kept-history.test.ts', 'test/conversation-instructions.test.ts', 'test/side-request-labels.test.ts', 'test/turn-subjects.test.ts', 'test/patient-data-egress.test.ts', 'test/responses-api.test.ts'],
+  'plugin/chat/chat-completion.ts': ['test/chat-gateway.test.ts', 'test/store-outage.test.ts', 'test/idempotency.test.ts', 'test/caller-limits.test.ts', 'test/caller-scopes.test.ts', 'test/turn-admission.test.ts', 'test/observability.test.ts', 'test/chat-providers.test.ts', 'test/client-tools.test.ts', 'test/client-kept-history.test.ts', 'test/conversation-instructions.test.ts', 'test/side-request-labels.test.ts', 'test/turn-subjects.test.ts', 'test/patient-data-egress.test.ts', 'test/responses-api.test.ts', 'test/repository-operations.test.ts'],
   'plugin/chat/authenticate-caller.ts': ['plugin/chat/authenticate-caller.test.ts', 'test/chat-gateway.test.ts', 'test/refusals-on-the-standalone-host.test.ts'],
   'plugin/chat/record-prompt.ts': ['plugin/chat/record-prompt.test.ts', 'test/chat-gateway.test.ts', 'test/store-outage.test.ts', 'test/forged-records.test.ts'],
   'plugin/chat/chat-turn.ts': ['plugin/chat/chat-turn.test.ts', 'test/chat-gateway.test.ts', 'test/provider-resilience.test.ts', 'test/store-outage.test.ts'],
@@ -47,7 +47,7 @@ const GUARDS = {
   'plugin/devices/failed-attempt-limiter.ts': ['plugin/devices/failed-attempt-limiter.test.ts', 'test/device-token.test.ts'],
 
   // The GraphQL write guard: what a device's document may name and write, and the route that authenticates it.
-  'plugin/graphql/graphql-route.ts': ['plugin/graphql/graphql-route.test.ts', 'test/device-graphql.test.ts', 'test/device-networks.test.ts', 'test/device-patient-assignment.test.ts', 'test/device-request-log.test.ts'],
+  'plugin/graphql/graphql-route.ts': ['plugin/graphql/graphql-route.test.ts', 'plugin/graphql/graphql-route-unprunable.test.ts', 'test/device-graphql.test.ts', 'test/device-networks.test.ts', 'test/device-patient-assignment.test.ts', 'test/device-request-log.test.ts'],
   'plugin/graphql/device-write-guard.ts': ['plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/device-observation-rules.test.ts', 'test/device-graphql.test.ts', 'test/device-patient-assignment.test.ts'],
   'plugin/graphql/device-observation-rules.ts': ['plugin/graphql/device-observation-rules.test.ts', 'plugin/graphql/device-write-guard.test.ts', 'test/device-patient-assignment.test.ts'],
   'plugin/graphql/device-document-scope.ts': ['plugin/graphql/device-document-scope.test.ts', 'test/device-graphql.test.ts'],

@@ -65,6 +65,13 @@ describe('repository operations of a chat turn', () => {
     expect((await ask({ conversation_id: conversationId })).operations).toEqual({ reads: 1, searches: 1, writes: 2 });
   });
 
+  test('a client that keeps the history: the search that finds the exchange it sends again is the history, and what it is about costs nothing more', async () => {
+    const first = await ask({ messages: [{ role: 'user', content: 'The first question.' }] });
+    const next = await ask({ messages: [{ role: 'user', content: 'The first question.' }, { role: 'assistant', content: 'Echo: The first question.' }, { role: 'user', content: 'The second question.' }] });
+    expect(next.completion.conversation_id).toBe(first.completion.conversation_id);
+    expect(next.operations).toEqual({ reads: 1, searches: 1, writes: 2 });
+  });
+
   test('a turn about a patient reads the patient the caller names; sharing the chart adds a search per type and the disclosure', async () => {
     const patientId = project.ids['patient-in-care-team-1'];
     const unshared = await ask({ patient_id: patientId, patient_context: 'none' });

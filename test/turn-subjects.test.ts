@@ -86,6 +86,28 @@ describe('the patient of a turn is the union of what it takes in', () => {
     expect(audits.map((audit) => audit.entity?.find((entity) => entity.role?.code === '1')?.what?.reference)).toEqual([maria()]);
   });
 
+  test('only the records about the patient are taken in: an item about no patient beside hers is neither on the reply nor disclosed, and items about no patient disclose nothing', async () => {
+    const earlier = await aboutMaria();
+    const general = await ask({ model: CLEARED_MODEL, messages: [{ role: 'user', content: 'What is a normal resting heart rate?' }] });
+
+    const both = await respond({
+      model: CLEARED_MODEL,
+      patient_context: 'none',
+      input: [{ type: 'item_reference', id: `msg_${earlier.communication_id}` }, { type: 'item_reference', id: `msg_${general.communication_id}` }, { role: 'user', content: 'Put both together.' }],
+    });
+    const record = await reply(replyIdOf(both));
+    expect(record.subject?.reference).toBe(maria());
+    expect(record.about?.map((reference) => reference.reference)).toEqual([`Communication/${earlier.communication_id}`]);
+    const audits = await subject.system.searchResources<AuditEvent>({ resourceType: 'AuditEvent', filters: [{ code: 'entity', operator: 'eq', value: `Communication/${record.id}` }] });
+    expect(audits.map((audit) => audit.entity?.filter((entity) => entity.role?.code === '4').map((entity) => entity.what?.reference))).toEqual([[`Communication/${earlier.communication_id}`]]);
+
+    const aboutNobody = await respond({ model: OTHER_MODEL, input: [{ type: 'item_reference', id: `msg_${general.communication_id}` }, { role: 'user', content: 'Shorter, please.' }] });
+    const unrelated = await reply(replyIdOf(aboutNobody));
+    expect(unrelated.subject).toBeUndefined();
+    expect(unrelated.about).toBeUndefined();
+    expect(await subject.system.searchResources<AuditEvent>({ resourceType: 'AuditEvent', filters: [{ code: 'entity', operator: 'eq', value: `Communication/${unrelated.id}` }] })).toEqual([]);
+  });
+
   test('an item about one patient in a turn about another, or two items about different patients: 400 naming the item, nothing stored, nothing sent', async () => {
     const earlier = await aboutMaria();
     const james = subject.project.ids['patient-in-care-team-2'];
