@@ -7,6 +7,7 @@ import type { Reference } from '@medplum/fhirtypes';
 import { finalError, toAppError, type AppError, type AppErrorCode } from '../errors.ts';
 import type { ChatFinishReason, ChatModelRequest, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
 import type { ResolvedModel } from '../llm/model-registry.ts';
+import { createUpstreamError, isAbortError } from '../llm/provider-errors.ts';
 import type { ChatRequest } from './chat-request.ts';
 import type { ConversationParties, ReplyStatus } from './communication-builders.ts';
 import { historyRecordOf, type ConversationHistory } from './conversation.ts';
@@ -133,9 +134,17 @@ export async function recordReply(turn: ChatTurn, outcome: ReplyOutcome): Promis
  * under the same Idempotency-Key is answered with this error again (idempotency.ts), never a second provider call.
  */
 export async function recordFailure(turn: ChatTurn, text: string, error: unknown, generatedCharacters?: number): Promise<AppError> {
-  const failure = finalError(toAppError(error));
+  const failure = finalError(toAppError(isAbortError(error) ? strayAbort(turn) : error));
   await recordReply(turn, { status: 'not-done', text, reason: failure.message, errorCode: failure.code, generatedCharacters });
   return failure;
+}
+
+/**
+ * An abort the turn did not ask for (its signal is not aborted, its client is still there: the delivery steps check
+ * both first) came from the provider's side: a failure of the call, said as one, never a client that left.
+ */
+function strayAbort(turn: ChatTurn): AppError {
+  return createUpstreamError(turn.target.id.split('/')[0], { kind: 'unknown', errorName: 'AbortError' });
 }
 
 /**

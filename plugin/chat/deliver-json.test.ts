@@ -173,15 +173,14 @@ describe('deliverJson (steps 4–6, a JSON answer)', () => {
     expect(watched.recorded[0]?.resource.payload).toBeUndefined();
   });
 
-  test("a provider's own abort, the client still there: stopped on record, nothing answered", async () => {
+  test("an abort the turn did not ask for (the provider's own), the client still there: a provider failure, answered and on record not-done", async () => {
     const watched = turnWith(async () => {
       throw Object.assign(new Error('The operation was aborted.'), { name: 'AbortError' });
     });
-    await withClient(appFor(() => watched.turn).app, async (leave) => {
-      await waitFor(() => watched.recorded.length === 1);
-      leave();
-    });
-    expect(watched.recorded[0]?.resource).toMatchObject({ status: 'stopped', statusReason: { text: 'The client closed the connection before the reply.' } });
+    const response = await request(appFor(() => watched.turn).app).post('/v1/chat/completions').expect(502);
+    expect(response.body.error).toMatchObject({ code: 'upstream_error', message: expect.stringMatching(/^The call to the LLM provider '.+' failed\.$/) });
+    expect(watched.recorded[0]?.resource).toMatchObject({ status: 'not-done', statusReason: { coding: [{ code: 'upstream_error' }], text: response.body.error.message } });
+    expect(watched.turn.controller.signal.aborted).toBe(false);
   });
 
   test('a client that left, then a provider that fails: stopped (the client left first), not a failure', async () => {

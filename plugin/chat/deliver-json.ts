@@ -1,5 +1,4 @@
 import type { Response } from 'express';
-import { isAbortError } from '../llm/provider-errors.ts';
 import type { ChatCompletion } from '../llm/chat-model.ts';
 import { answerFieldsOf, generatedCharactersOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionBody } from './wire-format.ts';
@@ -38,7 +37,7 @@ export async function deliverJson(turn: ChatTurn, response: Response, answer: Js
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The server shut down before the reply.' });
       throw shuttingDownError();
     }
-    if (departure.left || isAbortError(error) || controller.signal.aborted) {
+    if (departure.left || controller.signal.aborted) {
       await recordReply(turn, { status: 'stopped', text: '', reason: 'The client closed the connection before the reply.' });
       return;
     }

@@ -394,16 +394,18 @@ describe('deliverStream (steps 4–6, a streamed answer)', () => {
     expect(usageOf(watched.recorded[0])?.find((part) => part.url === 'estimated')?.valueBoolean).toBe(true);
   });
 
-  test("a provider's own abort mid-stream, the client still there: stopped, not a failure of the provider", async () => {
+  test("an abort the turn did not ask for (the provider's own) mid-stream, the client still there: a provider failure, told in-band, not-done with the text sent", async () => {
     const watched = streamedTurn();
     const { client } = await streamOf(watched);
     watched.call.send({ type: 'text', text: 'Partly ' });
     await waitFor(() => textOf(client) === 'Partly ');
     watched.call.fail(new DOMException('The operation was aborted.', 'AbortError'));
-    await waitFor(() => watched.recorded.length === 1);
+    await waitFor(() => client.ended && watched.recorded.length === 1);
 
-    expect(watched.recorded[0]).toMatchObject({ ...CLIENT_LEFT, payload: [{ contentString: 'Partly ' }] });
-    expect(chunksOf(client).some((chunk) => 'error' in chunk)).toBe(false);
+    expect(chunksOf(client).at(-1)).toMatchObject({ error: { code: 'upstream_error', message: expect.stringMatching(/^The call to the LLM provider '.+' failed\.$/) } });
+    expect(client.body).not.toContain('[DONE]');
+    expect(watched.recorded[0]).toMatchObject({ status: 'not-done', payload: [{ contentString: 'Partly ' }] });
+    expect(watched.turn.controller.signal.aborted).toBe(false);
   });
 
   test('a client gone before its departure was seen (a busy host): the reply is stopped, not completed', async () => {

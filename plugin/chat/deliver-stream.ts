@@ -3,7 +3,6 @@ import { toOpenAiErrorBody } from '../http/openai-error-response.ts';
 import { toAppError, type AppError } from '../errors.ts';
 import { annotateRequest } from '../telemetry/request-telemetry.ts';
 import type { ChatFinishReason, ChatStreamEvent, ChatToolCall, ChatUsage } from '../llm/chat-model.ts';
-import { isAbortError } from '../llm/provider-errors.ts';
 import { answerFieldsOf, recordFailure, recordReply, type ChatTurn } from './chat-turn.ts';
 import { completionChunk, contentChunkComposer, contentChunkWithLogprobs, finishChunk, openingDelta, toolCallDelta, usageChunk, type AnswerFields, type ToolCallFragment } from './wire-format.ts';
 import { SseWriter } from './sse-writer.ts';
@@ -98,7 +97,7 @@ export async function deliverStream(turn: ChatTurn, response: Response): Promise
       await sendInBandError(sse, response, shuttingDownError());
       return;
     }
-    if (departure.left || isAbortError(error) || controller.signal.aborted || response.destroyed) {
+    if (departure.left || controller.signal.aborted || response.destroyed) {
       await leftEarly(turn, upstream, output, departure, delivered);
       return;
     }

@@ -13,7 +13,6 @@
 import type { Response } from 'express';
 import { toAppError, type AppError } from '../errors.ts';
 import type { ChatCompletion, ChatFinishReason, ChatStreamEvent, ChatToolCall } from '../llm/chat-model.ts';
-import { isAbortError } from '../llm/provider-errors.ts';
 import { recordFailure, recordReply, type ChatTurn } from '../chat/chat-turn.ts';
 import { ClientDeparture, closeUpstream, ProviderOutput, runOn } from '../chat/client-departure.ts';
 import { clientStillConnected } from '../chat/client-presence.ts';
@@ -150,7 +149,7 @@ async function endCut(cut: StreamUnderWay, error: unknown): Promise<void> {
     await sendInBand(events, errorEvent(shuttingDownError(), response));
     return;
   }
-  if (departure.left || isAbortError(error) || controller.signal.aborted || response.destroyed) {
+  if (departure.left || controller.signal.aborted || response.destroyed) {
     await leftEarly(cut);
     return;
   }
