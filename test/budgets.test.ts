@@ -5,8 +5,8 @@
  * the provider fails counts nothing; each reply records its cost; and the administrator's usage report adds up,
  * row for row, to the usage the stored replies record, read back with MedplumClient. A stream its client cuts is
  * charged what it cost (the provider's usage, or an estimate marked so, and shown so in the report); turns still
- * running hold their likely cost, so concurrent turns cannot overrun a budget; and a restart (no Redis) keeps the
- * day's spend. (Two instances sharing Redis: budgets-instances.test.ts.)
+ * running hold their likely cost (a continued conversation's, its history too), so concurrent turns cannot overrun a
+ * budget; and a restart (no Redis) keeps the day's spend. (Two instances sharing Redis: budgets-instances.test.ts.)
  */
 import type { MedplumClient } from '@medplum/core';
 import type { Communication, Extension, ProjectMembership, ProjectSetting } from '@medplum/fhirtypes';
@@ -313,6 +313,32 @@ describe('budgets and the usage report', () => {
     // The one that ran is settled with what it used (20 + 30 tokens): the budget is used up, not held.
     await expect(ask(budgeted.alice, 'After')).rejects.toMatchObject({ status: 429, error: { message: expect.stringContaining('is used up') } });
     expect(emulator.received).toHaveLength(2);
+  });
+
+  test("a continued conversation's turn holds its history's tokens too: while it runs, a turn they would take past the budget is refused", async () => {
+    const budgeted = await budgetedProject([{ name: 'AI_BUDGET_USER_DAY_TOKENS', valueInteger: 700 }]);
+    const used = behaviour({ usage: { promptTokens: 10, completionTokens: 10 } });
+    // About 400 tokens, and as many again in its echo: the conversation's history is about 800 tokens.
+    const first = (await ask(budgeted.alice, `${'Lab value noted. '.repeat(95)}${used}`)) as unknown as { conversation_id: string };
+    const slow = behaviour({ replyTokens: 30, tokensPerSecond: 30, usage: { promptTokens: 10, completionTokens: 10 } });
+    /** What `during` gets while a slow turn of `extra`'s conversation runs (holding its likely cost). */
+    const whileRunning = async (extra: Record<string, unknown>, during: () => Promise<unknown>): Promise<unknown> => {
+      const running = await budgeted.alice.chat.completions.create({ model: MINI, stream: true, max_tokens: 10, messages: [{ role: 'user', content: `Go on. ${slow}` }], ...extra } as never);
+      const chunks = (running as unknown as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+      await chunks.next();
+      const outcome = await during().then((value) => value, (error: unknown) => error);
+      while (!(await chunks.next()).done) {
+        // Read to the end: the turn settles with its usage.
+      }
+      return outcome;
+    };
+
+    // A new conversation's turn holds little: the budget's other turn is answered.
+    expect(await whileRunning({}, () => ask(budgeted.alice, `Short. ${used}`))).toMatchObject({ object: 'chat.completion' });
+    // The conversation's turn holds its history besides: the other turn is refused, held up, not used up.
+    const refused = await whileRunning({ conversation_id: first.conversation_id }, () => ask(budgeted.alice, `Short. ${used}`));
+    expect(refused).toMatchObject({ status: 429, error: { code: 'budget_exceeded_user_day', message: expect.stringContaining('taken up by the turns still running') } });
+    expect(await ask(budgeted.alice, `Short. ${used}`)).toMatchObject({ object: 'chat.completion' });
   });
 
   test('a restart without Redis keeps the spend of the day: the counters start from the stored replies', async () => {
