@@ -53,6 +53,8 @@ describe('patient context', () => {
     expect(context).not.toContain('wort');
     expect(context).not.toContain('Asthma');
     expect(sent.at(-1)?.content).toBe('What should I watch at the next visit?');
+    // The summary alone: the model is offered no FHIR tools.
+    expect(chatHost.emulator.received[0].body.tools).toBeUndefined();
 
     // One FHIR read answers "which data did the model see for this answer?".
     const reply = await medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' });
@@ -68,6 +70,7 @@ describe('patient context', () => {
     expect(audit.entity?.find((entity) => entity.role?.code === '1')?.what?.reference).toBe(`Patient/${project.ids['patient-in-care-team-1']}`);
     expect(audit.entity?.filter((entity) => entity.role?.code === '4').map((entity) => entity.what?.reference).sort()).toEqual(shared.filter((reference) => !reference?.startsWith('Patient/')));
     expect(audit.agent?.find((agent) => agent.requestor)?.who?.reference).toBe(`Practitioner/${project.ids.practitioner}`);
+    expect(audit.outcomeDesc).toMatch(/^Patient context sent to the AI model for reply Communication\//);
   });
 
   test('a patient the caller may not read: refused, nothing read for the model, nothing sent, no AuditEvent', async () => {

@@ -78,6 +78,9 @@ describe('repository operations of a chat turn', () => {
     expect(unshared.operations).toEqual({ reads: 1, searches: 0, writes: 3 });
     const continued = await ask({ patient_id: patientId, patient_context: 'none', conversation_id: unshared.completion.conversation_id });
     expect(continued.operations).toEqual({ reads: 2, searches: 1, writes: 2 });
+    // Continued without naming her, nothing of her chart shared: her record is not read at all.
+    const unnamed = await ask({ patient_context: 'none', conversation_id: unshared.completion.conversation_id });
+    expect(unnamed.operations).toEqual({ reads: 1, searches: 1, writes: 2 });
 
     const shared = await ask({ patient_id: patientId, patient_context: 'summary' });
     // Condition, MedicationRequest, MedicationStatement, AllergyIntolerance, Observation; the AuditEvent besides the root, prompt and reply.

@@ -117,7 +117,7 @@ describe('the patient of a turn is the union of what it takes in', () => {
 
     const otherPatient = await failure(respond({ model: CLEARED_MODEL, patient_id: james, input: [{ type: 'item_reference', id: `msg_${earlier.communication_id}` }, { role: 'user', content: 'Compare.' }] }));
     expect(otherPatient).toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'input.0.id' } });
-    expect((otherPatient as { message: string }).message).toContain('another patient than patient_id names');
+    expect((otherPatient as { message: string }).message).toContain('input.0.id: the referenced item is about another patient than patient_id names;');
 
     const twoPatients = await failure(
       respond({
@@ -126,9 +126,11 @@ describe('the patient of a turn is the union of what it takes in', () => {
       })
     );
     expect(twoPatients).toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'input.1.id' } });
+    expect((twoPatients as { message: string }).message).toContain('input.1.id: the referenced item is about another patient than the referenced item is about;');
 
     const intoConversation = await failure(respond({ model: CLEARED_MODEL, conversation: aboutJames.conversation_id, input: [{ type: 'item_reference', id: `msg_${earlier.communication_id}` }, { role: 'user', content: 'Compare.' }] }));
     expect(intoConversation).toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'input.0.id' } });
+    expect((intoConversation as { message: string }).message).toContain('input.0.id: the referenced item is about another patient than patient_id names;');
     expect(models.cleared.received).toHaveLength(calls);
     expect(await stored()).toBe(before);
   });
