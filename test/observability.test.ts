@@ -241,11 +241,13 @@ describe('observability of the standalone host', () => {
   });
 
   test('every request logs one line with the id the client got; no line holds a key, a token or message text', async () => {
-    const { response } = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: PROMPT }] }).withResponse();
+    const { data, response } = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: PROMPT }] }).withResponse();
     const requestId = response.headers.get('x-request-id');
     const entries = logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    // The line names the turn's records: its conversation, prompt and reply.
+    const { conversation_id: conversationId, communication_id: replyId } = data as unknown as { conversation_id: string; communication_id: string };
     expect(entries).toContainEqual(
-      expect.objectContaining({ level: 'INFO', msg: 'fhirgate request', requestId, route: '/v1/chat/completions', status: 200, projectId: project.projectId })
+      expect.objectContaining({ level: 'INFO', msg: 'fhirgate request', requestId, route: '/v1/chat/completions', status: 200, projectId: project.projectId, conversationId, promptId: expect.any(String), replyId })
     );
 
     // A new rate-limit window, so the exchange issues a token whatever the tests before did.

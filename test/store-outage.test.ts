@@ -79,6 +79,19 @@ describe('the store refusing writes', () => {
     expect(emulator.received).toHaveLength(1);
   });
 
+  test('a prompt the store refuses under an Idempotency-Key leaves no turn open: the same key then runs the turn', async () => {
+    const started = (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'First.' }] })) as unknown as { conversation_id: string };
+    const body = { model: MODEL, conversation_id: started.conversation_id, messages: [{ role: 'user' as const, content: 'Once more?' }] };
+    const options = { headers: { 'Idempotency-Key': 'prompt-refused' } };
+    faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
+    const failure = await openai.chat.completions.create(body, options).catch((error: unknown) => error);
+    faults.heal();
+    expect((failure as APIError).status).toBe(503);
+
+    const completion = await openai.chat.completions.create(body, options);
+    expect(completion.choices[0]?.message.content).toBe('Echo: Once more?');
+  });
+
   test("a new conversation whose first prompt the store will not take leaves no root: the AI agent's root is removed again", async () => {
     const before = (await communications()).length;
     faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
@@ -164,6 +177,8 @@ describe('the store refusing writes', () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatchObject({ status: 'not-done' });
     expect(replies[0].about).toBeUndefined();
+    // Nothing was generated, so the reply holds no text.
+    expect(replies[0].payload).toBeUndefined();
   });
 
   describe('the FHIR tools', () => {
