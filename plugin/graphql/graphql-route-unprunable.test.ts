@@ -5,15 +5,13 @@
  * the pruning is made to fail here; everything else is the real route, engine and store.
  */
 import { beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { isResourceType } from '@medplum/core';
-import { FhirRouter, MemoryRepository } from '@medplum/fhir-router';
-import type { Login, Project, ProjectMembership } from '@medplum/fhirtypes';
+import { MemoryRepository } from '@medplum/fhir-router';
 import express from 'express';
 import request from 'supertest';
-import type { CallerContext, FhirgateHost, HostLogger } from '../host.ts';
+import type { HostLogger } from '../host.ts';
+import { graphqlRouteHost, PROJECT_ID } from '../../test/support/graphql-route-host.ts';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
 
-const PROJECT_ID = 'project-1';
 const REASON = 'a type the pruning does not know';
 
 jest.unstable_mockModule('./pruned-schema.ts', () => ({
@@ -25,17 +23,7 @@ const { createGraphqlRoute } = await import('./graphql-route.ts');
 
 describe('POST /graphql: a document whose schema cannot be pruned', () => {
   const repo = new MemoryRepository();
-  const caller = {
-    repo,
-    project: { resourceType: 'Project', id: PROJECT_ID } as Project & { id: string },
-    membership: { resourceType: 'ProjectMembership', id: 'm1' } as ProjectMembership & { id: string },
-    profile: { reference: 'Practitioner/p1' },
-    login: { resourceType: 'Login', id: 'l1' } as Login & { id: string },
-  } as unknown as CallerContext;
-  const host = {
-    authenticate: async () => caller,
-    fhir: { createRouter: (options: { introspectionEnabled: boolean }) => new FhirRouter(options), isResourceType },
-  } as unknown as FhirgateHost;
+  const { host } = graphqlRouteHost(repo);
 
   beforeAll(async () => {
     loadFhirDefinitions();

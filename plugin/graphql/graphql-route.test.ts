@@ -5,30 +5,19 @@
  * partial engine whose schema cannot be read, no logger at all.
  */
 import { beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { OperationOutcomeError, isResourceType, serverError } from '@medplum/core';
+import { OperationOutcomeError, serverError } from '@medplum/core';
 import { FhirRouter, MemoryRepository, makeSimpleRequest } from '@medplum/fhir-router';
-import type { Login, Project, ProjectMembership } from '@medplum/fhirtypes';
 import express from 'express';
 import request from 'supertest';
-import type { CallerContext, FhirgateHost, HostLogger, OffThreadGraphql } from '../host.ts';
+import type { FhirgateHost, HostLogger, OffThreadGraphql } from '../host.ts';
+import { graphqlRouteHost, PROJECT_ID } from '../../test/support/graphql-route-host.ts';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
 import { createGraphqlRoute } from './graphql-route.ts';
 
-const PROJECT_ID = 'project-1';
 
 describe('POST /graphql with the fast path', () => {
   const repo = new MemoryRepository();
-  const caller = {
-    repo,
-    project: { resourceType: 'Project', id: PROJECT_ID } as Project & { id: string },
-    membership: { resourceType: 'ProjectMembership', id: 'm1' } as ProjectMembership & { id: string },
-    profile: { reference: 'Practitioner/p1' },
-    login: { resourceType: 'Login', id: 'l1' } as Login & { id: string },
-  } as unknown as CallerContext;
-  const host = {
-    authenticate: async () => caller,
-    fhir: { createRouter: (options: { introspectionEnabled: boolean }) => new FhirRouter(options), isResourceType },
-  } as unknown as FhirgateHost;
+  const { caller, host } = graphqlRouteHost(repo);
   const app = express().use(createGraphqlRoute({ host, limits: { maxDepth: 3 }, body: { maxBytes: 100_000, maxDepth: 64 } }));
   // A server whose operator allows introspection (`graphql.allow_introspection`).
   const open = express().use(createGraphqlRoute({ host, limits: { maxDepth: 8, allowIntrospection: true }, body: { maxBytes: 100_000, maxDepth: 64 } }));
