@@ -4,7 +4,7 @@
  * the same PID namespace still takes its earlier life's journal at once. The pids are simulated (`lease.pid`,
  * `lease.scope` stand for a container's PID 1 and its namespace); the writer that dies is a real process, killed.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +18,23 @@ const turn = (id: string): OpenTurn => ({
 });
 /** Short beats, so that a lease expires within the test. */
 const FAST = { heartbeatMs: 50, ttlMs: 400 };
+
+/** Another container: a process running `body` with `ReplyJournal` imported; what it says and how it ends. */
+function container(body: string): { process: ChildProcess; exited: Promise<number | null>; said(text: string): boolean; stderr(): string } {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `import { ReplyJournal } from './plugin/chat/reply-journal.ts';\n${body}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { process: child, exited, said: (text) => stdout.includes(text), stderr: () => stderr };
+}
 
 describe('reply journals sharing a folder across containers', () => {
   let root: string;
@@ -61,33 +78,20 @@ describe('reply journals sharing a folder across containers', () => {
     const adopted: UnfinishedTurn[] = [];
     watcher.onAdopted((turns) => adopted.push(...turns));
 
-    const writer = spawn(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import { ReplyJournal } from './plugin/chat/reply-journal.ts';
-         const journal = ReplyJournal.open(${JSON.stringify(root)}, { lease: { pid: 1, scope: 'container-a', heartbeatMs: ${FAST.heartbeatMs}, ttlMs: ${FAST.ttlMs} } });
-         journal.open(${JSON.stringify(turn('cut-off'))});
-         journal.delivered('cut-off', 'Half a reply');
-         journal.writeWaiting();
-         process.stdout.write('ready\\n');
-         setInterval(() => undefined, 1000);`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let output = '';
-    writer.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    await waitFor(async () => (output.includes('ready') ? true : undefined), 20_000);
+    const writer = container(`
+      const journal = ReplyJournal.open(${JSON.stringify(root)}, { lease: { pid: 1, scope: 'container-a', heartbeatMs: ${FAST.heartbeatMs}, ttlMs: ${FAST.ttlMs} } });
+      journal.open(${JSON.stringify(turn('cut-off'))});
+      journal.delivered('cut-off', 'Half a reply');
+      journal.writeWaiting();
+      process.stdout.write('ready\\n');
+      setInterval(() => undefined, 1000);`);
+    await waitFor(async () => (writer.said('ready') ? true : undefined), 20_000);
     // Alive and beating: not taken, however long.
     await new Promise((resolve) => setTimeout(resolve, FAST.ttlMs * 3));
     expect(adopted).toEqual([]);
 
-    const gone = new Promise((resolve) => writer.once('exit', resolve));
-    writer.kill('SIGKILL');
-    await gone;
+    writer.process.kill('SIGKILL');
+    await writer.exited;
     await waitFor(async () => (adopted.length > 0 ? true : undefined), 10_000);
     expect(adopted.map((entry) => [entry.reply.id, entry.delivered])).toEqual([['cut-off', 'Half a reply']]);
     // Moved into the watcher's own journal: one folder left, holding the turn until it is recorded.
@@ -97,6 +101,24 @@ describe('reply journals sharing a folder across containers', () => {
     const kept = readUnfinished(readFileSync(join(root, readdirSync(root)[0] ?? '', 'replies.jsonl'), 'utf8'));
     expect(kept.map((entry) => [entry.reply.id, entry.delivered])).toEqual([['cut-off', 'Half a reply']]);
   }, 30_000);
+
+  test('a journal opening beside another container beating is never taken from under it', async () => {
+    // The watcher looks at the folder every millisecond while the other container opens and closes its journal, and
+    // a journal seen without its lease (or with it half written) would be taken: its opener then fails.
+    const watcher = ReplyJournal.open(root, { lease: { pid: 1, scope: 'container-b', heartbeatMs: 1, ttlMs: FAST.ttlMs } });
+    open.push(watcher);
+    const opener = container(`
+      for (let i = 0; i < 2000; i++) {
+        ReplyJournal.open(${JSON.stringify(root)}, { lease: { pid: 1, scope: 'container-a', heartbeatMs: 60000, ttlMs: ${FAST.ttlMs} } }).close();
+        if (i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      process.stdout.write('opened and closed\\n');`);
+    const code = await opener.exited;
+    expect({ code, stderr: opener.stderr() }).toEqual({ code: 0, stderr: '' });
+    expect(opener.said('opened and closed')).toBe(true);
+    // Each closed empty journal is gone; the watcher's own is all that is left.
+    expect(readdirSync(root)).toHaveLength(1);
+  }, 60_000);
 
   test("a lease another container stopped renewing is taken at start once expired; a restart in the same namespace takes its earlier life's at once", () => {
     const lost = openJournal('a');

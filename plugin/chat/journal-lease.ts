@@ -58,6 +58,11 @@ interface LeaseRecord {
 
 /** The lease's file in each journal directory (its name from when it held a pid). */
 export const LOCK = 'LOCK';
+/**
+ * The start of the name of a journal folder being opened: made whole under this name, then renamed into place, it is
+ * never adopted. One left by a process that died opening it holds nothing but its lease.
+ */
+export const STAGING_PREFIX = '.staging-';
 const DEFAULT_HEARTBEAT_MS = 2_000;
 const DEFAULT_TTL_MS = 10_000;
 
@@ -98,7 +103,7 @@ export function adoptOrphans(root: string, dir: string, lease: JournalLease, whi
   const adopted: string[] = [];
   for (const name of readdirSync(root)) {
     const sibling = join(root, name);
-    if (sibling === dir || !isOrphan(sibling, lease, whileRunning)) {
+    if (name.startsWith(STAGING_PREFIX) || sibling === dir || !isOrphan(sibling, lease, whileRunning)) {
       continue;
     }
     const target = join(dir, `adopted-${name}`);

@@ -28,7 +28,7 @@
  * size, keeping only the turns still unfinished.
  */
 import { randomBytes } from 'node:crypto';
-import { adoptOrphans, journalLease, LOCK, type JournalLease, type JournalLeaseOptions } from './journal-lease.ts';
+import { adoptOrphans, journalLease, LOCK, STAGING_PREFIX, type JournalLease, type JournalLeaseOptions } from './journal-lease.ts';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Communication } from '@medplum/fhirtypes';
@@ -150,9 +150,14 @@ export class ReplyJournal {
     }
     const lease = journalLease(options.lease);
     mkdirSync(root, { recursive: true, mode: OWNER_ONLY_DIRECTORY });
-    const dir = join(root, `${lease.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
-    mkdirSync(dir, { mode: OWNER_ONLY_DIRECTORY });
-    writeFileSync(join(dir, LOCK), lease.render(), { flush: true, mode: OWNER_ONLY_FILE });
+    const name = `${lease.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+    const dir = join(root, name);
+    // Made whole under a name no instance adopts, then renamed into place (atomic): another instance's beat never
+    // sees this journal without its lease, or with its lease half written, and takes it from under its opener.
+    const opening = join(root, `${STAGING_PREFIX}${name}`);
+    mkdirSync(opening, { mode: OWNER_ONLY_DIRECTORY });
+    writeFileSync(join(opening, LOCK), lease.render(), { flush: true, mode: OWNER_ONLY_FILE });
+    renameSync(opening, dir);
     const journal = new ReplyJournal(root, dir, lease, rotateBytes, write, []);
     journal.#sync = options.syncFile ?? fsyncSync;
     journal.#closedLinesWaitMs = options.closedLinesWaitMs ?? CLOSED_LINES_WAIT_MS;
