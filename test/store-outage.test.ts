@@ -92,6 +92,28 @@ describe('the store refusing writes', () => {
     expect(completion.choices[0]?.message.content).toBe('Echo: Once more?');
   });
 
+  test('a new conversation whose first prompt the store refuses under an Idempotency-Key: the same key then starts it, once', async () => {
+    const before = (await communications()).length;
+    const body = { model: MODEL, messages: [{ role: 'user' as const, content: 'A new conversation?' }] };
+    const options = { headers: { 'Idempotency-Key': 'first-prompt-refused' } };
+    faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
+    const failure = await openai.chat.completions.create(body, options).catch((error: unknown) => error);
+    faults.heal();
+    expect((failure as APIError).status).toBe(503);
+
+    const completion = (await openai.chat.completions.create(body, options)) as FhirgateCompletion;
+    expect(completion.choices[0]?.message.content).toBe('Echo: A new conversation?');
+    // Sent again, the same answer from the records; one conversation: its root, its prompt, its reply.
+    const again = await openai.chat.completions.create(body, options).withResponse();
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.data.id).toBe(completion.id);
+    const all = await communications();
+    expect(all.length - before).toBe(3);
+    const conversation = all.filter((record) => record.id === completion.conversation_id || record.partOf?.[0]?.reference === `Communication/${completion.conversation_id}`);
+    expect(conversation.map((record) => record.id === completion.conversation_id || record.category?.[0]?.coding?.[0]?.code).sort()).toEqual([true, 'ai-prompt', 'ai-response'].sort());
+    expect(emulator.received).toHaveLength(1);
+  });
+
   test("a new conversation whose first prompt the store will not take leaves no root: the AI agent's root is removed again", async () => {
     const before = (await communications()).length;
     faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');

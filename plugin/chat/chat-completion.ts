@@ -203,7 +203,7 @@ async function runTurn<R extends ChatRequest>(
   const place = await placeTurn(reader, chat, threadScope, caller);
   const { root, repeated, found } = place;
   const requestedSubject = await resolveSubject(caller.repo, reader.systemRepo, chat.patientId, root);
-  let ids: TurnIds = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
+  let ids: TurnIds & { readonly rootId: string } = { rootId: root?.id ?? caller.repo.generateId(), promptId: caller.repo.generateId(), replyId: caller.repo.generateId() };
   if (idempotencyKey) {
     const decision = await resolveIdempotentTurn(caller.repo, [caller.project.id, caller.profile.reference ?? '', idempotencyKey], chat.body);
     if (decision.kind === 'replay') {
@@ -215,7 +215,7 @@ async function runTurn<R extends ChatRequest>(
       response.setHeader(REPLAYED_HEADER, 'true');
       throw decision.error;
     }
-    ids = { ...decision.ids, rootId: root?.id ?? decision.ids.rootId };
+    ids = { ...ids, ...decision.ids };
     if (services.records.isOpen(ids.replyId)) {
       throw inProgress();
     }
@@ -283,8 +283,8 @@ async function runTurn<R extends ChatRequest>(
     try {
       await recordPrompt(services, caller, parties, chat, { rootId, promptId, isNew: !root, sent: sent.toISOString(), input, sideRequest });
     } catch (error) {
-      // Another request with the same Idempotency-Key wrote this conversation's root or prompt first.
-      if (idempotencyKey && ((await communicationExists(caller.repo, promptId)) || (!root && (await communicationExists(caller.repo, rootId))))) {
+      // Another request with the same Idempotency-Key wrote its prompt first.
+      if (idempotencyKey && (await communicationExists(caller.repo, promptId))) {
         throw inProgress();
       }
       throw error;

@@ -1,8 +1,10 @@
 /**
  * `Idempotency-Key`: a client that retries a request (a lost connection, a timeout) sends the same key and gets
  * the same result, never a second turn. The key is scoped to the caller (project and profile). The ids of the
- * turn's records are derived from it, so the store itself refuses a second prompt under the same key, even from
- * two instances at once:
+ * turn's prompt and reply are derived from it, so the store itself refuses a second prompt under the same key, even
+ * from two instances at once. A new conversation's root is not: when the store refuses its first prompt the root is
+ * taken back (record-prompt.ts), and the request sent again starts the conversation with a root of its own.
+ * Under a key:
  * - no prompt yet under the key: the turn runs, with those ids;
  * - its reply is `completed`: the same answer is sent again, from the records (`Idempotent-Replayed: true`);
  * - its prompt is stored but its reply is not yet: 409, retry shortly (the turn is running, or its reply is on its
@@ -33,10 +35,8 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /** Attempts under one key: a client that keeps retrying a failing turn gets a clear 400 after this many. */
 const MAX_ATTEMPTS = 10;
 
-/** The ids a turn's records are written with. */
+/** The ids a turn's prompt and reply are written with. */
 export interface TurnIds {
-  /** The root of a new conversation (ignored when the request continues one). */
-  readonly rootId: string;
   readonly promptId: string;
   readonly replyId: string;
 }
@@ -67,7 +67,7 @@ export function turnIdsFor(scope: readonly string[], attempt: number): TurnIds {
     // Version 8 (custom) UUID layout.
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((Number.parseInt(hex[16], 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
   };
-  return { rootId: idOf('root'), promptId: idOf('prompt'), replyId: idOf('reply') };
+  return { promptId: idOf('prompt'), replyId: idOf('reply') };
 }
 
 /**
