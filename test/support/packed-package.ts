@@ -3,8 +3,8 @@
  * into a folder, and npm run with its whole output kept when it fails.
  */
 import { execFile } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -20,12 +20,54 @@ export async function runNpm(args: readonly string[], cwd: string): Promise<stri
   }
 }
 
-/** Packs this checkout into `folder`; returns the tarball's path. */
+/**
+ * Packs this checkout into `folder`; returns the tarball's path. One pack at a time across the suite's workers: each
+ * builds dist/ again (prepack), and tsc rewrites its files in place, which another pack could take half written.
+ */
 export async function packFhirgate(folder: string): Promise<string> {
-  await runNpm(['pack', '--pack-destination', folder], process.cwd());
+  await oneAtATime(join(process.cwd(), 'node_modules/.cache/fhirgate-pack.lock'), () => runNpm(['pack', '--pack-destination', folder], process.cwd()));
   const tarball = (await readdir(folder)).find((name) => name.endsWith('.tgz'));
   if (!tarball) {
     throw new Error('npm pack wrote no tarball');
   }
   return join(folder, tarball);
+}
+
+/**
+ * Runs `work` holding the lock `path` (a folder: made atomically, by one process only), waiting for it meanwhile; a
+ * lock whose holder is gone (its pid, written inside, no longer runs) is taken over.
+ */
+async function oneAtATime<T>(path: string, work: () => Promise<T>): Promise<T> {
+  await mkdir(dirname(path), { recursive: true });
+  for (;;) {
+    try {
+      await mkdir(path);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw error;
+      }
+      const holder = Number(await readFile(join(path, 'pid'), 'utf8').catch(() => ''));
+      if (holder > 0 && !isRunning(holder)) {
+        await rm(path, { recursive: true, force: true });
+        continue;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  try {
+    await writeFile(join(path, 'pid'), String(process.pid));
+    return await work();
+  } finally {
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
