@@ -112,4 +112,49 @@ describe('SIGKILL mid-stream', () => {
     expect(journals).toHaveLength(1);
     expect(journals[0]).toMatch(new RegExp(`^${second.child.pid}-`));
   }, 120_000);
+
+  test("a request sent twice at once under one Idempotency-Key: the second's 409 leaves the first's journal whole, and its reply is recorded after a kill", async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'fhirgate-crash-key-'));
+    const first = await startHost(folder, emulator.url);
+    children.push(first.child);
+    const token = await demoToken(folder, ISSUER);
+    const openai = new OpenAI({ baseURL: `${first.url}v1`, apiKey: token, defaultHeaders: { 'X-Project-ID': DEMO_PROJECT }, maxRetries: 0 });
+
+    emulator.setBehaviour({ replyTokens: 1000, tokensPerSecond: 40 });
+    const body = { model: 'openai-compatible/slow', messages: [{ role: 'user' as const, content: 'Tell me once.' }], stream: true as const };
+    const options = { headers: { 'Idempotency-Key': 'sent-twice' } };
+    let seen = '';
+    const read = async (): Promise<unknown> => {
+      try {
+        for await (const chunk of await openai.chat.completions.create(body, options)) {
+          seen += chunk.choices[0]?.delta.content ?? '';
+        }
+        return undefined;
+      } catch (error) {
+        return error;
+      }
+    };
+    const both = Promise.all([read(), read()]);
+    await until(() => seen.length > 40, 20_000);
+    const exited = new Promise((resolve) => first.child.once('exit', resolve));
+    first.child.kill('SIGKILL');
+    await exited;
+    // One of the two was refused as in progress; the other's stream broke at the kill.
+    const failures = (await both) as { status?: number }[];
+    expect(failures.map((failure) => failure?.status).sort()).toEqual([409, undefined]);
+
+    const second = await startHost(folder, emulator.url);
+    children.push(second.child);
+    await until(() => /"msg":"fhirgate recovered unfinished replies"/.test(second.logs()), 20_000);
+    const medplum = new MedplumClient({ baseUrl: second.url, fetch, defaultHeaders: { 'X-Project-ID': DEMO_PROJECT } });
+    medplum.setAccessToken(token);
+    const records = await medplum.searchResources('Communication', { _count: '100' });
+    const prompts = records.filter((record: Communication) => record.partOf?.length && !record.inResponseTo?.length);
+    const replies = records.filter((record: Communication) => record.inResponseTo?.length);
+    expect(prompts).toHaveLength(1);
+    expect(replies.map((reply) => [reply.status, reply.inResponseTo?.[0]?.reference])).toEqual([['stopped', `Communication/${prompts[0].id}`]]);
+    expect((replies[0].payload?.[0]?.contentString ?? '').startsWith(seen)).toBe(true);
+    second.child.kill('SIGKILL');
+    await rm(folder, { recursive: true, force: true });
+  }, 120_000);
 });

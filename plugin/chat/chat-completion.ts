@@ -216,9 +216,6 @@ async function runTurn<R extends ChatRequest>(
       throw decision.error;
     }
     ids = { ...ids, ...decision.ids };
-    if (services.records.isOpen(ids.replyId)) {
-      throw inProgress();
-    }
   }
   // Step 3, read with the checks, before anything is stored: one search gives the history, the calls a request
   // with tool results must answer and what the API checks (so a wrong id is a 400 with nothing written).
@@ -261,6 +258,11 @@ async function runTurn<R extends ChatRequest>(
   const patient = subject && (sharing?.summary || sharing?.tools) ? await readChartPatient(caller.repo, subject) : undefined;
   const patientContext = patient && sharing?.summary ? await buildPatientContext(caller.repo, patient, sharingOptions) : undefined;
 
+  // The same key's turn running here already (a request sent twice at once): refused before it is journaled again,
+  // with no await between this check and `records.open` below, so two such requests never both pass it.
+  if (services.records.isOpen(ids.replyId)) {
+    throw inProgress();
+  }
   // Registered before anything is stored: a server that is shutting down refuses the turn with nothing written.
   const controller = services.inFlight.begin();
   // The records' ids are fixed first and the turn journaled before its prompt is written, so a process killed at

@@ -56,6 +56,11 @@ export interface TestHostOptions {
   readonly logger?: HostLogger;
   /** The host's own bounds on bodies, unauthenticated requests, password checks and failed sign-ins (its defaults otherwise). */
   readonly hostLimits?: Pick<StandaloneHostOptions, 'maxJsonBytes' | 'maxJsonDepth' | 'maxUnauthenticatedRequests' | 'passwordChecks' | 'signInLimits' | 'trustProxy'>;
+  /**
+   * Another instance of the same deployment: this host serves from that host's store and data folder (as instances
+   * behind a load balancer share one database), with a plugin, a journal and turns of its own.
+   */
+  readonly sharesStoreWith?: TestHost;
   /** Wraps the store the host serves from (e.g. to inject write faults); seeding and reads in tests use the real one. */
   readonly wrapStore?: (store: StandaloneStore) => FhirRepository;
 }
@@ -68,8 +73,9 @@ export const TEST_ISSUER = 'http://localhost:8103/';
 
 /** Starts a standalone host for a test. */
 export async function startTestHost(options: TestHostOptions = {}): Promise<TestHost> {
-  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'fhirgate-test-')));
-  const store = openStandaloneStore(dataDir);
+  const shared = options.sharesStoreWith;
+  const dataDir = shared?.dataDir ?? options.dataDir ?? (await mkdtemp(join(tmpdir(), 'fhirgate-test-')));
+  const store = shared?.store ?? openStandaloneStore(dataDir);
   let project: SeededProject | undefined;
   if (options.pluginFor) {
     loadFhirDefinitions();
@@ -100,6 +106,10 @@ export async function startTestHost(options: TestHostOptions = {}): Promise<Test
     },
     close: async (closeOptions = {}) => {
       await standalone.close();
+      if (shared) {
+        // The store and its folder are the other host's.
+        return;
+      }
       store.close();
       if (!closeOptions.keepData) {
         await rm(dataDir, { recursive: true, force: true });
