@@ -101,6 +101,8 @@ describe('a history the client keeps', () => {
 
     expect(second.conversation_id).not.toBe(first.conversation_id);
     expect(texts(await conversation(first.conversation_id))).toEqual(['ai-prompt: Remember 7.', 'ai-response: Echo: Remember 7.']);
+    // The new conversation's prompt is the whole request (its user messages: the text), not only its last question.
+    expect(texts(await conversation(second.conversation_id))).toEqual(['ai-prompt: Remember 7.And 8?', 'ai-response: Echo: And 8?']);
     // The model still gets the history as the client sent it.
     expect(sentToModel()).toEqual([
       { role: 'user', content: 'Remember 7.' },
@@ -153,6 +155,21 @@ describe('a history the client keeps', () => {
       { role: 'user', content: 'Sum them.' },
     ]);
     expect(texts(await conversation(opening.conversation_id))).toHaveLength(6);
+  });
+
+  test("a named conversation whose request brings an exchange that is not the conversation's latest gets all of it, after the conversation's history", async () => {
+    const opening = await send([{ role: 'user', content: 'Remember 7.' }]);
+    // An example exchange the client puts before its question: not the conversation's latest, so the turn's own.
+    const withExample: Message[] = [
+      { role: 'user', content: 'Example: 2 and 2?' },
+      { role: 'assistant', content: 'Example: 4.' },
+      { role: 'user', content: 'Add 8 to it.' },
+    ];
+    const next = await send(withExample, { conversation_id: opening.conversation_id });
+
+    expect(next.conversation_id).toBe(opening.conversation_id);
+    expect(sentToModel()).toEqual([{ role: 'user', content: 'Remember 7.' }, { role: 'assistant', content: 'Echo: Remember 7.' }, ...withExample]);
+    expect(texts(await conversation(opening.conversation_id))).toEqual(['ai-prompt: Remember 7.', 'ai-response: Echo: Remember 7.', 'ai-prompt: Example: 2 and 2?Add 8 to it.', 'ai-response: Echo: Add 8 to it.']);
   });
 
   test("each completed reply carries the exchange's digests as identifiers (the whole exchange, and its last question and answer); they name no text", async () => {

@@ -141,6 +141,7 @@ describe('the patient of a turn is the union of what it takes in', () => {
     const aboutHer = await respond({ model: CLEARED_MODEL, previous_response_id: start.id, patient_id: subject.patientId, patient_context: 'none', input: QUESTION });
     expect((await reply(replyIdOf(aboutHer))).subject?.reference).toBe(maria());
     expect((await reply(startRoot)).subject).toBeUndefined();
+    const aboutJames = await ask({ model: CLEARED_MODEL, patient_id: subject.project.ids['patient-in-care-team-2'], patient_context: 'none', messages: [{ role: 'user', content: 'And James?' }] });
     const before = await stored();
 
     // Under refuse: the uncleared model gets nothing, whichever way the conversation is continued.
@@ -151,6 +152,10 @@ describe('the patient of a turn is the union of what it takes in', () => {
     // Nor may the conversation be taken to another patient.
     const james = await failure(ask({ model: CLEARED_MODEL, conversation_id: startRoot, patient_id: subject.project.ids['patient-in-care-team-2'], messages: [{ role: 'user', content: 'And James?' }] }));
     expect(james).toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'patient_id' } });
+    // Nor may a record about another patient be taken into it; the refusal says what it conflicts with.
+    const jamesInto = await failure(respond({ model: CLEARED_MODEL, conversation: startRoot, input: [{ type: 'item_reference', id: `msg_${aboutJames.communication_id}` }, { role: 'user', content: 'Compare.' }] }));
+    expect(jamesInto).toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'input.0.id' } });
+    expect((jamesInto as { message: string }).message).toContain('input.0.id: the referenced item is about another patient than the conversation is about;');
     expect(models.other.received).toHaveLength(0);
     expect(await stored()).toBe(before);
 
