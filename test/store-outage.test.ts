@@ -199,8 +199,10 @@ describe('the store refusing writes', () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatchObject({ status: 'not-done' });
     expect(replies[0].about).toBeUndefined();
-    // Nothing was generated, so the reply holds no text.
+    // Nothing was generated, so the reply holds no text; nothing was sent, so it states no history sent.
     expect(replies[0].payload).toBeUndefined();
+    const history = replies[0].extension?.find((extension) => extension.url === EXTENSION.history);
+    expect(history?.extension).toEqual([{ url: 'count', valueInteger: 0 }]);
   });
 
   describe('the FHIR tools', () => {

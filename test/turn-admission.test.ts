@@ -52,4 +52,25 @@ describe('turns prepared one at a time', () => {
     expect(texts('ai-prompt')).toEqual([...prompts].sort());
     expect(texts('ai-response')).toEqual(prompts.map((content) => `Echo: ${content}`).sort());
   });
+
+  test("a turn gives its place back once its provider call starts: a long stream does not hold up the next turn's preparation", async () => {
+    const { openai } = clients;
+    chatHost.emulator.setBehaviour({ replyTokens: 200, tokensPerSecond: 20 });
+    const stream = await openai.chat.completions.create({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'A long story.' }], stream: true });
+    const chunks = stream[Symbol.asyncIterator]();
+    await chunks.next();
+    let streaming = true;
+    const reading = (async () => {
+      for (let chunk = await chunks.next(); !chunk.done; chunk = await chunks.next());
+      streaming = false;
+    })();
+
+    chatHost.emulator.reset();
+    const next = await openai.chat.completions.create({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'A short one.' }] });
+    expect(next.choices[0].message.content).toBe('Echo: A short one.');
+    // Answered while the ten-second stream still runs.
+    expect(streaming).toBe(true);
+    stream.controller.abort();
+    await reading.catch(() => undefined);
+  }, 30_000);
 });
