@@ -7,17 +7,26 @@
  * what the user typed and saw, and what the model received and said; the AuditEvents say the records went
  * pseudonymised. Real openai SDK against the standalone host; MedplumClient reads the records back.
  */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AuditEvent, Communication, Extension } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import { payloadText } from '../plugin/chat/fhir-text.ts';
+import { readUnfinished, type UnfinishedTurn } from '../plugin/chat/reply-journal.ts';
 import { CLEARED_MODEL, identifyingIn, MARIA, metricValue, OTHER_MODEL, patientDataProject, startTwoModelHost, type PatientDataProject, type TwoModelHost } from './support/two-model-host.ts';
 import type { FhirgateCompletion } from './support/chat-clients.ts';
+import { waitFor } from './support/wait-for.ts';
 
 type FhirgateChunk = OpenAI.ChatCompletionChunk & { conversation_id?: string; communication_id?: string };
 
 /** A question that names the patient and every contact detail she has on record. */
 const QUESTION = `Is ${MARIA.given} ${MARIA.family} (born ${MARIA.birthDate}, ${MARIA.mrn}, ${MARIA.phone}, ${MARIA.email}, ${MARIA.line}, ${MARIA.city} ${MARIA.postalCode}) better since 2026-10-15?`;
+
+/** A sub-extension's text, joined from its pieces. */
+const part = (extension: Extension | undefined, url: string): string =>
+  (extension?.extension ?? []).filter((item) => item.url === url).map((item) => item.valueString ?? '').join('');
 
 describe('patient data egress: de-identified for a model not cleared', () => {
   let models: TwoModelHost;
@@ -38,8 +47,6 @@ describe('patient data egress: de-identified for a model not cleared', () => {
 
   const ask = (body: Record<string, unknown>): Promise<FhirgateCompletion> => openai.chat.completions.create(body as never) as unknown as Promise<FhirgateCompletion>;
   const reply = (id: string): Promise<Communication> => subject.medplum.readResource('Communication', id, { cache: 'no-cache' });
-  const part = (extension: Extension | undefined, url: string): string =>
-    (extension?.extension ?? []).filter((item) => item.url === url).map((item) => item.valueString ?? '').join('');
   const deIdentifiedOf = (record: Communication): Extension | undefined => record.extension?.find((extension) => extension.url === EXTENSION.deIdentified);
   const auditsOf = (replyId: string): Promise<AuditEvent[]> => subject.medplum.searchResources('AuditEvent', { entity: `Communication/${replyId}` }, { cache: 'no-cache' });
 
@@ -191,6 +198,75 @@ describe('patient data egress: de-identified for a model not cleared', () => {
       expect(audit.entity?.find((entity) => entity.role?.code === '1')?.securityLabel?.[0]?.code).toBe('PSEUDED');
     }
   });
+});
+
+describe('patient data egress: the reply journal of a de-identified turn', () => {
+  let models: TwoModelHost;
+  let journalDir: string;
+
+  beforeAll(async () => {
+    journalDir = mkdtempSync(join(tmpdir(), 'fhirgate-de-identify-journal-'));
+    models = await startTwoModelHost({ replyJournalDir: journalDir });
+  });
+  afterAll(async () => {
+    await models.close();
+    rmSync(journalDir, { recursive: true, force: true });
+  });
+
+  /** The turn as the next start would read it from the journal (reply-journal.ts), were the process to die now. */
+  const journaled = (replyId: string): UnfinishedTurn | undefined =>
+    readdirSync(journalDir)
+      .flatMap((folder) => readUnfinished(readFileSync(join(journalDir, folder, 'replies.jsonl'), 'utf8')))
+      .find((turn) => turn.reply.id === replyId);
+
+  test('while the turn streams, its journal holds the chart summary and each FHIR tool call as the model was sent them, as its reply then states them', async () => {
+    models.other.reset();
+    const subject = await patientDataProject(models.host);
+    await subject.setSettings({ AI_PATIENT_DATA_POLICY: 'de-identify' });
+    const openai = await subject.openai();
+    const steps = [[{ name: 'read_record', arguments: { reference: `Patient/${subject.patientId}` } }]];
+    // The answer after the call streams slowly: the turn is still running when the journal is read.
+    const behaviour = { toolCalls: steps, tokensPerSecond: 4 };
+    const stream = (await openai.chat.completions.create({
+      model: OTHER_MODEL,
+      stream: true,
+      messages: [{ role: 'user', content: `How is ${MARIA.given}? [emulator-behaviour ${JSON.stringify(behaviour)}]` }],
+      patient_id: subject.patientId,
+      patient_context: 'both',
+    } as never)) as unknown as AsyncIterable<FhirgateChunk> & { controller: AbortController };
+    let replyId = '';
+    for await (const chunk of stream) {
+      // A chunk's id is `chatcmpl-` and the reply's record id.
+      replyId = chunk.id.replace(/^chatcmpl-/, '');
+      if (chunk.choices[0]?.delta?.content) {
+        break;
+      }
+    }
+
+    // Streaming now: the journal has what the model was sent, de-identified.
+    const received = models.other.received;
+    const sentContext = received[0].messages.find((message) => message.role === 'system')?.content;
+    const turn = journaled(replyId);
+    expect(turn?.reply.patientContext?.text).toBe(sentContext);
+    expect(turn?.reply.fhirTools?.map((call) => [call.name, call.arguments, call.result])).toEqual([
+      ['read_record', received[1].messages.at(-2)?.toolCalls?.[0].arguments, received[1].messages.at(-1)?.content],
+    ]);
+    // Its texts name nothing identifying (the records shared are named by reference, for the reply's `about`).
+    const texts = [turn?.reply.patientContext?.text, ...(turn?.reply.fhirTools ?? []).flatMap((call) => [call.arguments, call.result])];
+    expect(identifyingIn(JSON.stringify(texts), subject.patientId)).toEqual([]);
+
+    // The reply, stopped when its client left, states the same.
+    stream.controller.abort();
+    const record = await waitFor(async () => {
+      const stored = await subject.medplum.readResource('Communication', replyId, { cache: 'no-cache' }).catch(() => undefined);
+      return stored?.status === 'stopped' ? stored : undefined;
+    });
+    expect(record.extension?.find((extension) => extension.url === EXTENSION.patientContext)?.valueString).toBe(turn?.reply.patientContext?.text);
+    const calls = (record.extension ?? []).filter((extension) => extension.url === EXTENSION.fhirToolCall);
+    expect(calls.map((call) => [call.extension?.find((item) => item.url === 'name')?.valueString, part(call, 'arguments'), part(call, 'result')])).toEqual(
+      turn?.reply.fhirTools?.map((call) => [call.name, call.arguments, call.result])
+    );
+  }, 30_000);
 });
 
 describe('patient data egress: a schema beside json_object goes de-identified', () => {

@@ -343,11 +343,9 @@ async function runTurn<R extends ChatRequest>(
     };
     let turn: ChatTurn;
     try {
-      // The chart summary is journaled as shared just before its disclosure is recorded, as the reply will state it.
       if (patientContext) {
+        // The chart summary is journaled as shared just before its disclosure is recorded, as the reply will state it.
         services.records.history(replyId, historyRecordOf(history), egress.deIdentification?.asSentContext(patientContext) ?? patientContext);
-      }
-      if (patientContext) {
         await disclose(patientContext.shared, { kind: 'summary' });
       }
       if (takenIn.length > 0) {

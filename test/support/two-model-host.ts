@@ -45,7 +45,13 @@ export interface TwoModelHost {
  * `otherKind`: what kind of provider the model not cleared is (OpenAI by default).
  */
 export async function startTwoModelHost(
-  options: { readonly fallbacks?: Record<string, string[]>; readonly logLines?: string[]; readonly otherKind?: 'openai' | 'openai-compatible' } = {}
+  options: {
+    readonly fallbacks?: Record<string, string[]>;
+    readonly logLines?: string[];
+    readonly otherKind?: 'openai' | 'openai-compatible';
+    /** The reply journal's folder (the plugin's `replyJournalDir`); none unless given. */
+    readonly replyJournalDir?: string;
+  } = {}
 ): Promise<TwoModelHost> {
   const cleared = await startLlmEmulator();
   const other = await startLlmEmulator();
@@ -67,6 +73,7 @@ export async function startTwoModelHost(
         fallbacks: options.fallbacks,
       },
       deIdentification: { dateShiftKey: 'a-test-date-shift-key-of-forty-characters' },
+      replyJournalDir: options.replyJournalDir,
     },
   });
   return {
