@@ -47,11 +47,11 @@ const GUARDS = {
   'plugin/devices/failed-attempt-limiter.ts': ['plugin/devices/failed-attempt-limiter.test.ts', 'test/device-token.test.ts'],
 
   // The GraphQL write guard: what a device's document may name and write, and the route that authenticates it.
-  'plugin/graphql/graphql-route.ts': ['plugin/graphql/graphql-route.test.ts', 'plugin/graphql/graphql-route-unprunable.test.ts', 'test/device-graphql.test.ts', 'test/device-networks.test.ts', 'test/device-patient-assignment.test.ts', 'test/device-request-log.test.ts'],
-  'plugin/graphql/device-write-guard.ts': ['plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/device-observation-rules.test.ts', 'test/device-graphql.test.ts', 'test/device-patient-assignment.test.ts'],
+  'plugin/graphql/graphql-route.ts': ['plugin/graphql/graphql-route.test.ts', 'plugin/graphql/graphql-route-unprunable.test.ts', 'test/device-graphql.test.ts', 'test/device-graphql-limits.test.ts', 'test/device-networks.test.ts', 'test/device-patient-assignment.test.ts', 'test/device-request-log.test.ts'],
+  'plugin/graphql/device-write-guard.ts': ['plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/device-observation-rules.test.ts', 'test/device-graphql.test.ts', 'test/device-graphql-limits.test.ts', 'test/device-patient-assignment.test.ts'],
   'plugin/graphql/device-observation-rules.ts': ['plugin/graphql/device-observation-rules.test.ts', 'plugin/graphql/device-write-guard.test.ts', 'test/device-patient-assignment.test.ts'],
-  'plugin/graphql/device-document-scope.ts': ['plugin/graphql/device-document-scope.test.ts', 'test/device-graphql.test.ts'],
-  'plugin/graphql/device-mutation-budget.ts': ['plugin/graphql/device-mutation-budget.test.ts', 'test/device-graphql.test.ts'],
+  'plugin/graphql/device-document-scope.ts': ['plugin/graphql/device-document-scope.test.ts', 'test/device-graphql.test.ts', 'test/device-graphql-limits.test.ts'],
+  'plugin/graphql/device-mutation-budget.ts': ['plugin/graphql/device-mutation-budget.test.ts', 'test/device-graphql.test.ts', 'test/device-graphql-limits.test.ts'],
   'plugin/graphql/mutation-fields.ts': ['plugin/graphql/mutation-fields.test.ts', 'plugin/graphql/device-write-guard.test.ts', 'plugin/graphql/translate-document.test.ts'],
 
   // The store: the AccessPolicy's narrowing of a search, compiled to SQL, and the write path of the SQLite store.
