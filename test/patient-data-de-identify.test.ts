@@ -7,16 +7,16 @@
  * what the user typed and saw, and what the model received and said; the AuditEvents say the records went
  * pseudonymised. Real openai SDK against the standalone host; MedplumClient reads the records back.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuditEvent, Communication, Extension } from '@medplum/fhirtypes';
 import OpenAI from 'openai';
 import { EXTENSION } from '../plugin/chat/fhir-vocabulary.ts';
 import { payloadText } from '../plugin/chat/fhir-text.ts';
-import { readUnfinished, type UnfinishedTurn } from '../plugin/chat/reply-journal.ts';
 import { CLEARED_MODEL, identifyingIn, MARIA, metricValue, OTHER_MODEL, patientDataProject, startTwoModelHost, type PatientDataProject, type TwoModelHost } from './support/two-model-host.ts';
 import type { FhirgateCompletion } from './support/chat-clients.ts';
+import { journaledTurn } from './support/journaled-turns.ts';
 import { waitFor } from './support/wait-for.ts';
 
 type FhirgateChunk = OpenAI.ChatCompletionChunk & { conversation_id?: string; communication_id?: string };
@@ -213,11 +213,6 @@ describe('patient data egress: the reply journal of a de-identified turn', () =>
     rmSync(journalDir, { recursive: true, force: true });
   });
 
-  /** The turn as the next start would read it from the journal (reply-journal.ts), were the process to die now. */
-  const journaled = (replyId: string): UnfinishedTurn | undefined =>
-    readdirSync(journalDir)
-      .flatMap((folder) => readUnfinished(readFileSync(join(journalDir, folder, 'replies.jsonl'), 'utf8')))
-      .find((turn) => turn.reply.id === replyId);
 
   test('while the turn streams, its journal holds the chart summary and each FHIR tool call as the model was sent them, as its reply then states them', async () => {
     models.other.reset();
@@ -246,7 +241,7 @@ describe('patient data egress: the reply journal of a de-identified turn', () =>
     // Streaming now: the journal has what the model was sent, de-identified.
     const received = models.other.received;
     const sentContext = received[0].messages.find((message) => message.role === 'system')?.content;
-    const turn = journaled(replyId);
+    const turn = journaledTurn(journalDir, replyId);
     expect(turn?.reply.patientContext?.text).toBe(sentContext);
     expect(turn?.reply.fhirTools?.map((call) => [call.name, call.arguments, call.result])).toEqual([
       ['read_record', received[1].messages.at(-2)?.toolCalls?.[0].arguments, received[1].messages.at(-1)?.content],

@@ -4,6 +4,9 @@
  * outbox and written once the store takes writes again; a store that fails for a moment is retried. Checked with
  * the openai SDK as the client and MedplumClient reading what was stored.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { MedplumClient } from '@medplum/core';
 import type { AuditEvent, Communication, Resource } from '@medplum/fhirtypes';
 import OpenAI, { APIError } from 'openai';
@@ -13,6 +16,7 @@ import type { SeededProject } from '../plugin/hosts/standalone/seed.ts';
 import { chatClients, type FhirgateCompletion } from './support/chat-clients.ts';
 import { CHAT_MODEL as MODEL, startChatHost, type ChatHost } from './support/chat-host.ts';
 import { withWriteFaults, type FaultyStore } from './support/faulty-store.ts';
+import { journaledTurn } from './support/journaled-turns.ts';
 import { seedChart, type SeededChart } from './support/seeded-chart.ts';
 import { waitFor } from './support/wait-for.ts';
 
@@ -27,7 +31,10 @@ describe('the store refusing writes', () => {
   let medplum: MedplumClient;
   let project: SeededProject;
 
+  let journalDir: string;
+
   beforeAll(async () => {
+    journalDir = mkdtempSync(join(tmpdir(), 'fhirgate-store-outage-journal-'));
     chatHost = await startChatHost({
       host: {
         wrapStore: (store) => {
@@ -35,11 +42,15 @@ describe('the store refusing writes', () => {
           return faults.repo;
         },
       },
+      plugin: { replyJournalDir: journalDir },
     });
     ({ emulator } = chatHost);
   });
 
-  afterAll(() => chatHost.close());
+  afterAll(async () => {
+    await chatHost.close();
+    rmSync(journalDir, { recursive: true, force: true });
+  });
 
   beforeEach(async () => {
     faults.heal();
@@ -134,10 +145,17 @@ describe('the store refusing writes', () => {
     // Tried while the client waited, then kept in the outbox: not in the store yet.
     expect(faults.refused).toBeGreaterThanOrEqual(4);
     await expect(medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' })).rejects.toThrow();
+    // Kept on disk meanwhile, after the lines of the next turn too: were the process to die now, the next start would
+    // write this reply.
+    const next = (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'And this.' }] })) as unknown as FhirgateCompletion;
+    for (const kept of [completion, next]) {
+      expect(journaledTurn(journalDir, kept.communication_id)?.outbox).toMatchObject({ id: kept.communication_id, status: 'completed' });
+    }
 
     faults.heal();
     const reply = await waitFor(() => medplum.readResource('Communication', completion.communication_id, { cache: 'no-cache' }).catch(() => undefined), 15_000);
     expect(reply).toMatchObject({ status: 'completed', payload: [{ contentString: 'Echo: Keep this.' }] });
+    await waitFor(async () => (journaledTurn(journalDir, completion.communication_id) === undefined ? true : undefined));
     const thread = (await communications()).filter((record) => record.partOf?.[0]?.reference === `Communication/${completion.conversation_id}`);
     expect(thread.filter(isReply)).toHaveLength(1);
     expect(thread.filter(isPrompt)).toHaveLength(1);
