@@ -161,6 +161,42 @@ describe('the store refusing writes', () => {
     expect(thread.filter(isPrompt)).toHaveLength(1);
   });
 
+  test('a stream sent twice at once under one key, the store slow to take prompts: one runs, the other is told 409, and the running turn stays whole in the journal', async () => {
+    // Both requests find no prompt under the key before either is stored: only the turn running here can tell the second.
+    faults.delay(isPrompt, 300);
+    // The one call that reaches the model streams for seconds; any later one is answered at once.
+    emulator.enqueue({ replyTokens: 200, tokensPerSecond: 40 });
+    const body = { model: MODEL, stream: true as const, messages: [{ role: 'user' as const, content: 'Once, while it streams.' }] };
+    let replyId = '';
+    let seen = '';
+    let refused: unknown;
+    const reader = new AbortController();
+    const read = async (): Promise<void> => {
+      try {
+        const stream = await openai.chat.completions.create(body, { headers: { 'Idempotency-Key': 'sent-twice-at-once' }, signal: reader.signal });
+        for await (const chunk of stream) {
+          replyId = chunk.id.replace(/^chatcmpl-/, '');
+          seen += chunk.choices[0]?.delta.content ?? '';
+        }
+      } catch (error) {
+        refused ??= (error as { status?: number }).status === 409 ? error : undefined;
+      }
+    };
+    const both = Promise.all([read(), read()]);
+    await waitFor(async () => (seen.length > 40 && refused !== undefined ? true : undefined), 20_000);
+    faults.heal();
+    // Another turn's lines go to the journal after the refusal, with anything the refusal closed.
+    await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Something else.' }] });
+
+    // The running turn, as the next start would read it were the process to die now: the text sent, and its charge.
+    const running = journaledTurn(journalDir, replyId);
+    expect(seen.startsWith(running?.delivered ?? '-') && (running?.delivered.length ?? 0) > 0).toBe(true);
+    expect(running?.charge?.promptTokens).toBeGreaterThan(0);
+    reader.abort();
+    await both;
+    expect(emulator.received).toHaveLength(2);
+  });
+
   test('a streamed reply the store will not take reaches its end, and its record follows with the text streamed', async () => {
     faults.fail(isReply);
     const stream = await openai.chat.completions.create({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Stream and keep this.' }] });
