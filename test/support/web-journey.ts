@@ -50,9 +50,47 @@ export async function fillSignInForm(page: Page, who: WebUser, options: { readon
 
 /** Signs in on the sign-in page of the app of the server at `serverUrl` and waits for the chat. */
 export async function signInAt(page: Page, serverUrl: string, who: WebUser, options: { readonly remember?: boolean } = {}): Promise<void> {
-  await page.goto(`${serverUrl}fhirgate/app/`);
+  await openSignInPage(page, `${serverUrl}fhirgate/app/`);
   await fillSignInForm(page, who, options);
   await page.getByRole('heading', { name: 'Chat' }).waitFor();
+}
+
+/**
+ * Opens the app at `url` and waits for its sign-in form. A page that shows no form within 15 s is reported on stderr
+ * (its address, its text, what the browser logged and which requests failed) and loaded once more: under a loaded
+ * CI the form has twice failed to appear for 30 s, which neither run alone nor beside the other test files shows.
+ */
+async function openSignInPage(page: Page, url: string): Promise<void> {
+  const seen: string[] = [];
+  const onConsole = (message: { type(): string; text(): string }): void => void seen.push(`console ${message.type()}: ${message.text().slice(0, 300)}`);
+  const onFailed = (request: { url(): string; failure(): { errorText: string } | null }): void => void seen.push(`request failed: ${request.url()} ${request.failure()?.errorText ?? ''}`);
+  const onResponse = (response: { url(): string; status(): number }): void => {
+    if (response.status() >= 400) seen.push(`response ${response.status()}: ${response.url()}`);
+  };
+  const onCrash = (): void => void seen.push('page crashed');
+  page.on('console', onConsole);
+  page.on('requestfailed', onFailed);
+  page.on('response', onResponse);
+  page.on('crash', onCrash);
+  try {
+    await page.goto(url);
+    const form = page.getByLabel('Email');
+    const shown = await form.waitFor({ timeout: 15_000 }).then(
+      () => true,
+      () => false
+    );
+    if (!shown) {
+      const text = await page.locator('body').innerText({ timeout: 2_000 }).catch((error: unknown) => `(no text: ${String(error)})`);
+      process.stderr.write(`The sign-in form did not appear within 15 s at ${page.url()}; loading it again. Page text: ${JSON.stringify(text.slice(0, 500))}\n${seen.join('\n')}\n`);
+      await page.goto(url);
+      await form.waitFor();
+    }
+  } finally {
+    page.off('console', onConsole);
+    page.off('requestfailed', onFailed);
+    page.off('response', onResponse);
+    page.off('crash', onCrash);
+  }
 }
 
 /** Signs in on the app's sign-in page and waits for the chat. */
