@@ -8,6 +8,8 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+/** Held while this checkout's dist/ is built (each pack builds it). */
+const BUILD_LOCK = join(process.cwd(), 'node_modules/.cache/fhirgate-pack.lock');
 
 /** Runs npm in `cwd`; a failure carries its whole output (tsc reports a failed build on stdout). */
 export async function runNpm(args: readonly string[], cwd: string): Promise<string> {
@@ -25,12 +27,17 @@ export async function runNpm(args: readonly string[], cwd: string): Promise<stri
  * builds dist/ again (prepack), and tsc rewrites its files in place, which another pack could take half written.
  */
 export async function packFhirgate(folder: string): Promise<string> {
-  await oneAtATime(join(process.cwd(), 'node_modules/.cache/fhirgate-pack.lock'), () => runNpm(['pack', '--pack-destination', folder], process.cwd()));
+  await oneAtATime(BUILD_LOCK, () => runNpm(['pack', '--pack-destination', folder], process.cwd()));
   const tarball = (await readdir(folder)).find((name) => name.endsWith('.tgz'));
   if (!tarball) {
     throw new Error('npm pack wrote no tarball');
   }
   return join(folder, tarball);
+}
+
+/** `npm run build` in this checkout, one build (or pack) at a time across the suite's workers. */
+export async function buildFhirgate(): Promise<void> {
+  await oneAtATime(BUILD_LOCK, () => runNpm(['run', 'build'], process.cwd()));
 }
 
 /**

@@ -1,16 +1,17 @@
 /**
- * Building the app again (`npm run build:web`, or `npm run build` and so `npm pack`) while a server serves it: a
- * browser loading the page meanwhile gets the page and every file it names. The build is put in place file by file
- * (scripts/build-web-app.ts); emptied first, as Vite does, the page's scripts were missing for the whole build and the
- * page stayed blank.
+ * Building again (`npm run build`, as `npm pack` does, and `npm run build:web`) while a server serves the app: a
+ * browser loading the page meanwhile gets the page and every file it names. The build leaves dist/web/ in place
+ * (scripts/clean-dist.ts) and puts the app's new build there file by file (scripts/build-web-app.ts); emptied first,
+ * as `prebuild` and Vite did, the page's scripts were missing for the whole build and the page stayed blank.
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createWebAppRoute } from '../../plugin/web-app-route.ts';
-import { buildWebAppAgain, ensureWebAppBuilt } from '../support/web-app-build.ts';
+import { buildFhirgate } from '../support/packed-package.ts';
+import { ensureWebAppBuilt } from '../support/web-app-build.ts';
 
-test('a server serving the app keeps serving the page and all its files while the app is built again', async () => {
+test('a server serving the app keeps serving the page and all its files while fhirgate is built again', async () => {
   await ensureWebAppBuilt();
   const server = express().use(createWebAppRoute(undefined)).listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -21,7 +22,7 @@ test('a server serving the app keeps serving the page and all its files while th
     expect(files.length).toBeGreaterThan(1);
 
     let building = true;
-    const build = buildWebAppAgain().finally(() => {
+    const build = buildFhirgate().finally(() => {
       building = false;
     });
     const answers = new Map<string, number>();
