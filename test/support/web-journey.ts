@@ -57,8 +57,10 @@ export async function signInAt(page: Page, serverUrl: string, who: WebUser, opti
 
 /**
  * Opens the app at `url` and waits for its sign-in form. A page that shows no form within 15 s is reported on stderr
- * (its address, its text, what the browser logged and which requests failed) and loaded once more: under a loaded
- * CI the form has twice failed to appear for 30 s, which neither run alone nor beside the other test files shows.
+ * (its address, its text, what the browser logged and which requests failed) and loaded once more. The report found
+ * why the form had not appeared in CI: the page's script and styles answered 404 while `npm pack` (a test on another
+ * worker) rebuilt dist/ after removing it, which `prebuild` no longer does (scripts/clean-dist.ts). A report in CI's
+ * log now is a new cause to look into.
  */
 async function openSignInPage(page: Page, url: string): Promise<void> {
   const seen: string[] = [];
