@@ -213,7 +213,6 @@ describe('patient data egress: the reply journal of a de-identified turn', () =>
     rmSync(journalDir, { recursive: true, force: true });
   });
 
-
   test('while the turn streams, its journal holds the chart summary and each FHIR tool call as the model was sent them, as its reply then states them', async () => {
     models.other.reset();
     const subject = await patientDataProject(models.host);

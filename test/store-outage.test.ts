@@ -22,6 +22,8 @@ import { waitFor } from './support/wait-for.ts';
 
 const isReply = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.inResponseTo?.length;
 const isPrompt = (resource: Resource): boolean => resource.resourceType === 'Communication' && !!resource.partOf?.length && !resource.inResponseTo?.length;
+/** A prompt a user asked (not a side request's). */
+const isUserPrompt = (resource: Resource): boolean => resource.resourceType === 'Communication' && isPrompt(resource) && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt';
 
 describe('the store refusing writes', () => {
   let chatHost: ChatHost;
@@ -94,7 +96,7 @@ describe('the store refusing writes', () => {
     const started = (await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'First.' }] })) as unknown as { conversation_id: string };
     const body = { model: MODEL, conversation_id: started.conversation_id, messages: [{ role: 'user' as const, content: 'Once more?' }] };
     const options = { headers: { 'Idempotency-Key': 'prompt-refused' } };
-    faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
+    faults.fail(isUserPrompt);
     const failure = await openai.chat.completions.create(body, options).catch((error: unknown) => error);
     faults.heal();
     expect((failure as APIError).status).toBe(503);
@@ -107,7 +109,7 @@ describe('the store refusing writes', () => {
     const before = (await communications()).length;
     const body = { model: MODEL, messages: [{ role: 'user' as const, content: 'A new conversation?' }] };
     const options = { headers: { 'Idempotency-Key': 'first-prompt-refused' } };
-    faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
+    faults.fail(isUserPrompt);
     const failure = await openai.chat.completions.create(body, options).catch((error: unknown) => error);
     faults.heal();
     expect((failure as APIError).status).toBe(503);
@@ -127,7 +129,7 @@ describe('the store refusing writes', () => {
 
   test("a new conversation whose first prompt the store will not take leaves no root: the AI agent's root is removed again", async () => {
     const before = (await communications()).length;
-    faults.fail((resource) => isPrompt(resource) && resource.resourceType === 'Communication' && resource.category?.[0]?.coding?.[0]?.code === 'ai-prompt');
+    faults.fail(isUserPrompt);
     const failure = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello?' }] }).catch((error: unknown) => error);
     faults.heal();
 

@@ -10,7 +10,7 @@ const run = promisify(execFile);
 
 /** Builds the app unless its build is current. */
 export async function ensureWebAppBuilt(): Promise<void> {
-  await run(process.execPath, ['scripts/build-web-app.ts', '--when-stale'], { maxBuffer: 16 * 1024 * 1024 });
+  await buildWebApp(['--when-stale']);
 }
 
 /**
@@ -18,5 +18,9 @@ export async function ensureWebAppBuilt(): Promise<void> {
  * without the page or its files: other test files' servers serve it meanwhile).
  */
 export async function buildWebAppAgain(): Promise<void> {
-  await run(process.execPath, ['scripts/build-web-app.ts'], { maxBuffer: 16 * 1024 * 1024 });
+  await buildWebApp([]);
+}
+
+function buildWebApp(flags: readonly string[]): Promise<unknown> {
+  return run(process.execPath, ['scripts/build-web-app.ts', ...flags], { maxBuffer: 16 * 1024 * 1024 });
 }
