@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OperationOutcomeError, parseSearchRequest } from '@medplum/core';
-import type { Communication, Patient } from '@medplum/fhirtypes';
+import type { AuditEvent, Communication, Patient } from '@medplum/fhirtypes';
 import { SqliteRepository } from './sqlite-repository.ts';
 import { statusOf } from '../../../../test/support/rejection-status.ts';
 import { failWritesMidway, storedIds } from '../../../../test/support/midway-write-failure.ts';
@@ -247,6 +247,24 @@ describe('SqliteRepository writes and reads', () => {
     ]);
     expect((results[0] as Patient).id).toBe(created.id);
     expect(results[1]).toBeInstanceOf(OperationOutcomeError);
+  });
+
+  test('a record with more index rows than one statement inserts is found by every one of them', async () => {
+    const repository = openRepository();
+    // 40 entities: 40 `entity` rows, with its other parameters' rows well over the 32 rows one statement inserts.
+    const entities = Array.from({ length: 40 }, (_, index) => ({ what: { reference: `Observation/o${index}` } }));
+    const event = await repository.createResource<AuditEvent>({
+      resourceType: 'AuditEvent',
+      type: { system: 'http://terminology.hl7.org/CodeSystem/audit-event-type', code: 'rest' },
+      recorded: '2026-11-30T00:00:00.000Z',
+      agent: [{ who: { reference: 'Practitioner/p1' }, requestor: true }],
+      source: { observer: { reference: 'Device/d1' } },
+      entity: entities,
+    });
+    for (const { what } of entities) {
+      expect(await repository.searchResources(parseSearchRequest<AuditEvent>(`AuditEvent?entity=${what.reference}`))).toEqual([event]);
+    }
+    expect(await repository.searchResources(parseSearchRequest<AuditEvent>('AuditEvent?agent=Practitioner/p1'))).toEqual([event]);
   });
 });
 

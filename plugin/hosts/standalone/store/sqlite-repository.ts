@@ -16,6 +16,7 @@ import {
   allOk,
   badRequest,
   deepEquals,
+  getResourceTypes,
   getStatus,
   gone,
   normalizeOperationOutcome,
@@ -108,6 +109,7 @@ export class SqliteRepository extends FhirRepository {
     this.#index = new SearchIndexSpec();
     this.#fullUrl = options.fullUrl;
     this.#store.registerParams(this.#index.rowParams());
+    this.#store.registerTypes(getResourceTypes());
     this.#store.ensureIndex(this.#index.fingerprint, (content) => this.#index.rowsFor(JSON.parse(content) as Resource));
     // The schema's migration and the index are on disk before the first request.
     walSync?.syncNow();
