@@ -20,11 +20,40 @@ describe('DecodedContentCache', () => {
     for (const [row, letter] of [[1, 'x'], [2, 'y'], [3, 'z'], [4, 'u']] as const) cache.decode(row, 'v', stored(text(letter)));
     // Row 1 is read again: now the most recent.
     expect(cache.decode(1, 'v', stored('changed'))).toBe(json(text('x')));
-    // A fifth entry: row 2, the least recently used, makes room.
-    cache.decode(5, 'v', stored(text('w')));
+    // A fifth entry, written: row 2, the least recently used, makes room.
+    cache.remember(5, 'v', json(text('w')));
     expect(cache.decode(1, 'v', stored('changed'))).toBe(json(text('x')));
     expect(cache.decode(3, 'v', stored('changed'))).toBe(json(text('z')));
+    expect(cache.decode(5, 'v', stored('changed'))).toBe(json(text('w')));
     expect(cache.decode(2, 'v', stored('read again'))).toBe(json('read again'));
+  });
+
+  describe('once full, a version read is kept at one miss in eight', () => {
+    const content = (label: string) => `${label} `.repeat(10);
+    const entry = json(content('round 00 row 00')).length;
+    /** Reads `rows` in turn, `rounds` times; a hit answers with the JSON of an earlier round, not the store's bytes now. */
+    const hitsReading = (cache: DecodedContentCache, rows: readonly number[], rounds: number): number[] =>
+      Array.from({ length: rounds }, (_, round) => {
+        const label = (row: number) => `round ${String(round).padStart(2, '0')} row ${String(row).padStart(2, '0')}`;
+        return rows.filter((row) => cache.decode(row, 'v', stored(content(label(row)))) !== json(content(label(row)))).length;
+      });
+
+    test('pages read in turn that outgrow the cache still hit what it holds', () => {
+      // Room for 10 of the 30 records read in turn again and again (the pages of more conversations than fit). Keeping
+      // every miss, each record is pushed out before it is read again: no round would hit at all.
+      const cache = new DecodedContentCache(entry * 10);
+      const hits = hitsReading(cache, Array.from({ length: 30 }, (_, row) => row), 20);
+      expect(hits[0]).toBe(0);
+      for (const roundHits of hits.slice(1)) expect(roundHits).toBeGreaterThanOrEqual(5);
+    });
+
+    test('a working set that fits comes in within a few reads of a cache full of others', () => {
+      const cache = new DecodedContentCache(entry * 10);
+      for (let row = 50; row < 60; row++) cache.decode(row, 'v', stored(content(`stale 00 row ${row}`)));
+      // Each record missed comes in at one miss in eight: within eight reads of it, whichever order the misses come in.
+      const hits = hitsReading(cache, [1, 2, 3, 4, 5], 40);
+      expect(hits.slice(-10)).toEqual(Array(10).fill(5));
+    });
   });
 
   test('a version written is remembered; one too large for a quarter of the bound is not kept', () => {
