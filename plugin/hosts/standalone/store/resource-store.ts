@@ -269,15 +269,21 @@ export class ResourceStore {
    * write of one of them finds its code without a statement. A type not named is given its code by its first write.
    */
   registerTypes(names: readonly string[]): void {
-    if (names.some((name) => !this.#typeCodes.has(name))) {
+    const readCodes = (): void => {
+      for (const row of this.#database.prepare('SELECT code, name FROM resource_types').all()) {
+        this.#typeCodes.set(toText(row.name), toNumber(row.code));
+      }
+    };
+    // Read first: a file that has them all (every open after the first) takes no write lock.
+    readCodes();
+    const missing = names.filter((name) => !this.#typeCodes.has(name));
+    if (missing.length > 0) {
       this.atomically(() => {
-        for (const name of names) {
+        for (const name of missing) {
           this.#addType.run(name);
         }
       });
-    }
-    for (const row of this.#database.prepare('SELECT code, name FROM resource_types').all()) {
-      this.#typeCodes.set(toText(row.name), toNumber(row.code));
+      readCodes();
     }
   }
 
