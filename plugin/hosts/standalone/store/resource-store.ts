@@ -265,7 +265,7 @@ export class ResourceStore {
   }
 
   /**
-   * Gives each resource type of `names` its code in `search_index` now, in a transaction of its own, so that a
+   * Gives each resource type of `names` its code in `resource_types` now, in a transaction of its own, so that a
    * write of one of them finds its code without a statement. A type not named is given its code by its first write.
    */
   registerTypes(names: readonly string[]): void {
@@ -360,7 +360,8 @@ export class ResourceStore {
       return;
     }
     const typeCode = this.#typeCode(write.resourceType);
-    // Several rows a statement: each call costs about as much as SQLite's insert of a row (a fifth of the rows' time).
+    // Several rows a statement: a statement's call costs about as much as SQLite's insert of a row, so 14 rows at once
+    // take about a fifth less time than one by one.
     for (let start = 0; start < write.indexRows.length; start += MAX_ROWS_PER_INSERT) {
       const rows = write.indexRows.slice(start, start + MAX_ROWS_PER_INSERT);
       const values: SQLInputValue[] = [];
