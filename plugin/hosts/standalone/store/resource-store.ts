@@ -60,7 +60,6 @@ export class ResourceStore {
   readonly #updateResource: StatementSync;
   readonly #markDeleted: StatementSync;
   readonly #keepSuperseded: StatementSync;
-  readonly #insertIndexRow: StatementSync;
   /** Statements inserting N index rows at once, by N (up to MAX_ROWS_PER_INSERT), made on first use. */
   readonly #insertRowsByCount = new Map<number, StatementSync>();
   readonly #addType: StatementSync;
@@ -103,9 +102,6 @@ export class ResourceStore {
     this.#keepSuperseded = database.prepare(
       'INSERT INTO resource_history (resource_pk, version_id, last_updated, content) ' +
         'SELECT pk, version_id, last_updated, content FROM resources WHERE pk = ?'
-    );
-    this.#insertIndexRow = database.prepare(
-      'INSERT OR IGNORE INTO search_index (type_code, param, value, extra, resource_pk) VALUES (?, ?, ?, ?, ?)'
     );
     this.#addType = database.prepare('INSERT OR IGNORE INTO resource_types (name) VALUES (?)');
     this.#addParam = database.prepare('INSERT OR IGNORE INTO search_params (name) VALUES (?)');
@@ -269,22 +265,7 @@ export class ResourceStore {
    * write of one of them finds its code without a statement. A type not named is given its code by its first write.
    */
   registerTypes(names: readonly string[]): void {
-    const readCodes = (): void => {
-      for (const row of this.#database.prepare('SELECT code, name FROM resource_types').all()) {
-        this.#typeCodes.set(toText(row.name), toNumber(row.code));
-      }
-    };
-    // Read first: a file that has them all (every open after the first) takes no write lock.
-    readCodes();
-    const missing = names.filter((name) => !this.#typeCodes.has(name));
-    if (missing.length > 0) {
-      this.atomically(() => {
-        for (const name of missing) {
-          this.#addType.run(name);
-        }
-      });
-      readCodes();
-    }
+    this.#registerCodes('resource_types', this.#addType, names, this.#typeCodes);
   }
 
   /**
@@ -292,15 +273,26 @@ export class ResourceStore {
    * committed before any row uses it, and remembers the codes.
    */
   registerParams(names: readonly string[]): void {
-    if (names.some((name) => !this.#paramCodes.has(name))) {
+    this.#registerCodes('search_params', this.#addParam, names, this.#paramCodes);
+  }
+
+  /** Reads `table`'s codes into `codes`; names it lacks are added (`add`) in a transaction of their own, then read. */
+  #registerCodes(table: 'resource_types' | 'search_params', add: StatementSync, names: readonly string[], codes: Map<string, number>): void {
+    const readCodes = (): void => {
+      for (const row of this.#database.prepare(`SELECT code, name FROM ${table}`).all()) {
+        codes.set(toText(row.name), toNumber(row.code));
+      }
+    };
+    // Read first: a file that has them all (every open after the first) takes no write lock.
+    readCodes();
+    const missing = names.filter((name) => !codes.has(name));
+    if (missing.length > 0) {
       this.atomically(() => {
-        for (const name of names) {
-          this.#addParam.run(name);
+        for (const name of missing) {
+          add.run(name);
         }
       });
-    }
-    for (const row of this.#database.prepare('SELECT code, name FROM search_params').all()) {
-      this.#paramCodes.set(toText(row.name), toNumber(row.code));
+      readCodes();
     }
   }
 
@@ -340,22 +332,15 @@ export class ResourceStore {
       }
       this.#database.exec('DELETE FROM search_index');
       const live = this.#database.prepare('SELECT pk, resource_type, content FROM resources WHERE deleted = 0');
-      const typeCodes = new Map<string, number>();
       for (const row of live.iterate()) {
-        const pk = toNumber(row.pk);
-        const resourceType = toText(row.resource_type);
-        const typeCode = typeCodes.get(resourceType) ?? this.#typeCode(resourceType);
-        typeCodes.set(resourceType, typeCode);
-        for (const indexRow of rowsFor(decodeContent(row.content))) {
-          this.#insertIndexRow.run(typeCode, this.#paramCode(indexRow.param), indexRow.value, indexRow.extra, pk);
-        }
+        this.#insertIndexRows(toNumber(row.pk), { resourceType: toText(row.resource_type), indexRows: rowsFor(decodeContent(row.content)) });
       }
       this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
     });
     this.#indexChecked = undefined;
   }
 
-  #insertIndexRows(pk: number, write: VersionWrite): void {
+  #insertIndexRows(pk: number, write: Pick<VersionWrite, 'resourceType' | 'indexRows'>): void {
     if (write.indexRows.length === 0) {
       return;
     }
