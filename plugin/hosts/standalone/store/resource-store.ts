@@ -4,6 +4,7 @@
  */
 import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from 'node:sqlite';
 import { DecodedContentCache } from './content-cache.ts';
+import { VerdictCache } from './verdict-cache.ts';
 import { decodeContent, encodeContent } from './content-codec.ts';
 import type { IndexRow } from './search-index.ts';
 
@@ -80,6 +81,8 @@ export class ResourceStore {
   #indexChecked: { readonly dataVersion: number; readonly fingerprint: string; readonly matches: boolean } | undefined;
   readonly #writeInfo: StatementSync;
   readonly #decoded = new DecodedContentCache();
+  /** What searches' conditions said of each version (verdict-cache.ts); dropped when the indexed parameters change. */
+  readonly verdicts = new VerdictCache();
   #commits = 0;
 
   constructor(database: DatabaseSync) {
@@ -314,6 +317,9 @@ export class ResourceStore {
       return checked.matches;
     }
     const matches = this.indexFingerprint() === fingerprint;
+    if (!matches) {
+      this.verdicts.clear();
+    }
     this.#indexChecked = { dataVersion, fingerprint, matches };
     return matches;
   }
@@ -338,6 +344,7 @@ export class ResourceStore {
       this.#writeInfo.run(INDEX_FINGERPRINT_KEY, fingerprint);
     });
     this.#indexChecked = undefined;
+    this.verdicts.clear();
   }
 
   #insertIndexRows(pk: number, write: Pick<VersionWrite, 'resourceType' | 'indexRows'>): void {

@@ -27,6 +27,7 @@ import { countUpTo, indexRange, lookupSources, toCandidateRow, typeScan, type Ca
 import { toNumber, type ResourceStore } from './resource-store.ts';
 import type { IndexedParameter } from './search-index.ts';
 import { estimateMatches } from './search-estimate.ts';
+import type { ConditionVerdicts } from './verdict-cache.ts';
 import { planSearch, type PolicyAlternative, type SearchPlan, type SqlFragment } from './search-plan.ts';
 import { compareSortKeys, resolveSortRules, sortKey, sqlSortKey, type ResolvedSortRule, type SortKey } from './sort.ts';
 
@@ -196,8 +197,10 @@ class SlicedSearch<T extends Resource> {
     const page: Kept<T>[] = [];
     let cursor: Cursor | undefined;
     let size = Math.min(MAX_SLICE_ROWS, Math.max(MIN_SLICE_ROWS, offset + count + 1));
+    // A page read in order is mostly the page read last time (a conversation's history, a chart's newest records).
+    const verdicts = checksIndexRows(candidates.where) ? this.#store.rows.verdicts.of(candidates.where) : undefined;
     for (;;) {
-      const slice = await this.#readSlice(candidates, cursor, size, []);
+      const slice = await this.#readSlice(candidates, cursor, size, [], false, verdicts);
       for (const candidate of slice.accepted) {
         if (!(await this.#confirm(candidate))) {
           continue;
@@ -250,45 +253,73 @@ class SlicedSearch<T extends Resource> {
 
   /**
    * One slice: the candidates after `cursor` that `where` accepts (each once per search), with `keys` read in SQL,
-   * their content too when the matcher must decide or `withContent` asks.
+   * their content too when the matcher must decide or `withContent` asks. With `verdicts`, what `where` said of a
+   * version before is taken from there, and only the others are checked (one statement for them all).
    */
   async #readSlice(
     { source, where }: Candidates,
     cursor: Cursor | undefined,
     limit: number,
     keys: readonly SqlFragment[],
-    withContent = false
+    withContent = false,
+    verdicts?: ConditionVerdicts
   ): Promise<{ accepted: Kept<T>[]; cursor: Cursor | undefined; exhausted: boolean }> {
     const inner = source.slice(cursor, limit);
     const direction = source.descending ? 'DESC' : 'ASC';
     const keyColumns = keys.map((key, index) => `, ${key.sql} AS key_${index}`).join('');
+    const decided = verdicts ? 'r.version_id AS version_id' : `(${where.sql}) AS ok`;
     // CROSS JOIN: the slice is the outer loop, each resource read by its pk.
     const sql =
-      `SELECT c.pk AS pk, c.cursor_key AS cursor_key, (${where.sql}) AS ok${keyColumns} ` +
+      `SELECT c.pk AS pk, c.cursor_key AS cursor_key, ${decided}${keyColumns} ` +
       `FROM (${inner.sql}) c CROSS JOIN resources r WHERE r.pk = c.pk ORDER BY c.cursor_key ${direction}, c.pk ${direction}`;
-    const params = [...where.params, ...keys.flatMap((key) => key.params), ...inner.params];
+    const params = [...(verdicts ? [] : where.params), ...keys.flatMap((key) => key.params), ...inner.params];
     const loadContent = withContent || !this.#plan.exact;
-    const { rows, contents } = await this.#store.read(() => {
+    const { rows, holds, contents } = await this.#store.read(() => {
       const sliceRows = this.#store.rows.queryAll(sql, params);
-      const acceptedPks = sliceRows.filter((row) => toNumber(row.ok) !== 0).map((row) => toNumber(row.pk));
-      return { rows: sliceRows, contents: loadContent && acceptedPks.length > 0 ? this.#store.rows.contentsOf(acceptedPks) : undefined };
+      const sliceHolds = verdicts ? this.#decide(sliceRows, where, verdicts) : sliceRows.map((row) => toNumber(row.ok) !== 0);
+      const acceptedPks = sliceRows.filter((_row, index) => sliceHolds[index]).map((row) => toNumber(row.pk));
+      return { rows: sliceRows, holds: sliceHolds, contents: loadContent && acceptedPks.length > 0 ? this.#store.rows.contentsOf(acceptedPks) : undefined };
     });
     const accepted: Kept<T>[] = [];
     let last: Cursor | undefined = cursor;
-    for (const row of rows) {
+    rows.forEach((row, index) => {
       const candidate = toCandidateRow(row);
       last = candidate.cursor;
-      if (toNumber(row.ok) === 0 || this.#seen.has(candidate.pk)) {
-        continue;
+      if (!holds[index] || this.#seen.has(candidate.pk)) {
+        return;
       }
       this.#seen.add(candidate.pk);
       const content = contents?.get(candidate.pk);
       if (loadContent && content === undefined) {
-        continue; // deleted since
+        return; // deleted since
       }
-      accepted.push({ pk: candidate.pk, keys: keys.map((_, index) => toKey(row[`key_${index}`])), resource: content === undefined ? undefined : (JSON.parse(content) as WithId<T>) });
-    }
+      accepted.push({ pk: candidate.pk, keys: keys.map((_, key) => toKey(row[`key_${key}`])), resource: content === undefined ? undefined : (JSON.parse(content) as WithId<T>) });
+    });
     return { accepted, cursor: last, exhausted: rows.length < limit };
+  }
+
+  /**
+   * Whether `where` holds for each row (its `pk` and `version_id`): known verdicts from `verdicts`, the others checked
+   * in one statement and kept. Called in the same synchronous step as the slice's read, so no write comes between.
+   */
+  #decide(rows: readonly Record<string, SQLOutputValue>[], where: SqlFragment, verdicts: ConditionVerdicts): boolean[] {
+    const known = rows.map((row) => verdicts.get(toNumber(row.pk), String(row.version_id)));
+    const unknown = rows.filter((_row, index) => known[index] === undefined);
+    if (unknown.length === 0) {
+      return known as boolean[];
+    }
+    // The rows that hold come back; the others do not. CROSS JOIN: each row read by its pk (`r.pk IN (...)` let
+    // SQLite's planner read the project's every resource of the type by another index instead).
+    const holding = new Set<number>();
+    const sql = `SELECT r.pk AS pk FROM json_each(?) checked CROSS JOIN resources r WHERE r.pk = checked.value AND (${where.sql})`;
+    for (const row of this.#store.rows.queryAll(sql, [JSON.stringify(unknown.map((candidate) => toNumber(candidate.pk))), ...where.params])) {
+      holding.add(toNumber(row.pk));
+    }
+    for (const row of unknown) {
+      const pk = toNumber(row.pk);
+      verdicts.set(pk, String(row.version_id), holding.has(pk));
+    }
+    return rows.map((row, index) => known[index] ?? holding.has(toNumber(row.pk)));
   }
 
   /** True when the candidate matches: SQL decided it (an exact plan), or the matcher does. */
@@ -348,6 +379,11 @@ class BestCandidates<T extends Resource> {
   sorted(): Kept<T>[] {
     return this.#kept.sort(this.#compare).slice(0, this.#limit);
   }
+}
+
+/** Whether the condition probes a candidate's index rows (`EXISTS`), the checks worth a verdict kept. */
+function checksIndexRows(where: SqlFragment): boolean {
+  return where.sql.includes('EXISTS');
 }
 
 function toKey(value: SQLOutputValue | undefined): SortKey {
