@@ -13,6 +13,8 @@ export interface Contender {
   readonly pid?: number;
   /** Request bodies the load generator cycles through (fhirgate: one per prepared conversation). */
   bodies(stream: boolean): readonly string[];
+  /** The conversations its turns continue, in rotation (the floor and fhirgate); undefined when it keeps none. */
+  readonly conversations?: number;
   stop(): Promise<void>;
 }
 

@@ -87,6 +87,7 @@ export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateC
       conversationIds.map((conversationId) =>
         JSON.stringify({ stream, patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
+    conversations: conversationIds.length,
     patientId: DEMO_PATIENT,
     hostLog: host.logFile,
     stop: async () => {

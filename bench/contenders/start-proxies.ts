@@ -54,6 +54,7 @@ export async function startSdkRelayWithStore(
   );
   return {
     ...relay,
+    conversations: options.conversations,
     stop: async () => {
       await relay.stop();
       await rm(dataDir, { recursive: true, force: true });

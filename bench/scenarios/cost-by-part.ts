@@ -32,6 +32,13 @@ const FHIRGATE_PLAIN = 'fhirgate, no chart';
 const FHIRGATE = 'fhirgate, as npm start';
 
 const CLIENTS = 32;
+/**
+ * Turns added to every conversation of the floor and of fhirgate before anything is measured: with the root and two
+ * records a turn, each conversation then holds more than one history page (50 messages), so every measured turn of
+ * either reads and sends a full page, whatever the scenarios before had left (a contender whose conversations are
+ * shorter would read less and look cheaper).
+ */
+const FILL_TURNS_PER_CONVERSATION = 26;
 const JSON_UPSTREAM = { latencyMs: 0, replyTokens: 20 };
 const STREAM_UPSTREAM = { latencyMs: 0, replyTokens: 100 };
 
@@ -88,6 +95,19 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
   }
   const seconds = context.smoke ? 1 : 6;
   const streams = context.smoke ? 40 : 600;
+  const fillTurns = context.smoke ? 1 : FILL_TURNS_PER_CONVERSATION;
+  await context.emulator.setBehaviour(JSON_UPSTREAM);
+  for (const { label, contender, bodies } of subjects) {
+    // fhirgate's two subjects continue the same conversations: filled once, through the first.
+    if (contender.conversations === undefined || label === FHIRGATE) continue;
+    context.log(`  ${label}: ${fillTurns} turns added to each of its ${contender.conversations} conversations first`);
+    const requests = contender.conversations * fillTurns;
+    const fill = await runLoad<StreamsResult>(
+      { kind: 'streams', url: contender.chatUrl, headers: contender.headers, bodies: bodies(true), concurrency: CLIENTS, warmupRequests: 0, requests, timeoutMs: 60_000 },
+      context.layout.generatorCore,
+    );
+    if (fill.errors > 0) throw new Error(`${label} answered ${fill.errors} turn(s) of the fill with an error: ${fill.firstError}`);
+  }
   const json = new Map<string, Profiled>();
   const streamed = new Map<string, Profiled>();
   for (const { label, contender, bodies } of subjects) {
@@ -142,7 +162,8 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
   return {
     title: '14. What a turn costs, part by part',
     method:
-      `The SDK relay, the floor (SDK relay + store) and fhirgate, each in turn, loaded as in scenario 2 (${CLIENTS} clients, JSON answers, ${seconds} s after a warm-up) ` +
+      `First, ${fillTurns} turns are added to every conversation of the floor and of fhirgate (${FILL_TURNS_PER_CONVERSATION} in a full run: then each holds more than one 50-message history page, so every measured turn of either reads and sends a full page, whatever the scenarios before left). ` +
+      `Then the SDK relay, the floor (SDK relay + store) and fhirgate, each in turn, loaded as in scenario 2 (${CLIENTS} clients, JSON answers, ${seconds} s after a warm-up) ` +
       `and then with ${streams} streamed turns, ${CLIENTS} at a time (100-token replies, after ${Math.ceil(streams / 4)} unprofiled), ` +
       `each load run twice: once for the contender's CPU per turn (/proc, utime + stime), once with V8's sampling profiler running inside it (${SAMPLING_INTERVAL_US} µs between samples) for that load only. Each sample is given to the innermost ` +
       'frame of its stack that a part claims (bench/profile/cost-by-part.ts: Medplum\'s FHIRPath under the search index counts for the index, under the AccessPolicy for the policy); ' +
