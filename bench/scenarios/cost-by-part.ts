@@ -15,7 +15,7 @@ import type { Contender } from '../contenders/contender.ts';
 import { isFhirgateContender } from '../contenders/start-fhirgate.ts';
 import type { ScenarioSection } from '../lib/section.ts';
 import { readCpuSeconds } from '../lib/processes.ts';
-import { formatNumber } from '../lib/statistics.ts';
+import { formatNumber, median } from '../lib/statistics.ts';
 import { runLoad } from '../load/run-load.ts';
 import type { StreamsResult, ThroughputResult } from '../load/load-job.ts';
 import { writeRaw, type BenchContext } from './bench-context.ts';
@@ -42,13 +42,21 @@ const FILL_TURNS_PER_CONVERSATION = 26;
 const JSON_UPSTREAM = { latencyMs: 0, replyTokens: 20 };
 const STREAM_UPSTREAM = { latencyMs: 0, replyTokens: 100 };
 
+/** What one load reported: turns answered, and SSE events per turn when streamed. */
+interface LoadRun {
+  readonly turns: number;
+  readonly eventsPerTurn?: number;
+}
+
 interface Profiled {
   /** Turns answered while the profiler ran. */
   readonly turns: number;
   /** SSE events per turn (streamed load only). */
   readonly eventsPerTurn?: number;
-  /** The contender's CPU per turn (its /proc utime + stime) over the same load run without the profiler. */
+  /** The contender's CPU per turn (its /proc utime + stime) over the same load run without the profiler: the median of the rounds. */
   readonly busyPerTurn: number;
+  /** Each round's, in order. */
+  readonly busyPerTurnByRound: readonly number[];
   /** Each part's share of the profiled samples, times busyPerTurn. */
   readonly perTurn: ReadonlyMap<string, number>;
 }
@@ -58,26 +66,32 @@ function profilePath(context: BenchContext, label: string, load: string): string
   return join(context.rawDirectory, 'profiles', 'scenario-14', `${label.replace(/[^a-z0-9]+/gi, '-')}-${load}.cpuprofile`);
 }
 
-/**
- * Runs `load` twice on the contender `pid`: unprofiled, for its CPU per turn from /proc; then profiled, for how that
- * CPU divides into parts (a profiler sampling every SAMPLING_INTERVAL_US slows a turn, most of all a cheap one, so the profile
- * gives the shares and the unprofiled run the amount).
- */
-async function measure(pid: number, profileFile: string, load: () => Promise<{ turns: number; eventsPerTurn?: number }>): Promise<Profiled> {
+/** The CPU per turn of `pid` over one run of `load` (its /proc utime + stime), and what the load reported. */
+async function cpuPerTurnOf(pid: number, load: () => Promise<LoadRun>): Promise<{ cpuPerTurn: number; run: LoadRun }> {
   const cpuBefore = readCpuSeconds(pid);
-  const unprofiled = await load();
-  const cpuPerTurn = ((readCpuSeconds(pid) - cpuBefore) * 1e6) / unprofiled.turns;
+  const run = await load();
+  return { cpuPerTurn: ((readCpuSeconds(pid) - cpuBefore) * 1e6) / run.turns, run };
+}
+
+/**
+ * Runs `load` on the contender `pid` with V8's sampling profiler in it, for how its CPU divides into parts; the amount
+ * is `cpuPerTurn`, measured without the profiler (a profiler sampling every SAMPLING_INTERVAL_US slows a turn, most
+ * of all a cheap one, so the profile gives the shares and the unprofiled runs the amount).
+ */
+async function profiled(pid: number, profileFile: string, cpuPerTurn: readonly number[], load: () => Promise<LoadRun>): Promise<Profiled> {
   await startProfiling(pid);
-  const profiled = await load();
+  const run = await load();
   const profile = await stopProfiling(pid);
   await mkdir(dirname(profileFile), { recursive: true });
   await writeFile(profileFile, JSON.stringify(profile));
-  const shares = costByPart(profile, profiled.turns);
-  const scale = cpuPerTurn / shares.busyPerTurn;
+  const shares = costByPart(profile, run.turns);
+  const busyPerTurn = median(cpuPerTurn);
+  const scale = busyPerTurn / shares.busyPerTurn;
   return {
-    turns: profiled.turns,
-    eventsPerTurn: unprofiled.eventsPerTurn,
-    busyPerTurn: cpuPerTurn,
+    turns: run.turns,
+    eventsPerTurn: run.eventsPerTurn,
+    busyPerTurn,
+    busyPerTurnByRound: cpuPerTurn,
     perTurn: new Map([...shares.perTurn].map(([part, micros]) => [part, micros * scale])),
   };
 }
@@ -108,34 +122,57 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
     );
     if (fill.errors > 0) throw new Error(`${label} answered ${fill.errors} turn(s) of the fill with an error: ${fill.firstError}`);
   }
-  const json = new Map<string, Profiled>();
-  const streamed = new Map<string, Profiled>();
-  for (const { label, contender, bodies } of subjects) {
-    context.log(`  ${label}: JSON turns`);
-    await context.emulator.setBehaviour(JSON_UPSTREAM);
-    const throughputJob = { kind: 'throughput', url: contender.chatUrl, headers: contender.headers, bodies: bodies(false), connections: CLIENTS, warmupSeconds: 0 } as const;
-    await runLoad<ThroughputResult>({ ...throughputJob, durationSeconds: context.smoke ? 1 : 2 }, context.layout.generatorCore);
-    json.set(
-      label,
-      await measure(contender.pid, profilePath(context, label, 'json'), async () => {
+  // Each subject's load, JSON and streamed, each after a warm-up.
+  const loads = new Map(
+    subjects.map(({ label, contender, bodies }) => {
+      const throughputJob = { kind: 'throughput', url: contender.chatUrl, headers: contender.headers, bodies: bodies(false), connections: CLIENTS, warmupSeconds: 0 } as const;
+      const streamsJob = { kind: 'streams', url: contender.chatUrl, headers: contender.headers, bodies: bodies(true), concurrency: CLIENTS, warmupRequests: 0, timeoutMs: 60_000 } as const;
+      const jsonTurns = async (): Promise<LoadRun> => {
         const load = await runLoad<ThroughputResult>({ ...throughputJob, durationSeconds: seconds }, context.layout.generatorCore);
         if (load.errors > 0) throw new Error(`${label} answered ${load.errors} JSON turn(s) with an error`);
         return { turns: load.completed };
-      }),
-    );
-
-    context.log(`  ${label}: streamed turns`);
-    await context.emulator.setBehaviour(STREAM_UPSTREAM);
-    const streamsJob = { kind: 'streams', url: contender.chatUrl, headers: contender.headers, bodies: bodies(true), concurrency: CLIENTS, warmupRequests: 0, timeoutMs: 60_000 } as const;
-    await runLoad<StreamsResult>({ ...streamsJob, requests: Math.ceil(streams / 4) }, context.layout.generatorCore);
-    streamed.set(
-      label,
-      await measure(contender.pid, profilePath(context, label, 'streamed'), async () => {
+      };
+      const streamedTurns = async (): Promise<LoadRun> => {
         const load = await runLoad<StreamsResult>({ ...streamsJob, requests: streams }, context.layout.generatorCore);
         if (load.errors > 0) throw new Error(`${label} answered ${load.errors} streamed turn(s) with an error`);
         return { turns: load.completed, eventsPerTurn: load.events / load.completed };
-      }),
-    );
+      };
+      const warmJson = async (): Promise<void> => {
+        await context.emulator.setBehaviour(JSON_UPSTREAM);
+        await runLoad<ThroughputResult>({ ...throughputJob, durationSeconds: context.smoke ? 1 : 2 }, context.layout.generatorCore);
+      };
+      const warmStreamed = async (): Promise<void> => {
+        await context.emulator.setBehaviour(STREAM_UPSTREAM);
+        await runLoad<StreamsResult>({ ...streamsJob, requests: Math.ceil(streams / 4) }, context.layout.generatorCore);
+      };
+      return [label, { jsonTurns, streamedTurns, warmJson, warmStreamed }] as const;
+    }),
+  );
+  // The CPU per turn without the profiler, in rounds that take the subjects in turn: a machine that slows down or
+  // speeds up during the scenario weighs on every subject alike, and each figure is the median of its rounds.
+  const rounds = context.smoke ? 1 : Math.max(1, context.repetitions);
+  const cpu = { json: new Map<string, number[]>(), streamed: new Map<string, number[]>() };
+  for (let round = 1; round <= rounds; round++) {
+    for (const { label, contender } of subjects) {
+      const load = loads.get(label);
+      if (!load) continue;
+      context.log(`  round ${round}/${rounds}, ${label}: JSON turns, then streamed`);
+      await load.warmJson();
+      cpu.json.set(label, [...(cpu.json.get(label) ?? []), (await cpuPerTurnOf(contender.pid, load.jsonTurns)).cpuPerTurn]);
+      await load.warmStreamed();
+      cpu.streamed.set(label, [...(cpu.streamed.get(label) ?? []), (await cpuPerTurnOf(contender.pid, load.streamedTurns)).cpuPerTurn]);
+    }
+  }
+  const json = new Map<string, Profiled>();
+  const streamed = new Map<string, Profiled>();
+  for (const { label, contender } of subjects) {
+    const load = loads.get(label);
+    if (!load) continue;
+    context.log(`  ${label}: JSON turns, then streamed, profiled`);
+    await load.warmJson();
+    json.set(label, await profiled(contender.pid, profilePath(context, label, 'json'), cpu.json.get(label) ?? [], load.jsonTurns));
+    await load.warmStreamed();
+    streamed.set(label, await profiled(contender.pid, profilePath(context, label, 'streamed'), cpu.streamed.get(label) ?? [], load.streamedTurns));
   }
   const plain = (runs: Map<string, Profiled>) => Object.fromEntries([...runs].map(([name, run]) => [name, { ...run, perTurn: Object.fromEntries(run.perTurn) }]));
   await writeRaw(context, 'scenario-14-cost-by-part', { json: plain(json), streamed: plain(streamed) });
@@ -164,8 +201,9 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
     method:
       `First, ${fillTurns} turns are added to every conversation of the floor and of fhirgate (${FILL_TURNS_PER_CONVERSATION} in a full run: then each holds more than one 50-message history page, so every measured turn of either reads and sends a full page, whatever the scenarios before left). ` +
       `Then the SDK relay, the floor (SDK relay + store) and fhirgate, each in turn, loaded as in scenario 2 (${CLIENTS} clients, JSON answers, ${seconds} s after a warm-up) ` +
-      `and then with ${streams} streamed turns, ${CLIENTS} at a time (100-token replies, after ${Math.ceil(streams / 4)} unprofiled), ` +
-      `each load run twice: once for the contender's CPU per turn (/proc, utime + stime), once with V8's sampling profiler running inside it (${SAMPLING_INTERVAL_US} µs between samples) for that load only. Each sample is given to the innermost ` +
+      `and then with ${streams} streamed turns, ${CLIENTS} at a time (100-token replies, after ${Math.ceil(streams / 4)} unprofiled). ` +
+      `Each contender's CPU per turn (/proc, utime + stime) is the median of ${rounds} round(s) of both loads without the profiler, the rounds taking the contenders in turn, so that a machine whose speed drifts during the scenario weighs on all alike; ` +
+      `then each load is run once more with V8's sampling profiler running inside the contender (${SAMPLING_INTERVAL_US} µs between samples) for that load only. Each sample is given to the innermost ` +
       'frame of its stack that a part claims (bench/profile/cost-by-part.ts: Medplum\'s FHIRPath under the search index counts for the index, under the AccessPolicy for the policy); ' +
       'a part\'s figure is its share of the samples times the CPU per turn of the unprofiled run (the profiler slows a turn, a cheap one most), in µs per turn. ' +
       'The profiles are kept in raw/profiles/scenario-14/ (bench/profile-summary.ts reads them). Throughput and latency are those of scenarios 1–4.',
@@ -196,6 +234,11 @@ function explain(json: Map<string, Profiled>, streamed: Map<string, Profiled>): 
       `The floor does neither: like for like, fhirgate without the chart is ${micros(plain.busyPerTurn - floor.busyPerTurn)} above it (the last column); ` +
       `point 2's ≥ 0.9 × the floor's requests/s would leave ${micros(floor.busyPerTurn / 0.9)}.`,
   ];
+  notes.push(
+    `CPU per JSON turn in each round, in order (the figures above are their medians): ${[...json]
+      .map(([label, run]) => `${label} ${run.busyPerTurnByRound.map((value) => formatNumber(value, 0)).join(' / ')} µs`)
+      .join('; ')}.`,
+  );
   const floorStream = streamed.get(FLOOR);
   const plainStream = streamed.get(FHIRGATE_PLAIN);
   const fullStream = streamed.get(FHIRGATE);
