@@ -282,19 +282,19 @@ class SlicedSearch<T extends Resource> {
     });
     const accepted: Kept<T>[] = [];
     let last: Cursor | undefined = cursor;
-    rows.forEach((row, index) => {
+    for (const [index, row] of rows.entries()) {
       const candidate = toCandidateRow(row);
       last = candidate.cursor;
       if (!holds[index] || this.#seen.has(candidate.pk)) {
-        return;
+        continue;
       }
       this.#seen.add(candidate.pk);
       const content = contents?.get(candidate.pk);
       if (loadContent && content === undefined) {
-        return; // deleted since
+        continue; // deleted since
       }
       accepted.push({ pk: candidate.pk, keys: keys.map((_, key) => toKey(row[`key_${key}`])), resource: content === undefined ? undefined : (JSON.parse(content) as WithId<T>) });
-    });
+    }
     return { accepted, cursor: last, exhausted: rows.length < limit };
   }
 

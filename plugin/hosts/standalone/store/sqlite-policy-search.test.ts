@@ -4,13 +4,12 @@
  * and `:missing` and `_id` decide as the matcher does. That the answers equal the matcher's for every policy is
  * shown by policy-narrowed-search.test.ts.
  */
-import { jest } from '@jest/globals';
 import { parseSearchRequest } from '@medplum/core';
 import type { Observation, Patient } from '@medplum/fhirtypes';
-import { loadFhirDefinitions } from '../fhir-definitions.ts';
+import { inMemoryStoreForEachTest, reading } from '../../../../test/support/store-readings.ts';
 import { readsOf, rowsRead } from '../../../../test/support/store-rows-read.ts';
 import type { PolicyAlternative } from './search-plan.ts';
-import { SqliteRepository } from './sqlite-repository.ts';
+import type { SqliteRepository } from './sqlite-repository.ts';
 
 const PATIENT = 'Patient/p1';
 /** As the care-team policy gives them for two patients (fixtures/demo-project.json). */
@@ -19,34 +18,12 @@ const CARE_TEAM: PolicyAlternative[] = [
   { filters: parseSearchRequest('Observation?subject=Patient/p2').filters ?? [] },
 ];
 
-function reading(subject: string | undefined, hour: number): Observation {
-  return {
-    resourceType: 'Observation',
-    status: 'final',
-    code: { coding: [{ system: 'http://loinc.org', code: hour % 2 === 0 ? '8867-4' : '8480-6' }] },
-    ...(subject ? { subject: { reference: subject } } : {}),
-    effectiveDateTime: new Date(Date.UTC(2025, 0, 1) + hour * 3600_000).toISOString(),
-    meta: { project: 'project-a' },
-  };
-}
-
-let repository: SqliteRepository;
-
-beforeAll(() => loadFhirDefinitions());
-
-beforeEach(() => {
-  repository = SqliteRepository.open(':memory:');
-});
-
-afterEach(() => {
-  jest.restoreAllMocks();
-  repository.close();
-});
+const store = inMemoryStoreForEachTest();
 
 async function createAll(observations: readonly Observation[]): Promise<void> {
   // Concurrent writes share commits: a few hundred at a time.
   for (let start = 0; start < observations.length; start += 250) {
-    await Promise.all(observations.slice(start, start + 250).map((observation) => repository.createResource(observation)));
+    await Promise.all(observations.slice(start, start + 250).map((observation) => store().createResource(observation)));
   }
 }
 
@@ -58,7 +35,7 @@ describe('a search narrowed by an AccessPolicy', () => {
     await createAll([...chart, ...others]);
     let bundle: Awaited<ReturnType<SqliteRepository['searchWithinPolicy']>> | undefined;
     const rows = await rowsRead(async () => {
-      bundle = await repository.searchWithinPolicy(parseSearchRequest(`Observation?patient=${PATIENT}&_sort=-date&_count=10&_project=project-a`), CARE_TEAM);
+      bundle = await store().searchWithinPolicy(parseSearchRequest(`Observation?patient=${PATIENT}&_sort=-date&_count=10&_project=project-a`), CARE_TEAM);
     });
     const dates = bundle?.entry?.map((entry) => (entry.resource as Observation).effectiveDateTime);
     expect(dates).toEqual(chart.slice(-10).reverse().map((observation) => observation.effectiveDateTime));
@@ -70,9 +47,9 @@ describe('a search narrowed by an AccessPolicy', () => {
     // Patient/p9 has a chart (every third reading, 200): only the policy keeps it out of the answer.
     await createAll(Array.from({ length: 600 }, (_, hour) => reading(hour % 3 === 0 ? 'Patient/p9' : PATIENT, hour)));
     const search = parseSearchRequest('Observation?patient=Patient/p9&_sort=-date&_count=10');
-    expect((await repository.search(search)).entry).toHaveLength(10);
+    expect((await store().search(search)).entry).toHaveLength(10);
     const reads = await readsOf(async () => {
-      const bundle = await repository.searchWithinPolicy(search, CARE_TEAM);
+      const bundle = await store().searchWithinPolicy(search, CARE_TEAM);
       expect(bundle.entry).toBeUndefined();
     });
     expect(reads.resources).toBe(0);
@@ -85,7 +62,7 @@ describe('a search narrowed by an AccessPolicy', () => {
     // value-string is not indexed: every candidate's content goes through the matcher.
     const policy: PolicyAlternative[] = [{ filters: parseSearchRequest('Observation?value-string=flagged').filters ?? [] }];
     const order: string[] = [];
-    const search = repository.searchWithinPolicy(parseSearchRequest('Observation?_count=5&_total=accurate'), policy).then((bundle) => {
+    const search = store().searchWithinPolicy(parseSearchRequest('Observation?_count=5&_total=accurate'), policy).then((bundle) => {
       order.push('search');
       return bundle;
     });
@@ -97,20 +74,20 @@ describe('a search narrowed by an AccessPolicy', () => {
   });
 
   test(':missing counts a reference without a searchable value (display only) as present, as the matcher does', async () => {
-    await repository.createResource({ ...reading(undefined, 1), subject: { display: 'a visitor' } });
-    await repository.createResource(reading(undefined, 2));
-    await repository.createResource(reading(PATIENT, 3));
+    await store().createResource({ ...reading(undefined, 1), subject: { display: 'a visitor' } });
+    await store().createResource(reading(undefined, 2));
+    await store().createResource(reading(PATIENT, 3));
     const hours = async (query: string): Promise<(string | undefined)[]> =>
-      ((await repository.search(parseSearchRequest(query))).entry ?? []).map((entry) => (entry.resource as Observation).effectiveDateTime?.slice(11, 13));
+      ((await store().search(parseSearchRequest(query))).entry ?? []).map((entry) => (entry.resource as Observation).effectiveDateTime?.slice(11, 13));
     expect(await hours('Observation?subject:missing=true')).toEqual(['02']);
     expect(await hours('Observation?subject:missing=false')).toEqual(['01', '03']);
     expect(await hours('Observation?subject:present=true&subject:not=Patient/p1')).toEqual(['01']);
   });
 
   test('_id matches whatever the case of the id, as the matcher does', async () => {
-    await repository.createResource<Patient>({ resourceType: 'Patient', id: 'MixedCase-1' }, { assignedId: true });
+    await store().createResource<Patient>({ resourceType: 'Patient', id: 'MixedCase-1' }, { assignedId: true });
     for (const id of ['MixedCase-1', 'mixedcase-1', 'MIXEDCASE-1']) {
-      expect((await repository.search(parseSearchRequest(`Patient?_id=${id}`))).entry?.map((entry) => entry.resource?.id)).toEqual(['MixedCase-1']);
+      expect((await store().search(parseSearchRequest(`Patient?_id=${id}`))).entry?.map((entry) => entry.resource?.id)).toEqual(['MixedCase-1']);
     }
   });
 });
@@ -141,13 +118,13 @@ describe("what a policy's alternatives let through", () => {
 
   beforeEach(async () => {
     for (const record of records) {
-      await repository.createResource(record, { assignedId: true });
+      await store().createResource(record, { assignedId: true });
     }
   });
 
   /** The ids a caller whose policy gives `alternatives` finds with `query`, in order. */
   async function seen(query: string, alternatives: readonly PolicyAlternative[]): Promise<string[]> {
-    const bundle = await repository.searchWithinPolicy(parseSearchRequest(query), alternatives);
+    const bundle = await store().searchWithinPolicy(parseSearchRequest(query), alternatives);
     return (bundle.entry ?? []).map((entry) => entry.resource?.id as string).sort();
   }
 
@@ -207,11 +184,11 @@ describe("what a policy's alternatives let through", () => {
   test("a search's own filters hold under any policy: one the index cannot decide, one no value can meet", async () => {
     const everyone = criteria('Observation?subject=Patient/p1,Patient/p2,Patient/p3');
     expect(await seen('Observation?status=final&value-string=flagged', everyone)).toEqual(['p1-final-loinc', 'p3-final-loinc']);
-    expect((await repository.search(parseSearchRequest('Observation?status=final&value-string=flagged'))).entry?.map((entry) => entry.resource?.id).sort()).toEqual([
+    expect((await store().search(parseSearchRequest('Observation?status=final&value-string=flagged'))).entry?.map((entry) => entry.resource?.id).sort()).toEqual([
       'p1-final-loinc',
       'p3-final-loinc',
     ]);
     expect(await seen('Observation?status=final&code=|', everyone)).toEqual([]);
-    expect((await repository.search(parseSearchRequest('Observation?status=final&code=|'))).entry).toBeUndefined();
+    expect((await store().search(parseSearchRequest('Observation?status=final&code=|'))).entry).toBeUndefined();
   });
 });

@@ -59,3 +59,17 @@ test('cleared, nothing is known, and conditions handed out before keep nothing m
   verdicts.set(2, 'v', true);
   expect(cache.size).toBe(0);
 });
+
+test('the conditions it knows are bounded too, with or without verdicts: the least recently used goes first', () => {
+  const cache = new VerdictCache(100, 2);
+  const first = cache.of({ sql: 'a', params: [] });
+  first.set(1, 'v', true);
+  cache.of({ sql: 'b', params: [] }); // no verdict yet
+  cache.of({ sql: 'a', params: [] });
+  cache.of({ sql: 'c', params: [] }); // `b` goes, the least recently used
+  expect(cache.of({ sql: 'a', params: [] }).get(1, 'v')).toBe(true);
+  cache.of({ sql: 'd', params: [] }); // now `c`
+  cache.of({ sql: 'e', params: [] }); // and `a`
+  expect(cache.of({ sql: 'a', params: [] }).get(1, 'v')).toBeUndefined();
+  expect(cache.size).toBe(0);
+});

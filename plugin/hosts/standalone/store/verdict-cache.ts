@@ -12,12 +12,15 @@
  * rows are a function of the version's content and the store's list of indexed parameters: the store drops every
  * verdict when that list changes (resource-store.ts, `ensureIndex` and `indexMatches`).
  *
- * Bounded by the verdicts it holds; past the bound, the conditions used least recently are forgotten whole.
+ * Bounded by the verdicts it holds and by the conditions it knows; past either bound, the conditions used least
+ * recently are forgotten whole.
  */
 import type { SqlFragment } from './search-plan.ts';
 
 /** The verdicts kept in all: about 120 bytes each. */
 export const MAX_VERDICTS = 32_768;
+/** The conditions kept, with or without verdicts (a condition's key is its SQL, a few KB). */
+export const MAX_CONDITIONS = 512;
 
 /** A version's verdict: the version id it was given for, and whether the condition held. */
 interface Verdict {
@@ -73,8 +76,11 @@ export class VerdictCache {
   readonly #maxVerdicts: number;
   #size = 0;
 
-  constructor(maxVerdicts = MAX_VERDICTS) {
+  readonly #maxConditions: number;
+
+  constructor(maxVerdicts = MAX_VERDICTS, maxConditions = MAX_CONDITIONS) {
     this.#maxVerdicts = maxVerdicts;
+    this.#maxConditions = maxConditions;
   }
 
   /** Verdicts held, over every condition. */
@@ -90,6 +96,9 @@ export class VerdictCache {
       this.#conditions.delete(key);
     } else {
       verdicts = new ConditionVerdicts(() => this.#added());
+      if (this.#conditions.size >= this.#maxConditions) {
+        this.#forgetOldest();
+      }
     }
     this.#conditions.set(key, verdicts);
     return verdicts;
@@ -104,14 +113,19 @@ export class VerdictCache {
     this.#size = 0;
   }
 
+  /** Forgets the condition used least recently, with its verdicts. */
+  #forgetOldest(): void {
+    const [oldest, verdicts] = this.#conditions.entries().next().value as [string, ConditionVerdicts];
+    this.#conditions.delete(oldest);
+    this.#size -= verdicts.size;
+    verdicts.detach();
+  }
+
   #added(): void {
     this.#size++;
     // The least recently used conditions go whole; the one in use is the last, and stays.
     while (this.#size > this.#maxVerdicts && this.#conditions.size > 1) {
-      const [oldest, verdicts] = this.#conditions.entries().next().value as [string, ConditionVerdicts];
-      this.#conditions.delete(oldest);
-      this.#size -= verdicts.size;
-      verdicts.detach();
+      this.#forgetOldest();
     }
     if (this.#size > this.#maxVerdicts) {
       // One condition alone over the bound: it starts again.

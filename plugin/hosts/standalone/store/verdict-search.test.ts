@@ -6,10 +6,9 @@
 import { jest } from '@jest/globals';
 import { parseSearchRequest } from '@medplum/core';
 import type { Observation } from '@medplum/fhirtypes';
-import { loadFhirDefinitions } from '../fhir-definitions.ts';
+import { inMemoryStoreForEachTest, reading } from '../../../../test/support/store-readings.ts';
 import { ResourceStore } from './resource-store.ts';
 import type { PolicyAlternative } from './search-plan.ts';
-import { SqliteRepository } from './sqlite-repository.ts';
 
 function policy(criteria: string): PolicyAlternative[] {
   return [{ filters: parseSearchRequest(criteria).filters ?? [] }];
@@ -20,29 +19,7 @@ const OF_P1 = policy('Observation?subject=Patient/p1');
 const OF_P2 = policy('Observation?subject=Patient/p2');
 const NEWEST = parseSearchRequest('Observation?patient=Patient/p1&_sort=-date&_count=10');
 
-function reading(hour: number, subject = 'Patient/p1'): Observation {
-  return {
-    resourceType: 'Observation',
-    status: 'final',
-    code: { coding: [{ system: 'http://loinc.org', code: '8867-4' }] },
-    subject: { reference: subject },
-    effectiveDateTime: new Date(Date.UTC(2025, 0, 1) + hour * 3600_000).toISOString(),
-    meta: { project: 'project-a' },
-  };
-}
-
-let repository: SqliteRepository;
-
-beforeAll(() => loadFhirDefinitions());
-
-beforeEach(() => {
-  repository = SqliteRepository.open(':memory:');
-});
-
-afterEach(() => {
-  jest.restoreAllMocks();
-  repository.close();
-});
+const store = inMemoryStoreForEachTest();
 
 /** How SQLite read `resources` in each statement that checked versions without a verdict. */
 const checkPlans: string[] = [];
@@ -70,15 +47,15 @@ async function checkedRows(search: () => Promise<unknown>): Promise<number[][]> 
 }
 
 const dates = async (alternatives: readonly PolicyAlternative[]): Promise<(string | undefined)[]> =>
-  ((await repository.searchWithinPolicy(NEWEST, alternatives)).entry ?? []).map((entry) => (entry.resource as Observation).effectiveDateTime);
+  ((await store().searchWithinPolicy(NEWEST, alternatives)).entry ?? []).map((entry) => (entry.resource as Observation).effectiveDateTime);
 
 test("a page read again checks only the versions it has not checked before: a new reading, not the page's others", async () => {
-  for (let hour = 0; hour < 30; hour++) await repository.createResource(reading(hour));
+  for (let hour = 0; hour < 30; hour++) await store().createResource(reading('Patient/p1', hour));
   const first = await checkedRows(() => dates(FINAL_OF_P1));
   expect(first.flat()).toHaveLength(11); // the page and one more
   const again = await checkedRows(() => dates(FINAL_OF_P1));
   expect(again.flat()).toEqual([]);
-  const added = await repository.createResource(reading(30));
+  const added = await store().createResource(reading('Patient/p1', 30));
   let answer: (string | undefined)[] = [];
   const next = await checkedRows(async () => {
     answer = await dates(FINAL_OF_P1);
@@ -93,22 +70,22 @@ test("a page read again checks only the versions it has not checked before: a ne
 
 test('a record changed so that the policy no longer allows it leaves the answer, though its row was allowed before', async () => {
   const readings = [];
-  for (let hour = 0; hour < 12; hour++) readings.push(await repository.createResource(reading(hour)));
+  for (let hour = 0; hour < 12; hour++) readings.push(await store().createResource(reading('Patient/p1', hour)));
   expect(await dates(FINAL_OF_P1)).toHaveLength(10);
   const newest = readings.at(-1) as Observation & { id: string };
   // Still the patient's (a candidate of the same lookup), no longer `final`: the policy's own condition fails.
-  await repository.updateResource({ ...newest, status: 'entered-in-error' });
+  await store().updateResource({ ...newest, status: 'entered-in-error' });
   const answer = await dates(FINAL_OF_P1);
   expect(answer).not.toContain(newest.effectiveDateTime);
   expect(answer).toHaveLength(10);
   // And back: the version after is allowed again.
-  const current = await repository.readResource<Observation>('Observation', newest.id);
-  await repository.updateResource({ ...current, status: 'final' });
+  const current = await store().readResource<Observation>('Observation', newest.id);
+  await store().updateResource({ ...current, status: 'final' });
   expect((await dates(FINAL_OF_P1))[0]).toBe(newest.effectiveDateTime);
 });
 
 test("a caller whose policy allows another patient gets nothing from verdicts given under another caller's", async () => {
-  for (let hour = 0; hour < 12; hour++) await repository.createResource(reading(hour));
+  for (let hour = 0; hour < 12; hour++) await store().createResource(reading('Patient/p1', hour));
   // The same condition but for its parameter: the patient.
   expect(await dates(OF_P1)).toHaveLength(10);
   expect(await dates(OF_P2)).toEqual([]);
@@ -116,10 +93,10 @@ test("a caller whose policy allows another patient gets nothing from verdicts gi
 
 test('a deleted record leaves the answer at once', async () => {
   const readings = [];
-  for (let hour = 0; hour < 12; hour++) readings.push(await repository.createResource(reading(hour)));
+  for (let hour = 0; hour < 12; hour++) readings.push(await store().createResource(reading('Patient/p1', hour)));
   expect(await dates(FINAL_OF_P1)).toHaveLength(10);
   const newest = readings.at(-1) as Observation & { id: string };
-  await repository.deleteResource('Observation', newest.id);
+  await store().deleteResource('Observation', newest.id);
   const answer = await dates(FINAL_OF_P1);
   expect(answer).not.toContain(newest.effectiveDateTime);
   expect(answer).toHaveLength(10);
