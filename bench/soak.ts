@@ -23,6 +23,7 @@ import { RAW_DIRECTORY } from './history/store-cache.ts';
 import { startEmulator } from './lib/emulator-process.ts';
 import { readEventLoopDelay } from './lib/event-loop-delay.ts';
 import { readCpuSeconds, readResidentBytes, startNodeProcess, stopProcess, waitForOutput } from './lib/processes.ts';
+import { parseReferenceSamples, samplesBetween } from './lib/reference-load.ts';
 
 const run = promisify(execFile);
 const { values } = parseArgs({
@@ -49,6 +50,10 @@ mkdirSync(RAW_DIRECTORY, { recursive: true });
 const dataDir = mkdtempSync(join(RAW_DIRECTORY, 'soak-work-'));
 const emulator = await startEmulator(layout.generatorCore);
 const host = await startHost({ dataDir, emulatorUrl: emulator.url });
+// The fixed-cost reference on the host's core: what the machine's own drift does to a unit of work that never grows.
+const reference = startNodeProcess(['bench/lib/reference-load.ts', '1000'], { core: layout.contenderCore });
+let referenceOutput = '';
+reference.stdout?.on('data', (chunk: Buffer) => (referenceOutput += chunk.toString()));
 let section;
 try {
   await emulator.setBehaviour({ latencyMs: 0, replyTokens: 20 });
@@ -83,12 +88,16 @@ try {
   const hostWindows: SoakHostWindow[] = [];
   const windowsStarted = performance.now();
   let cpuBefore = readCpuSeconds(pid);
+  let windowStartedAt = Date.now();
   for (let window = 1; window * windowSeconds <= durationSeconds; window++) {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, windowsStarted + window * windowSeconds * 1000 - performance.now())));
     const eventLoop = await readEventLoopDelay(host.url, metricsToken);
     const cpu = readCpuSeconds(pid);
-    hostWindows.push({ eventLoop, residentBytes: readResidentBytes(pid), cpuSeconds: cpu - cpuBefore });
+    const endedAt = Date.now();
+    const referenceMicros = samplesBetween(parseReferenceSamples(referenceOutput), windowStartedAt, endedAt).map((sample) => sample.cpuMicros);
+    hostWindows.push({ eventLoop, residentBytes: readResidentBytes(pid), cpuSeconds: cpu - cpuBefore, referenceMicros });
     cpuBefore = cpu;
+    windowStartedAt = endedAt;
     process.stderr.write(`[soak] window ${window}: event loop p99 ${eventLoop.p99Ms.toFixed(1)} ms\n`);
   }
   const code = await exited;
@@ -99,6 +108,7 @@ try {
   const stored = await countStored(host.url, client, DEMO_CATEGORY_CODES);
   section = buildSoakSection({ plan, load: result, hostWindows, stored, pinned: layout.contenderCore !== undefined, smoke: values.smoke });
 } finally {
+  await stopProcess(reference, 5_000);
   await stopProcess(host.child, 30_000);
   await emulator.stop();
   rmSync(dataDir, { recursive: true, force: true });

@@ -66,11 +66,11 @@ function profilePath(context: BenchContext, label: string, load: string): string
   return join(context.rawDirectory, 'profiles', 'scenario-14', `${label.replace(/[^a-z0-9]+/gi, '-')}-${load}.cpuprofile`);
 }
 
-/** The CPU per turn of `pid` over one run of `load` (its /proc utime + stime), and what the load reported. */
-async function cpuPerTurnOf(pid: number, load: () => Promise<LoadRun>): Promise<{ cpuPerTurn: number; run: LoadRun }> {
+/** The CPU per turn, µs, of `pid` over one run of `load` (its /proc utime + stime). */
+async function cpuPerTurnOf(pid: number, load: () => Promise<LoadRun>): Promise<number> {
   const cpuBefore = readCpuSeconds(pid);
   const run = await load();
-  return { cpuPerTurn: ((readCpuSeconds(pid) - cpuBefore) * 1e6) / run.turns, run };
+  return ((readCpuSeconds(pid) - cpuBefore) * 1e6) / run.turns;
 }
 
 /**
@@ -158,9 +158,9 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
       if (!load) continue;
       context.log(`  round ${round}/${rounds}, ${label}: JSON turns, then streamed`);
       await load.warmJson();
-      cpu.json.set(label, [...(cpu.json.get(label) ?? []), (await cpuPerTurnOf(contender.pid, load.jsonTurns)).cpuPerTurn]);
+      cpu.json.set(label, [...(cpu.json.get(label) ?? []), await cpuPerTurnOf(contender.pid, load.jsonTurns)]);
       await load.warmStreamed();
-      cpu.streamed.set(label, [...(cpu.streamed.get(label) ?? []), (await cpuPerTurnOf(contender.pid, load.streamedTurns)).cpuPerTurn]);
+      cpu.streamed.set(label, [...(cpu.streamed.get(label) ?? []), await cpuPerTurnOf(contender.pid, load.streamedTurns)]);
     }
   }
   const json = new Map<string, Profiled>();

@@ -17,6 +17,8 @@ export interface SoakHostWindow {
   readonly residentBytes: number;
   /** CPU the host used in the window (user + system). */
   readonly cpuSeconds: number;
+  /** The CPU time, µs, of each unit of the fixed-cost reference on the host's core that ended in the window. */
+  readonly referenceMicros: readonly number[];
 }
 
 /** Everything the soak measured. */
@@ -49,6 +51,8 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
       // The host's share of its core: below 100 % under a load that never lets it idle, other processes had the core.
       Math.round(((host?.cpuSeconds ?? Number.NaN) / plan.windowSeconds) * 100),
       round(((host?.cpuSeconds ?? Number.NaN) * 1000) / window.turns),
+      round(referenceMs(host)),
+      Math.round(((((host?.cpuSeconds ?? Number.NaN) * 1000) / window.turns) / referenceMs(host)) * 1000) / 1000,
       round(host?.eventLoop.p99Ms ?? Number.NaN),
       round(host?.eventLoop.maxMs ?? Number.NaN),
       Math.round((host?.residentBytes ?? Number.NaN) / 1024 / 1024),
@@ -57,6 +61,9 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
   const first = windows[0];
   const last = windows[windows.length - 1];
   const cpuPerTurn = (window: SoakWindow): number => ((hostWindows[windows.indexOf(window)]?.cpuSeconds ?? Number.NaN) * 1000) / window.turns;
+  const referenceOf = (window: SoakWindow): number => referenceMs(hostWindows[windows.indexOf(window)]);
+  const unitsPerTurn = (window: SoakWindow): number => cpuPerTurn(window) / referenceOf(window);
+  const unitsChange = unitsPerTurn(last) / unitsPerTurn(first) - 1;
   const throughputChange = rate(last) / rate(first) - 1;
   const medianChange = percentile(last.latenciesMs, 50) / percentile(first.latenciesMs, 50) - 1;
   const percent = (value: number): string => `${value >= 0 ? '+' : ''}${formatNumber(value * 100, 1)} %`;
@@ -80,6 +87,13 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
       measured: `${formatNumber(cpuPerTurn(last))} vs ${formatNumber(cpuPerTurn(first))} ms (${percent(cpuPerTurn(last) / cpuPerTurn(first) - 1)})`,
       target: `within ${DRIFT_TARGET * 100} % (not higher by more)`,
       met: cpuPerTurn(last) / cpuPerTurn(first) - 1 <= DRIFT_TARGET,
+    },
+    {
+      // The same, measured in units of the fixed-cost reference beside the host: the machine's drift taken out.
+      description: 'host CPU per turn in units of the fixed-cost reference, last window vs first',
+      measured: `${unitsPerTurn(last).toFixed(3)} vs ${unitsPerTurn(first).toFixed(3)} units (${percent(unitsChange)}; the reference itself ${percent(referenceOf(last) / referenceOf(first) - 1)})`,
+      target: `within ${DRIFT_TARGET * 100} % (not higher by more)`,
+      met: unitsChange <= DRIFT_TARGET,
     },
     {
       description: 'integrity: every answered turn\'s prompt and reply stored, no turn failed',
@@ -107,12 +121,14 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
       `ObservationCreate through /graphql every ${plan.devicePeriodMs} ms (its own token). Per ${plan.windowSeconds}-second window: turns ` +
       `answered per second, turn latency to the last byte (p50, p99), errors (turns and posts), Observations posted, the host's ` +
       `CPU (/proc: its share of its core, and per turn; the load never lets it idle, so a share below 100 % is the core taken by ` +
-      `other processes, and CPU per turn is what shows the host's own work growing), its event-loop delay (its /metrics, read ` +
+      `other processes, and CPU per turn is what shows the host's own work growing), the fixed-cost reference (bench/lib/reference-load.ts, ` +
+      `on the host's core: once a second the same unit of work, JSON, a hash and a walk over 32 MB that misses the caches; the ` +
+      `window's median CPU time a unit, which rises only when the machine slows) and the host's CPU per turn in its units, its event-loop delay (its /metrics, read ` +
       `at each window's end) and resident memory. At the end the stored prompts, replies ` +
       `and Observations are counted through the FHIR API (_total=accurate, the demo integration's client).` +
       `${measurement.smoke ? ' SMOKE RUN: half a minute, numbers not meaningful.' : ''}`,
     table: {
-      columns: ['window', 'turns/s', 'p50 ms', 'p99 ms', 'errors', 'Observations posted', 'host CPU %', 'host CPU ms per turn', 'event loop p99 ms', 'event loop max ms', 'host RSS MB'],
+      columns: ['window', 'turns/s', 'p50 ms', 'p99 ms', 'errors', 'Observations posted', 'host CPU %', 'host CPU ms per turn', 'reference ms per unit', 'host CPU per turn, reference units', 'event loop p99 ms', 'event loop max ms', 'host RSS MB'],
       rows,
     },
     targets,
@@ -129,6 +145,11 @@ function trendNote(windows: readonly SoakWindow[], rate: (window: SoakWindow) =>
   const summary = (part: readonly SoakWindow[]): string =>
     `${formatNumber(percentile(part.map(rate), 50), 1)} turns/s, p50 ${formatNumber(percentile(part.flatMap((window) => window.latenciesMs), 50))} ms`;
   return `Medians of the first ${span} windows: ${summary(windows.slice(0, span))}; of the last ${span}: ${summary(windows.slice(-span))}.`;
+}
+
+/** The window's median CPU time of a reference unit, ms (NaN when none ended in it). */
+function referenceMs(host: SoakHostWindow | undefined): number {
+  return host && host.referenceMicros.length > 0 ? percentile(host.referenceMicros, 50) / 1000 : Number.NaN;
 }
 
 function round(value: number): number {

@@ -22,11 +22,13 @@ const NEWEST = parseSearchRequest('Observation?patient=Patient/p1&_sort=-date&_c
 const store = inMemoryStoreForEachTest();
 
 /** How SQLite read `resources` in each statement that checked versions without a verdict. */
+/** The query plans of the check statements of the last `checkedRows`. */
 const checkPlans: string[] = [];
 
 /** The rows the search's condition was checked on in SQL, one list per statement that checked some. */
 async function checkedRows(search: () => Promise<unknown>): Promise<number[][]> {
   const checked: number[][] = [];
+  checkPlans.length = 0;
   const queryAll = ResourceStore.prototype.queryAll;
   jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
     if (sql.includes('EXISTS')) {
