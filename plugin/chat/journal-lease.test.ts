@@ -5,10 +5,11 @@
  * `lease.scope` stand for a container's PID 1 and its namespace); the writer that dies is a real process, killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ReplyJournal, readUnfinished, type OpenTurn, type UnfinishedTurn } from './reply-journal.ts';
+import { LOCK, STAGING_GRACE_MS, STAGING_PREFIX } from './journal-lease.ts';
 import { waitFor } from '../../test/support/wait-for.ts';
 
 const turn = (id: string): OpenTurn => ({
@@ -121,6 +122,30 @@ describe('reply journals sharing a folder across containers', () => {
     // Each closed empty journal is gone; the watcher's own is all that is left.
     expect(readdirSync(root)).toHaveLength(1);
   }, 60_000);
+
+  test('a staging folder left by a container that died opening its journal is removed; one being opened now is not', () => {
+    const staging = (name: string) => join(root, `${STAGING_PREFIX}${name}`);
+    const lease = (scope: string, expires: number) => JSON.stringify({ instance: scope, pid: 1, scope, expires });
+    const longAgo = (Date.now() - STAGING_GRACE_MS * 2) / 1000;
+    const made = (name: string, lock?: string, old = true) => {
+      mkdirSync(staging(name));
+      if (lock !== undefined) writeFileSync(join(staging(name), LOCK), lock);
+      if (old) utimesSync(staging(name), longAgo, longAgo);
+    };
+    made('died-with-lease', lease('container-z', Date.now() - 60_000));
+    made('died-before-lease');
+    // Being opened now: a lease half written reads as none; one written, about to be renamed into place.
+    made('writing-lease-now', '', false);
+    made('renaming-now', lease('container-y', Date.now() + 60_000), false);
+    // Made long ago by a container that is alive (its lease renewed), stopped before renaming it.
+    made('stalled-opener', lease('container-x', Date.now() + 60_000));
+
+    const journal = openJournal('b');
+    expect(journal.unfinished).toEqual([]);
+    expect(readdirSync(root).filter((name) => name.startsWith(STAGING_PREFIX)).sort()).toEqual(
+      ['renaming-now', 'stalled-opener', 'writing-lease-now'].map((name) => `${STAGING_PREFIX}${name}`)
+    );
+  });
 
   test("a lease another container stopped renewing is taken at start once expired; a restart in the same namespace takes its earlier life's at once", () => {
     const lost = openJournal('a');

@@ -11,7 +11,7 @@
  * here, or is this process's own).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 
@@ -63,6 +63,11 @@ export const LOCK = 'LOCK';
  * never adopted. One left by a process that died opening it holds nothing but its lease.
  */
 export const STAGING_PREFIX = '.staging-';
+/**
+ * A staging folder is removed only once this old: its opener writes the lease and renames the folder into place
+ * right after making it, and a lease being written may be read half written (as no lease at all).
+ */
+export const STAGING_GRACE_MS = 60_000;
 const DEFAULT_HEARTBEAT_MS = 2_000;
 const DEFAULT_TTL_MS = 10_000;
 
@@ -98,12 +103,19 @@ export function journalLease(options: JournalLeaseOptions = {}): JournalLease {
   };
 }
 
-/** Moves into `dir` every sibling journal whose process is gone; returns their new paths. */
+/**
+ * Moves into `dir` every sibling journal whose process is gone; returns their new paths. A staging folder left by a
+ * process that died opening its journal holds no turn (only its lease): it is removed.
+ */
 export function adoptOrphans(root: string, dir: string, lease: JournalLease, whileRunning: boolean): string[] {
   const adopted: string[] = [];
   for (const name of readdirSync(root)) {
     const sibling = join(root, name);
-    if (name.startsWith(STAGING_PREFIX) || sibling === dir || !isOrphan(sibling, lease, whileRunning)) {
+    if (name.startsWith(STAGING_PREFIX)) {
+      removeIfAbandoned(sibling, lease, whileRunning);
+      continue;
+    }
+    if (sibling === dir || !isOrphan(sibling, lease, whileRunning)) {
       continue;
     }
     const target = join(dir, `adopted-${name}`);
@@ -115,6 +127,23 @@ export function adoptOrphans(root: string, dir: string, lease: JournalLease, whi
     }
   }
   return adopted;
+}
+
+/**
+ * Removes a staging folder whose opener is gone: older than STAGING_GRACE_MS, and its lease names no live writer or
+ * it never got one (an opener stopped for longer, but alive, keeps it).
+ */
+function removeIfAbandoned(path: string, lease: JournalLease, whileRunning: boolean): void {
+  try {
+    const lock = join(path, LOCK);
+    const abandoned =
+      Date.now() - statSync(path).mtimeMs > STAGING_GRACE_MS && (!existsSync(lock) || lease.isGone(readFileSync(lock, 'utf8'), whileRunning));
+    if (abandoned) {
+      rmSync(path, { recursive: true, force: true });
+    }
+  } catch {
+    // Renamed into place by its opener, or removed by another instance, meanwhile.
+  }
 }
 
 /** A journal directory whose lease names no live writer (journal-lease.ts). */
