@@ -3,8 +3,8 @@
  * own work growing. Every `periodMs` it does the same unit of work (JSON written and read back, a hash, a walk over
  * a 32 MB array that misses the caches) and prints the main thread's CPU time for it, in µs, with the time it ended
  * (ms since the epoch), one JSON line a unit. The unit costs about 15 ms here, so beside a contender on the same
- * core it takes about 1.5 % of that core, the same in every window. Its CPU time rises when the core, its caches or the
- * memory behind them slow down; it cannot rise because the contender's data grew.
+ * core it takes about 1.5 % of that core, the same in every window. Its CPU time rises when the core, its caches or
+ * the memory behind them slow down; it cannot rise because the contender's data grew.
  *
  *   node bench/lib/reference-load.ts [periodMs]
  */
@@ -84,6 +84,7 @@ async function main(): Promise<void> {
     sink += unit(page, walk);
     const used = process.threadCpuUsage(before);
     process.stdout.write(`${JSON.stringify({ at: Date.now(), cpuMicros: used.user + used.system })}\n`);
+    // Reads the results, so that no unit's work can be left out as unused.
     if (sink === -1) process.stdout.write('\n');
     await new Promise((resolve) => setTimeout(resolve, periodMs));
   }
