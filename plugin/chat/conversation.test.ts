@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { MemoryRepository } from '@medplum/fhir-router';
 import type { Communication } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
@@ -99,6 +100,33 @@ describe("a conversation's history, as the model is sent it", () => {
     expect(history.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
     expect(history.messages[2].content).not.toContain('Ignore the rules.');
     expect(history.messages[2].content).toContain('And?');
+  });
+
+  test('a failed reply on the first page: the window is filled from the few records after it, not from another page', async () => {
+    // 30 turns; the reply of the 27th failed and is left out, so the newest 50 records hold 49 messages.
+    for (let index = 1; index <= 30; index++) {
+      if (index !== 27) {
+        await turn([{ role: 'user', content: `Question ${index}` }], `Answer ${index}`);
+        continue;
+      }
+      turns += 1;
+      await store({ ...buildPrompt(alice, { rootId: 'root', messages: [{ role: 'user', content: 'Question 27' }], requestBody: {}, sent: sent() }), id: `p${turns}` }, 'Practitioner/alice');
+      await store({ ...buildReply(alice, { id: `r${turns}`, rootId: 'root', promptId: `p${turns}`, modelId: 'm', text: '', status: 'not-done', history: { count: 0 }, sent: sent() }), id: `r${turns}` }, agent.reference);
+    }
+    const counts: number[] = [];
+    const search = repo.searchResources.bind(repo);
+    jest.spyOn(repo, 'searchResources').mockImplementation((request) => {
+      counts.push(request.count ?? -1);
+      return search(request);
+    });
+
+    const { history } = await loadConversation(reader, 'root', limits);
+
+    expect(counts).toEqual([50, 10]);
+    const expected = Array.from({ length: 30 }, (_, index) => index + 1)
+      .flatMap((index) => (index === 27 ? ['Question 27'] : [`Question ${index}`, `Answer ${index}`]))
+      .slice(-50);
+    expect(history.messages.map((message) => message.content)).toEqual(expected);
   });
 
   test('a prompt recorded before its messages were described reads as it always did', async () => {

@@ -149,7 +149,8 @@ const MIN_HISTORY_PAGE = 10;
  * turn costs one search. The same page names the calls of the newest reply, the latest reply a Responses
  * request must continue from (and the caller's own latest), and the patients its records are about. A page that
  * ends before the limit is reached, or before a reply that did not fail (failed replies, prompts with no reply,
- * records a user wrote), is followed by the next. Other users' turns are quoted (quoted-turns.ts).
+ * records a user wrote), is followed by the next records: as many as the window still has room for (at least
+ * MIN_HISTORY_PAGE), or a page when it is full but has no reply yet. Other users' turns are quoted (quoted-turns.ts).
  */
 export async function loadConversation(
   reader: ConversationReader,
@@ -161,12 +162,14 @@ export async function loadConversation(
   const stored: WithId<Communication>[] = [];
   const replies = new Set<string>();
   const caller = partyKey(reader.caller);
-  for (let offset = 0; ; offset += pageSize) {
+  let offset = 0;
+  let count = pageSize;
+  for (;;) {
     const page = await reader.repo.searchResources<Communication>({
       resourceType: 'Communication',
       filters: [{ code: 'part-of', operator: 'eq', value: `Communication/${conversationId}` }, NO_SIDE_REQUESTS],
       sortRules: [{ code: 'sent', descending: true }],
-      count: pageSize,
+      count,
       offset,
     });
     stored.push(...page);
@@ -180,7 +183,7 @@ export async function loadConversation(
     }
     const window = historyWindow(stored, replies, limits, caller, !request.hasOwnInstructions);
     const latestReply = stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done');
-    const readAll = page.length < pageSize;
+    const readAll = page.length < count;
     if ((window.complete && latestReply) || readAll) {
       const latestReplyDigest = latestReply?.status === 'completed' ? latestReply.identifier?.find((identifier) => identifier.system === THREAD_DIGEST_SYSTEM)?.value : undefined;
       const latestOwnReply = caller === undefined ? latestReply : stored.find((communication) => replies.has(communication.id) && communication.status !== 'not-done' && !isOtherUsersTurn(communication, caller));
@@ -195,6 +198,10 @@ export async function loadConversation(
         latestReplyRead: replies.size > 0,
       };
     }
+    offset += count;
+    // Each genuine record is at least one message: the next read is as many as the window still has room for (a
+    // failed or empty reply on the first page leaves it a message or two short), a page when it looks for a reply.
+    count = window.slotsLeft > 0 ? Math.max(MIN_HISTORY_PAGE, window.slotsLeft) : pageSize;
   }
 }
 
@@ -210,7 +217,7 @@ function historyWindow(
   limits: HistoryLimits,
   caller: string | undefined,
   carryInstructions: boolean
-): { history: ConversationHistory; complete: boolean; subjects: ReadonlySet<string> } {
+): { history: ConversationHistory; complete: boolean; slotsLeft: number; subjects: ReadonlySet<string> } {
   const records = readRecords(stored, replies, caller);
   const subjects = new Set<string>();
   for (const record of records) {
@@ -247,6 +254,7 @@ function historyWindow(
     }
   }
   const complete = full || carriedCount + kept.length >= limits.maxMessages;
+  const slotsLeft = complete ? 0 : limits.maxMessages - carriedCount - kept.length;
   kept.reverse();
   while (kept[0] && kept[0].quoted === undefined && kept[0].message.role === 'tool') {
     kept.shift();
@@ -268,7 +276,7 @@ function historyWindow(
     messages.push(otherUsersMessage(run));
   }
   const instructions = carried ? { instructions: carried.messages, instructionsId: carried.id } : {};
-  return { history: { ...instructions, messages, oldestId: kept[0]?.id }, complete, subjects };
+  return { history: { ...instructions, messages, oldestId: kept[0]?.id }, complete, slotsLeft, subjects };
 }
 
 /**
