@@ -39,6 +39,9 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
   const { plan, load, hostWindows, stored } = measurement;
   const windows = load.windows;
   const rate = (window: SoakWindow): number => window.turns / plan.windowSeconds;
+  const cpuPerTurn = (window: SoakWindow): number => ((hostWindows[windows.indexOf(window)]?.cpuSeconds ?? Number.NaN) * 1000) / window.turns;
+  const referenceOf = (window: SoakWindow): number => referenceMs(hostWindows[windows.indexOf(window)]);
+  const unitsPerTurn = (window: SoakWindow): number => cpuPerTurn(window) / referenceOf(window);
   const rows = windows.map((window, index) => {
     const host = hostWindows[index];
     return [
@@ -50,9 +53,9 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
       window.observations,
       // The host's share of its core: below 100 % under a load that never lets it idle, other processes had the core.
       Math.round(((host?.cpuSeconds ?? Number.NaN) / plan.windowSeconds) * 100),
-      round(((host?.cpuSeconds ?? Number.NaN) * 1000) / window.turns),
-      round(referenceMs(host)),
-      Math.round(((((host?.cpuSeconds ?? Number.NaN) * 1000) / window.turns) / referenceMs(host)) * 1000) / 1000,
+      round(cpuPerTurn(window)),
+      round(referenceOf(window)),
+      Math.round(unitsPerTurn(window) * 1000) / 1000,
       round(host?.eventLoop.p99Ms ?? Number.NaN),
       round(host?.eventLoop.maxMs ?? Number.NaN),
       Math.round((host?.residentBytes ?? Number.NaN) / 1024 / 1024),
@@ -60,9 +63,6 @@ export function buildSoakSection(measurement: SoakMeasurement): ScenarioSection 
   });
   const first = windows[0];
   const last = windows[windows.length - 1];
-  const cpuPerTurn = (window: SoakWindow): number => ((hostWindows[windows.indexOf(window)]?.cpuSeconds ?? Number.NaN) * 1000) / window.turns;
-  const referenceOf = (window: SoakWindow): number => referenceMs(hostWindows[windows.indexOf(window)]);
-  const unitsPerTurn = (window: SoakWindow): number => cpuPerTurn(window) / referenceOf(window);
   const unitsChange = unitsPerTurn(last) / unitsPerTurn(first) - 1;
   const throughputChange = rate(last) / rate(first) - 1;
   const medianChange = percentile(last.latenciesMs, 50) / percentile(first.latenciesMs, 50) - 1;

@@ -29,12 +29,12 @@ describe("a conversation's history, as the model is sent it", () => {
   const store = (resource: Communication, author: string): Promise<Communication> => repo.createResource({ ...resource, meta: { author: { reference: author } } });
 
   /** One turn recorded as fhirgate records it: the prompt with `messages`, the reply with `text`. */
-  const turn = async (messages: readonly ChatMessage[], text: string, options: { parties?: ConversationParties; sideRequest?: boolean } = {}): Promise<string> => {
+  const turn = async (messages: readonly ChatMessage[], text: string, options: { parties?: ConversationParties; sideRequest?: boolean; failed?: boolean } = {}): Promise<string> => {
     const parties = options.parties ?? alice;
     turns += 1;
     const prompt = await store({ ...buildPrompt(parties, { rootId: 'root', messages, requestBody: {}, sent: sent(), sideRequest: options.sideRequest }), id: `p${turns}` }, parties.caller.reference ?? '');
     await store(
-      { ...buildReply(parties, { id: `r${turns}`, rootId: 'root', promptId: prompt.id ?? '', modelId: 'm', text, status: 'completed', history: { count: 0 }, sent: sent(), sideRequest: options.sideRequest }), id: `r${turns}` },
+      { ...buildReply(parties, { id: `r${turns}`, rootId: 'root', promptId: prompt.id ?? '', modelId: 'm', text, status: options.failed ? 'not-done' : 'completed', history: { count: 0 }, sent: sent(), sideRequest: options.sideRequest }), id: `r${turns}` },
       agent.reference
     );
     return `p${turns}`;
@@ -105,13 +105,7 @@ describe("a conversation's history, as the model is sent it", () => {
   test('a failed reply on the first page: the window is filled from the few records after it, not from another page', async () => {
     // 30 turns; the reply of the 27th failed and is left out, so the newest 50 records hold 49 messages.
     for (let index = 1; index <= 30; index++) {
-      if (index !== 27) {
-        await turn([{ role: 'user', content: `Question ${index}` }], `Answer ${index}`);
-        continue;
-      }
-      turns += 1;
-      await store({ ...buildPrompt(alice, { rootId: 'root', messages: [{ role: 'user', content: 'Question 27' }], requestBody: {}, sent: sent() }), id: `p${turns}` }, 'Practitioner/alice');
-      await store({ ...buildReply(alice, { id: `r${turns}`, rootId: 'root', promptId: `p${turns}`, modelId: 'm', text: '', status: 'not-done', history: { count: 0 }, sent: sent() }), id: `r${turns}` }, agent.reference);
+      await turn([{ role: 'user', content: `Question ${index}` }], index === 27 ? '' : `Answer ${index}`, { failed: index === 27 });
     }
     const counts: number[] = [];
     const search = repo.searchResources.bind(repo);

@@ -135,10 +135,7 @@ export function adoptOrphans(root: string, dir: string, lease: JournalLease, whi
  */
 function removeIfAbandoned(path: string, lease: JournalLease, whileRunning: boolean): void {
   try {
-    const lock = join(path, LOCK);
-    const abandoned =
-      Date.now() - statSync(path).mtimeMs > STAGING_GRACE_MS && (!existsSync(lock) || lease.isGone(readFileSync(lock, 'utf8'), whileRunning));
-    if (abandoned) {
+    if (Date.now() - statSync(path).mtimeMs > STAGING_GRACE_MS && isOrphan(path, lease, whileRunning)) {
       rmSync(path, { recursive: true, force: true });
     }
   } catch {
