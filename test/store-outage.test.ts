@@ -191,6 +191,8 @@ describe('the store refusing writes', () => {
     await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Something else.' }] });
 
     // The running turn, as the next start would read it were the process to die now: the text sent, and its charge.
+    // Its text reaches the journal in batches: on a busy machine the first may come after the other turn's lines.
+    await waitFor(async () => ((journaledTurn(journalDir, replyId)?.delivered.length ?? 0) > 0 ? true : undefined), 10_000);
     const running = journaledTurn(journalDir, replyId);
     expect(seen.startsWith(running?.delivered ?? '-') && (running?.delivered.length ?? 0) > 0).toBe(true);
     expect(running?.charge?.promptTokens).toBeGreaterThan(0);
