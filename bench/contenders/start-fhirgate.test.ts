@@ -38,4 +38,18 @@ describe("the bench's fhirgate host", () => {
     const sent = emulator.received.at(-1)?.messages.map((message) => message.content).join('\n') ?? '';
     expect(sent).toMatch(/Lopez/);
   }, 60_000);
+
+  test('turns without the chart continue conversations of their own, whose replies carry no chart summary', async () => {
+    const conversationOf = (body: string): string => (JSON.parse(body) as { conversation_id: string }).conversation_id;
+    const [plain] = fhirgate.bodiesWithoutChart(false);
+    expect(JSON.parse(plain)).toMatchObject({ patient_context: 'none' });
+    expect(fhirgate.bodies(false).map(conversationOf)).not.toContain(conversationOf(plain));
+
+    // The conversation's prepared turns were answered without the chart: no reply of it records a chart summary.
+    const search = `${new URL(fhirgate.chatUrl).origin}/fhir/R4/Communication?part-of=Communication/${conversationOf(plain)}&_count=50`;
+    const page = (await (await fetch(search, { headers: fhirgate.headers })).json()) as { entry?: { resource: { extension?: { url: string }[] } }[] };
+    const records = (page.entry ?? []).map((entry) => entry.resource);
+    expect(records.length).toBeGreaterThanOrEqual(2);
+    expect(records.flatMap((record) => record.extension ?? []).map((extension) => extension.url)).not.toContain('urn:fhirgate:extension:patient-context');
+  }, 60_000);
 });

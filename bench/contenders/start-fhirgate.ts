@@ -52,8 +52,10 @@ export interface FhirgateContender extends Contender {
   /** The file the host's log lines go to while it runs. */
   readonly hostLog: string;
   /**
-   * The same turns with `patient_context: "none"`: no chart summary and no disclosure AuditEvent, so a turn does
-   * what the floor does (the history page, two records) plus fhirgate's own checks (scenario 14).
+   * Turns with `patient_context: "none"`: no chart summary and no disclosure AuditEvent, so a turn does what the
+   * floor does (the history page, two records) plus fhirgate's own checks (scenario 14). They continue conversations
+   * of their own, as many, begun without the chart: a history page of theirs holds only such turns, as the floor's
+   * holds only its own, not replies that carry a chart summary.
    */
   bodiesWithoutChart(stream: boolean): readonly string[];
 }
@@ -67,12 +69,8 @@ export function isFhirgateContender(contender: Contender): contender is Fhirgate
 export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateContender> {
   const dataDir = await mkdtemp(join(options.dataRoot ?? tmpdir(), 'fhirgate-bench-'));
   const host = await startHost(options, dataDir);
-  const conversationIds: string[] = [];
-  // A few at a time: preparing is not measured, only start-up time.
-  while (conversationIds.length < options.conversations) {
-    const batch = Math.min(PREPARE_CONCURRENCY, options.conversations - conversationIds.length);
-    conversationIds.push(...(await Promise.all(Array.from({ length: batch }, () => prepareConversation(host.chatUrl, host.headers)))));
-  }
+  const conversationIds = await prepareConversations(host, options.conversations, 'summary');
+  const conversationIdsWithoutChart = await prepareConversations(host, options.conversations, 'none');
   return {
     name: 'fhirgate',
     chatUrl: host.chatUrl,
@@ -84,7 +82,7 @@ export async function startFhirgate(options: FhirgateOptions): Promise<FhirgateC
         JSON.stringify({ stream, patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
     bodiesWithoutChart: (stream) =>
-      conversationIds.map((conversationId) =>
+      conversationIdsWithoutChart.map((conversationId) =>
         JSON.stringify({ stream, patient_id: DEMO_PATIENT, patient_context: 'none', conversation_id: conversationId, messages: [{ role: 'user', content: PROMPT }] }),
       ),
     conversations: conversationIds.length,
@@ -146,14 +144,32 @@ async function startHost(options: FhirgateOptions, dataDir: string): Promise<Run
   return { baseUrl, chatUrl: `${baseUrl}/v1/chat/completions`, headers, child, logFile: log.path, removeLog: log.remove };
 }
 
+/** `count` conversations prepared a few at a time: preparing is not measured, only start-up time. */
+async function prepareConversations(host: RunningHost, count: number, patientContext: PatientContext): Promise<string[]> {
+  const conversationIds: string[] = [];
+  while (conversationIds.length < count) {
+    const batch = Math.min(PREPARE_CONCURRENCY, count - conversationIds.length);
+    conversationIds.push(...(await Promise.all(Array.from({ length: batch }, () => prepareConversation(host.chatUrl, host.headers, patientContext)))));
+  }
+  return conversationIds;
+}
+
+/** The chart summary (the default), or none. */
+type PatientContext = 'summary' | 'none';
+
 /** A conversation about the demo patient with a few earlier turns; returns its id. */
-async function prepareConversation(chatUrl: string, headers: Record<string, string>): Promise<string> {
+async function prepareConversation(chatUrl: string, headers: Record<string, string>, patientContext: PatientContext): Promise<string> {
   let conversationId: string | undefined;
   for (let turn = 0; turn < EARLIER_TURNS; turn += 1) {
     const response = await fetch(chatUrl, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ patient_id: DEMO_PATIENT, conversation_id: conversationId, messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }] }),
+      body: JSON.stringify({
+        patient_id: DEMO_PATIENT,
+        ...(patientContext === 'none' ? { patient_context: 'none' } : {}),
+        conversation_id: conversationId,
+        messages: [{ role: 'user', content: `${PROMPT} (turn ${turn})` }],
+      }),
     });
     const answer = (await response.json()) as { conversation_id?: string };
     if (!response.ok || !answer.conversation_id) throw new Error(`fhirgate refused a preparing request: ${response.status} ${JSON.stringify(answer)}`);

@@ -112,8 +112,8 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
   const fillTurns = context.smoke ? 1 : FILL_TURNS_PER_CONVERSATION;
   await context.emulator.setBehaviour(JSON_UPSTREAM);
   for (const { label, contender, bodies } of subjects) {
-    // fhirgate's two subjects continue the same conversations: filled once, through the first.
-    if (contender.conversations === undefined || label === FHIRGATE) continue;
+    // fhirgate's two subjects continue conversations of their own (start-fhirgate.ts): each set is filled.
+    if (contender.conversations === undefined) continue;
     context.log(`  ${label}: ${fillTurns} turns added to each of its ${contender.conversations} conversations first`);
     const requests = contender.conversations * fillTurns;
     const fill = await runLoad<StreamsResult>(
@@ -200,6 +200,7 @@ export async function measureCostByPart(context: BenchContext): Promise<Scenario
     title: '14. What a turn costs, part by part',
     method:
       `First, ${fillTurns} turns are added to every conversation of the floor and of fhirgate (${FILL_TURNS_PER_CONVERSATION} in a full run: then each holds more than one 50-message history page, so every measured turn of either reads and sends a full page, whatever the scenarios before left). ` +
+      `fhirgate's turns without the chart continue conversations of their own, begun and filled without it, so that their history pages, like the floor's, hold no reply that carries a chart summary. ` +
       `Then the SDK relay, the floor (SDK relay + store) and fhirgate, each in turn, loaded as in scenario 2 (${CLIENTS} clients, JSON answers, ${seconds} s after a warm-up) ` +
       `and then with ${streams} streamed turns, ${CLIENTS} at a time (100-token replies, after ${Math.ceil(streams / 4)} unprofiled). ` +
       `Each contender's CPU per turn (/proc, utime + stime) is the median of ${rounds} round(s) of both loads without the profiler, the rounds taking the contenders in turn, so that a machine whose speed drifts during the scenario weighs on all alike; ` +
