@@ -90,9 +90,10 @@ export class ResourceStore {
     this.#findCurrent = database.prepare(
       'SELECT pk, version_id, last_updated, deleted, content FROM resources WHERE resource_type = ? AND id = ?'
     );
+    // A type and id already in use (a deleted resource's too) leave the row as it is: insertVersion says so.
     this.#insertResource = database.prepare(
       'INSERT INTO resources (resource_type, id, version_id, last_updated, project, deleted, content) ' +
-        'VALUES (?, ?, ?, ?, ?, 0, ?)'
+        'VALUES (?, ?, ?, ?, ?, 0, ?) ON CONFLICT (resource_type, id) DO NOTHING'
     );
     this.#updateResource = database.prepare(
       'UPDATE resources SET version_id = ?, last_updated = ?, project = ?, deleted = 0, content = ? WHERE pk = ?'
@@ -194,9 +195,12 @@ export class ResourceStore {
     };
   }
 
-  /** Stores the first version of a new resource; returns its pk. */
-  insertVersion(write: VersionWrite): number {
-    const { lastInsertRowid } = this.#insertResource.run(
+  /**
+   * Stores the first version of a new resource; returns its pk, or undefined when a resource of its type has its id
+   * already (a deleted one too), which is left as it is: the table's unique index is the check, with no read before.
+   */
+  insertVersion(write: VersionWrite): number | undefined {
+    const { changes, lastInsertRowid } = this.#insertResource.run(
       write.resourceType,
       write.id,
       write.versionId,
@@ -204,6 +208,9 @@ export class ResourceStore {
       write.project ?? null,
       encodeContent(write.content)
     );
+    if (Number(changes) === 0) {
+      return undefined;
+    }
     const pk = Number(lastInsertRowid);
     this.#decoded.remember(pk, write.versionId, write.content);
     this.#insertIndexRows(pk, write);

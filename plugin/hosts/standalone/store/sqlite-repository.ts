@@ -196,10 +196,9 @@ export class SqliteRepository extends FhirRepository {
     // Serialised and indexed now, outside the write lock, and safe from changes the caller makes meanwhile.
     const version = this.#guardStorage(() => this.#newVersion({ ...resource, id }));
     return this.#write(() => {
-      if (this.#store.findCurrent(resource.resourceType, id)) {
+      if (this.#store.insertVersion(version.write) === undefined) {
         throw new OperationOutcomeError(badRequest('Assigned ID is already in use'));
       }
-      this.#store.insertVersion(version.write);
       return version.resource;
     });
   }

@@ -45,6 +45,25 @@ test('an assigned id already in use is refused as such, and the resource that ha
   expect(await repository.readResource('Patient', 'ada')).toEqual(ada);
 });
 
+test("a deleted resource's id is refused as in use, and a create refused so leaves the writes committed with it stored", async () => {
+  const repository = openRepository();
+  await repository.createResource({ ...patient, id: 'ada' }, { assignedId: true });
+  await repository.deleteResource('Patient', 'ada');
+  // Sent together, so that one group commit writes both.
+  const [again, grace] = await Promise.allSettled([
+    repository.createResource({ ...patient, id: 'ada' }, { assignedId: true }),
+    repository.createResource({ ...patient, id: 'grace', name: [{ family: 'Hopper' }] }, { assignedId: true }),
+  ]);
+  expect(await refusalOf(again.status === 'rejected' ? Promise.reject(again.reason) : Promise.resolve())).toEqual({
+    status: 400,
+    text: 'Assigned ID is already in use',
+  });
+  expect(grace.status).toBe('fulfilled');
+  expect((await repository.readResource<Patient>('Patient', 'grace')).name?.[0]?.family).toBe('Hopper');
+  expect(await statusOf(repository.readResource('Patient', 'ada'))).toBe(410);
+  expect(await repository.searchResources({ resourceType: 'Patient' })).toHaveLength(1);
+});
+
 test('an update without an id is refused as missing its id', async () => {
   const repository = openRepository();
   expect(await refusalOf(repository.updateResource(patient))).toEqual({ status: 400, text: 'Missing id' });
