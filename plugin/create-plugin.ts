@@ -142,26 +142,21 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   router.post(SETTINGS_ROUTE, createSettingsChangeAudit(host));
   // The API's OpenAPI description, unauthenticated, whether or not a provider is configured.
   router.use(createOpenApiRoute(host.logger));
-  if (options.webApp) {
-    router.use(createWebAppRoute(host.logger));
-  }
   // The MCP server on the chat's FHIR tools: no model is called, so it serves whether or not a provider is configured.
   // Its calls per caller are bounded as the chat's non-streaming turns are (chatLimits.maxConcurrentTurns), and per
   // minute across instances (mcpLimits); its sessions, which only name 2025 clients, are in Redis too.
   const mcpSlots = new CallerSlots(options.chatLimits.maxConcurrentTurns, 'MCP requests running');
   const mcpCounts = createLimiterStore(host.redis, { logger: host.logger });
-  router.use(
-    createMcpRoute({
-      host,
-      patientContext: options.patientContext,
-      body: jsonLimits,
-      slots: mcpSlots,
-      dateShiftKey: options.deIdentification.dateShiftKey,
-      rate: createMcpRateLimit(options.mcpLimits.requestsPerMinute, mcpCounts, options.redisKeyPrefix),
-      sessions: new McpSessions({ redis: host.redis, keyPrefix: options.redisKeyPrefix, logger: host.logger }),
-      authorizationServer: options.mcpAuthorizationServer,
-    })
-  );
+  const mcpRoute = createMcpRoute({
+    host,
+    patientContext: options.patientContext,
+    body: jsonLimits,
+    slots: mcpSlots,
+    dateShiftKey: options.deIdentification.dateShiftKey,
+    rate: createMcpRateLimit(options.mcpLimits.requestsPerMinute, mcpCounts, options.redisKeyPrefix),
+    sessions: new McpSessions({ redis: host.redis, keyPrefix: options.redisKeyPrefix, logger: host.logger }),
+    authorizationServer: options.mcpAuthorizationServer,
+  });
   const v1 = express.Router();
   if (options.llm) {
     const uncleared = unclearedModels(options.llm);
@@ -208,6 +203,11 @@ export function createFhirgatePlugin(serverHost: FhirgateHost, optionsInput: Fhi
   v1.use(createOpenAiErrorHandler(host.logger));
   // `/v1` with the X-Project-ID header, or the project base URL for clients that can set a base URL but no header.
   router.use(['/v1', PROJECT_BASE_PATH], v1);
+  // After the chat's routes, which a request reaches sooner: their paths do not overlap.
+  router.use(mcpRoute);
+  if (options.webApp) {
+    router.use(createWebAppRoute(host.logger));
+  }
 
   const devices = options.device_auth ? createDeviceServices(host, options.device_auth, telemetry, options.redisKeyPrefix) : undefined;
   const deviceToken = express.Router();

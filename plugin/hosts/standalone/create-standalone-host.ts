@@ -21,7 +21,6 @@ import { DEFAULT_PASSWORD_CHECK_LIMITS, PasswordChecks, type PasswordCheckLimits
 import { DEFAULT_SIGN_IN_LIMITS, createSignInLimiter, type SignInLimits } from './auth/sign-in-limits.ts';
 import { createLimiterStore } from '../../devices/limiter-store.ts';
 import { createProjectAdminRoutes } from './admin/project-admin-routes.ts';
-import { createSettingsChangeAudit, SETTINGS_ROUTE } from '../../governance/settings-change-audit.ts';
 import { loadSigningKeys } from './auth/signing-keys.ts';
 import { loadFhirDefinitions } from './fhir-definitions.ts';
 import { createFhirRoutes } from './fhir-routes.ts';
@@ -149,15 +148,16 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
   if (metricsRoute) {
     app.get('/metrics', metricsRoute);
   }
+  // Where a Medplum server mounts it (docs/mounting.md): in front of the server's own routes. A chat request reaches
+  // it past three layers instead of the host's sign-in, admin and FHIR routes; the host's routes it does not serve
+  // pass through it, and its settings route's AuditEvent is recorded here, in front of the admin route that changes them.
+  app.use(plugin);
   app.use(createOAuthRoutes({ store, tokens, keys, callers, unauthenticated, maxJsonDepth: body.maxDepth, logger }));
   app.use(createPasswordLoginRoutes(store, { unauthenticated, passwords, limits: signInLimits, maxJsonDepth: body.maxDepth, logger }));
-  // As in a Medplum server, where the plugin is mounted in front of this route: the AuditEvent of a governance change.
-  app.post(SETTINGS_ROUTE, createSettingsChangeAudit(host));
   app.use('/admin/projects', createProjectAdminRoutes(store, { authenticate: host.authenticate, body, logger }));
   // Without authentication, as Medplum's: FHIR clients read it before they sign in.
   app.get('/fhir/R4/metadata', createCapabilityStatementRoute({ baseUrl: options.baseUrl, cors: allowedOrigins === '*' || allowedOrigins.length > 0 }));
   app.use('/fhir/R4', createFhirRoutes({ authenticate: host.authenticate, body, logger, offThreadGraphql: graphqlWorker }));
-  app.use(plugin);
   // Last: a path nobody serves, and any error no route answered, leave as Medplum's OperationOutcome, never as
   // Express's default page (HTML, and the error, with a body parser's copy of the body, printed to stderr).
   app.use(answerNotFound());
