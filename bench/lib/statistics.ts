@@ -25,3 +25,12 @@ export function formatNumber(value: number, decimals = 2): string {
 export function formatRatio(numerator: number, denominator: number): string {
   return denominator > 0 && Number.isFinite(numerator) ? `${(numerator / denominator).toFixed(2)} ×` : 'n/a';
 }
+
+/**
+ * `numerators[i] / denominators[i]` for each round measured in both: two contenders measured one after the other in
+ * each round compare within the round, where a machine whose speed drifts between rounds weighs on both alike.
+ */
+export function ratiosByRound(numerators: readonly number[], denominators: readonly number[]): number[] {
+  const rounds = Math.min(numerators.length, denominators.length);
+  return Array.from({ length: rounds }, (_, round) => numerators[round] / denominators[round]).filter((ratio) => Number.isFinite(ratio) && ratio > 0);
+}

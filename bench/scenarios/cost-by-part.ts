@@ -15,7 +15,7 @@ import type { Contender } from '../contenders/contender.ts';
 import { isFhirgateContender } from '../contenders/start-fhirgate.ts';
 import type { ScenarioSection } from '../lib/section.ts';
 import { readCpuSeconds } from '../lib/processes.ts';
-import { formatNumber, median } from '../lib/statistics.ts';
+import { formatNumber, median, ratiosByRound } from '../lib/statistics.ts';
 import { runLoad } from '../load/run-load.ts';
 import type { StreamsResult, ThroughputResult } from '../load/load-job.ts';
 import { writeRaw, type BenchContext } from './bench-context.ts';
@@ -239,6 +239,12 @@ function explain(json: Map<string, Profiled>, streamed: Map<string, Profiled>): 
     `CPU per JSON turn in each round, in order (the figures above are their medians): ${[...json]
       .map(([label, run]) => `${label} ${run.busyPerTurnByRound.map((value) => formatNumber(value, 0)).join(' / ')} µs`)
       .join('; ')}.`,
+  );
+  const byRound = (label: string) => ratiosByRound(json.get(label)?.busyPerTurnByRound ?? [], floor.busyPerTurnByRound);
+  notes.push(
+    `fhirgate ÷ the floor, CPU a JSON turn, round by round (each round measures them one after the other, so the machine's drift between rounds weighs on both alike): ` +
+      `without the chart ${byRound(FHIRGATE_PLAIN).map((ratio) => formatNumber(ratio, 2)).join(' / ')} (median ${formatNumber(median(byRound(FHIRGATE_PLAIN)), 2)} ×), ` +
+      `as \`npm start\` ${byRound(FHIRGATE).map((ratio) => formatNumber(ratio, 2)).join(' / ')} (median ${formatNumber(median(byRound(FHIRGATE)), 2)} ×).`,
   );
   const floorStream = streamed.get(FLOOR);
   const plainStream = streamed.get(FHIRGATE_PLAIN);

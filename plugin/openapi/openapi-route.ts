@@ -16,12 +16,13 @@ export function createOpenApiRoute(logger: HostLogger | undefined): Router {
   const router = express.Router();
   // Also under the project base URL, where a client configured with it looks for the description.
   const paths = [...OPENAPI_PATHS, `${PROJECT_BASE_PATH}/openapi.json`];
-  for (const path of paths) {
-    router.get(path, (_request, response) => {
+  // One route for every path: a request for another path is told apart in one match, not one per path and method.
+  router
+    .route(paths)
+    .get((_request, response) => {
       response.type('application/json').send(body);
-    });
-    router.all(path, methodNotAllowed(['GET']));
-  }
+    })
+    .all(methodNotAllowed(['GET']));
   router.use(paths, createOpenAiErrorHandler(logger));
   return router;
 }
