@@ -5,6 +5,14 @@ const weather = { type: 'function', function: { name: 'get_weather', description
 const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lyon"}' } };
 
 describe('parseChatRequest', () => {
+  test('fields fhirgate does not know are kept by name for the provider check, `__proto__` too; null fields are not given', () => {
+    const chat = parseChatRequest(JSON.parse('{"messages":[{"role":"user","content":"A"}],"temperature":null,"vendor_knob":3,"__proto__":{"admin":true}}'));
+    const vendorFields = (chat.options as { vendorFields?: Record<string, unknown> }).vendorFields ?? {};
+    expect(Object.keys(vendorFields).sort()).toEqual(['__proto__', 'vendor_knob']);
+    expect(Object.getOwnPropertyDescriptor(vendorFields, '__proto__')?.value).toEqual({ admin: true });
+    expect(chat.temperature).toBeUndefined();
+  });
+
   test('a plain request is read in the port shape, with no tools and no calls to answer', () => {
     const chat = parseChatRequest({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'A' }, { role: 'assistant', content: 'B' }, { role: 'user', content: 'C' }] });
     expect(chat.messages).toEqual([

@@ -215,8 +215,20 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     throw new AppError('invalid_request', 'The request body must be a JSON object.');
   }
   // OpenAI takes null for "not given" on every optional field; the body is still recorded as sent.
-  const given = Object.entries(body).filter(([, value]) => value !== null);
-  const result = parseChatFields(Object.fromEntries(given.filter(([name]) => KNOWN_FIELDS.has(name))));
+  const known: Record<string, unknown> = {};
+  const vendorFields: [string, unknown][] = [];
+  for (const [name, value] of Object.entries(body)) {
+    if (value === null) {
+      continue;
+    }
+    // Only the schema's own names are assigned; any other (`__proto__` too) is kept as an entry.
+    if (KNOWN_FIELDS.has(name)) {
+      known[name] = value;
+    } else {
+      vendorFields.push([name, value]);
+    }
+  }
+  const result = parseChatFields(known);
   if (!result.success) {
     throw fromIssue(result.issue);
   }
@@ -230,7 +242,6 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     throw invalid(generation.param, generation.message);
   }
   // Fields fhirgate does not know go to the provider's check: passed on where its operator listed them, else refused.
-  const vendorFields = given.filter(([name]) => !KNOWN_FIELDS.has(name));
   const options = vendorFields.length > 0 ? { ...generation, vendorFields: Object.fromEntries(vendorFields) } : generation;
   const messages = value.messages.map(toChatMessage);
   if (!messages.some((message) => message.role === 'user' || message.role === 'tool')) {
