@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
 import { waitFor } from '../../test/support/wait-for.ts';
 import { startFhirgate, type FhirgateContender } from './start-fhirgate.ts';
+import { EXTENSION } from '../../plugin/chat/fhir-vocabulary.ts';
 
 describe("the bench's fhirgate host", () => {
   let emulator: LlmEmulator;
@@ -50,6 +51,6 @@ describe("the bench's fhirgate host", () => {
     const page = (await (await fetch(search, { headers: fhirgate.headers })).json()) as { entry?: { resource: { extension?: { url: string }[] } }[] };
     const records = (page.entry ?? []).map((entry) => entry.resource);
     expect(records.length).toBeGreaterThanOrEqual(2);
-    expect(records.flatMap((record) => record.extension ?? []).map((extension) => extension.url)).not.toContain('urn:fhirgate:extension:patient-context');
+    expect(records.flatMap((record) => record.extension ?? []).map((extension) => extension.url)).not.toContain(EXTENSION.patientContext);
   }, 60_000);
 });
