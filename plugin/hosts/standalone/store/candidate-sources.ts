@@ -117,7 +117,7 @@ function rowLimit(limit: number): number {
 }
 
 /** A slice's row as the executor reads it. */
-export function toCandidateRow(row: Record<string, SQLOutputValue>): CandidateRow {
-  const pk = toNumber(row.pk);
-  return { pk, cursor: { key: String(row.cursor_key ?? ''), pk } };
+export function toCandidateRow(pkColumn: SQLOutputValue | undefined, cursorKey: SQLOutputValue | undefined): CandidateRow {
+  const pk = toNumber(pkColumn);
+  return { pk, cursor: { key: String(cursorKey ?? ''), pk } };
 }

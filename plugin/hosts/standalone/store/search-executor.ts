@@ -59,6 +59,11 @@ const MIN_SLICE_ROWS = 8;
 const SMALL_LOOKUP_ROWS = 2048;
 /** Work between two chances for other requests to run. */
 const YIELD_AFTER_MS = 2;
+/** The columns of a slice's rows: the candidate's pk, its cursor key, whether it holds (or its version id), its sort keys. */
+const SLICE_PK = 0;
+const SLICE_CURSOR_KEY = 1;
+const SLICE_DECIDED = 2;
+const SLICE_KEYS = 3;
 
 /**
  * Runs `searchRequest`, narrowed by `alternatives` (the caller's AccessPolicy; undefined: not narrowed), with
@@ -266,24 +271,25 @@ class SlicedSearch<T extends Resource> {
   ): Promise<{ accepted: Kept<T>[]; cursor: Cursor | undefined; exhausted: boolean }> {
     const inner = source.slice(cursor, limit);
     const direction = source.descending ? 'DESC' : 'ASC';
-    const keyColumns = keys.map((key, index) => `, ${key.sql} AS key_${index}`).join('');
-    const decided = verdicts ? 'r.version_id AS version_id' : `(${where.sql}) AS ok`;
+    const keyColumns = keys.map((key) => `, ${key.sql}`).join('');
+    const decided = verdicts ? 'r.version_id' : `(${where.sql})`;
     // CROSS JOIN: the slice is the outer loop, each resource read by its pk.
     const sql =
-      `SELECT c.pk AS pk, c.cursor_key AS cursor_key, ${decided}${keyColumns} ` +
+      `SELECT c.pk, c.cursor_key, ${decided}${keyColumns} ` +
       `FROM (${inner.sql}) c CROSS JOIN resources r WHERE r.pk = c.pk ORDER BY c.cursor_key ${direction}, c.pk ${direction}`;
     const params = [...(verdicts ? [] : where.params), ...keys.flatMap((key) => key.params), ...inner.params];
     const loadContent = withContent || !this.#plan.exact;
+    // Rows as arrays (resource-store.ts, queryArrays): pk, cursor key, the verdict or the version id, then the keys.
     const { rows, holds, contents } = await this.#store.read(() => {
-      const sliceRows = this.#store.rows.queryAll(sql, params);
-      const sliceHolds = verdicts ? this.#decide(sliceRows, where, verdicts) : sliceRows.map((row) => toNumber(row.ok) !== 0);
-      const acceptedPks = sliceRows.filter((_row, index) => sliceHolds[index]).map((row) => toNumber(row.pk));
+      const sliceRows = this.#store.rows.queryArrays(sql, params);
+      const sliceHolds = verdicts ? this.#decide(sliceRows, where, verdicts) : sliceRows.map((row) => toNumber(row[SLICE_DECIDED]) !== 0);
+      const acceptedPks = sliceRows.filter((_row, index) => sliceHolds[index]).map((row) => toNumber(row[SLICE_PK]));
       return { rows: sliceRows, holds: sliceHolds, contents: loadContent && acceptedPks.length > 0 ? this.#store.rows.contentsOf(acceptedPks) : undefined };
     });
     const accepted: Kept<T>[] = [];
     let last: Cursor | undefined = cursor;
     for (const [index, row] of rows.entries()) {
-      const candidate = toCandidateRow(row);
+      const candidate = toCandidateRow(row[SLICE_PK], row[SLICE_CURSOR_KEY]);
       last = candidate.cursor;
       if (!holds[index] || this.#seen.has(candidate.pk)) {
         continue;
@@ -293,17 +299,18 @@ class SlicedSearch<T extends Resource> {
       if (loadContent && content === undefined) {
         continue; // deleted since
       }
-      accepted.push({ pk: candidate.pk, keys: keys.map((_, key) => toKey(row[`key_${key}`])), resource: content === undefined ? undefined : (JSON.parse(content) as WithId<T>) });
+      accepted.push({ pk: candidate.pk, keys: keys.map((_, key) => toKey(row[SLICE_KEYS + key])), resource: content === undefined ? undefined : (JSON.parse(content) as WithId<T>) });
     }
     return { accepted, cursor: last, exhausted: rows.length < limit };
   }
 
   /**
-   * Whether `where` holds for each row (its `pk` and `version_id`): known verdicts from `verdicts`, the others checked
-   * in one statement and kept. Called in the same synchronous step as the slice's read, so no write comes between.
+   * Whether `where` holds for each row of a slice (its pk and version id): known verdicts from `verdicts`, the others
+   * checked in one statement and kept. Called in the same synchronous step as the slice's read, so no write comes
+   * between.
    */
-  #decide(rows: readonly Record<string, SQLOutputValue>[], where: SqlFragment, verdicts: ConditionVerdicts): boolean[] {
-    const known = rows.map((row) => verdicts.get(toNumber(row.pk), String(row.version_id)));
+  #decide(rows: readonly SQLOutputValue[][], where: SqlFragment, verdicts: ConditionVerdicts): boolean[] {
+    const known = rows.map((row) => verdicts.get(toNumber(row[SLICE_PK]), String(row[SLICE_DECIDED])));
     const unknown = rows.filter((_row, index) => known[index] === undefined);
     if (unknown.length === 0) {
       return known as boolean[];
@@ -311,15 +318,15 @@ class SlicedSearch<T extends Resource> {
     // The rows that hold come back; the others do not. CROSS JOIN: each row read by its pk (`r.pk IN (...)` let
     // SQLite's planner read the project's every resource of the type by another index instead).
     const holding = new Set<number>();
-    const sql = `SELECT r.pk AS pk FROM json_each(?) checked CROSS JOIN resources r WHERE r.pk = checked.value AND (${where.sql})`;
-    for (const row of this.#store.rows.queryAll(sql, [JSON.stringify(unknown.map((candidate) => toNumber(candidate.pk))), ...where.params])) {
-      holding.add(toNumber(row.pk));
+    const sql = `SELECT r.pk FROM json_each(?) checked CROSS JOIN resources r WHERE r.pk = checked.value AND (${where.sql})`;
+    for (const [pk] of this.#store.rows.queryArrays(sql, [JSON.stringify(unknown.map((candidate) => toNumber(candidate[SLICE_PK]))), ...where.params])) {
+      holding.add(toNumber(pk));
     }
     for (const row of unknown) {
-      const pk = toNumber(row.pk);
-      verdicts.set(pk, String(row.version_id), holding.has(pk));
+      const pk = toNumber(row[SLICE_PK]);
+      verdicts.set(pk, String(row[SLICE_DECIDED]), holding.has(pk));
     }
-    return rows.map((row, index) => known[index] ?? holding.has(toNumber(row.pk)));
+    return rows.map((row, index) => known[index] ?? holding.has(toNumber(row[SLICE_PK])));
   }
 
   /** True when the candidate matches: SQL decided it (an exact plan), or the matcher does. */

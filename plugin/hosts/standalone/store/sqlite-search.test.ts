@@ -257,12 +257,19 @@ describe('SqliteRepository search results', () => {
 
   test("a conversation's page, read from the conversation's own index rows, is not checked against the conversation again row by row", async () => {
     const conversationParams: number[] = [];
-    const queryAll = ResourceStore.prototype.queryAll;
-    ResourceStore.prototype.queryAll = function (this: ResourceStore, sql, params) {
+    const { queryAll, queryArrays } = ResourceStore.prototype;
+    const counted = (params: readonly unknown[]): void => {
       if (params.includes('Communication/conv-a')) {
         conversationParams.push(params.filter((param) => param === 'Communication/conv-a').length);
       }
+    };
+    ResourceStore.prototype.queryAll = function (this: ResourceStore, sql, params) {
+      counted(params);
       return queryAll.call(this, sql, params);
+    };
+    ResourceStore.prototype.queryArrays = function (this: ResourceStore, sql, params) {
+      counted(params);
+      return queryArrays.call(this, sql, params);
     };
     try {
       expect(await ids('Communication?part-of=Communication/conv-a&category:not=prompt&_sort=-sent')).toEqual(['turn-8', 'turn-4', 'turn-2']);
@@ -270,6 +277,7 @@ describe('SqliteRepository search results', () => {
       expect(await idSet('Communication?part-of=Communication/conv-a&category:not=prompt')).toEqual(['turn-2', 'turn-4', 'turn-8']);
     } finally {
       ResourceStore.prototype.queryAll = queryAll;
+      ResourceStore.prototype.queryArrays = queryArrays;
     }
     // Each statement names the conversation once: in its range read (or count).
     expect(conversationParams).toEqual([1, 1, 1]);

@@ -29,19 +29,21 @@ const checkPlans: string[] = [];
 async function checkedRows(search: () => Promise<unknown>): Promise<number[][]> {
   const checked: number[][] = [];
   checkPlans.length = 0;
-  const queryAll = ResourceStore.prototype.queryAll;
-  jest.spyOn(ResourceStore.prototype, 'queryAll').mockImplementation(function (this: ResourceStore, sql, params) {
+  const { queryAll, queryArrays } = ResourceStore.prototype;
+  // A slice's and a check's rows are arrays: the candidate's pk first.
+  jest.spyOn(ResourceStore.prototype, 'queryArrays').mockImplementation(function (this: ResourceStore, sql, params) {
     if (sql.includes('EXISTS')) {
       // The checks of a slice without verdicts run in the slice's own statement: all its candidates are checked.
-      const candidates = queryAll.call(this, sql, params);
-      if (sql.startsWith('SELECT r.pk AS pk FROM json_each(?)')) {
+      const candidates = queryArrays.call(this, sql, params);
+      const isCheck = sql.startsWith('SELECT r.pk FROM json_each(?)');
+      if (isCheck) {
         const plan = queryAll.call(this, `EXPLAIN QUERY PLAN ${sql}`, params);
         checkPlans.push(...plan.map((step) => String(step.detail)).filter((detail) => / r\b/.test(detail) && !detail.includes('SUBQUERY')));
       }
-      checked.push(sql.startsWith('SELECT r.pk AS pk FROM json_each(?)') ? (JSON.parse(String(params[0])) as number[]) : candidates.map((row) => Number(row.pk)));
+      checked.push(isCheck ? (JSON.parse(String(params[0])) as number[]) : candidates.map((row) => Number(row[0])));
       return candidates;
     }
-    return queryAll.call(this, sql, params);
+    return queryArrays.call(this, sql, params);
   });
   await search();
   jest.restoreAllMocks();
