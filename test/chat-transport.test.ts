@@ -197,6 +197,20 @@ describe('chat route over HTTP', () => {
     expect(continuedChunks.every((chunk) => chunk.conversation_id === conversationId)).toBe(true);
   });
 
+  test("as on a Medplum server, an answer carries no ETag hashed from its body; a FHIR read carries its version's", async () => {
+    const answer = await postChat({ model: MODEL, messages: [{ role: 'user', content: 'First' }] });
+    expect(answer.status).toBe(200);
+    const { conversation_id: conversationId } = (await answer.json()) as { conversation_id: string };
+    expect(answer.headers.get('etag')).toBeNull();
+    const models = await fetch(`${host.url}v1/models`, { headers: headers() });
+    expect(models.status).toBe(200);
+    expect(models.headers.get('etag')).toBeNull();
+
+    const read = await fetch(`${host.url}fhir/R4/Communication/${conversationId}`, { headers: headers() });
+    const root = (await read.json()) as Communication;
+    expect(read.headers.get('etag')).toBe(`W/"${root.meta?.versionId}"`);
+  });
+
   test('a client that stops reading stops the gateway pulling from the provider; resumed, it gets the whole reply', async () => {
     // Big enough that the sockets' buffers on loopback (a few MB: 15,000 to 40,000 tokens in our runs) hold a small
     // part of it, small enough to stream in a few seconds once the client reads.

@@ -4,7 +4,8 @@
  * conversation's newest page of history is read (one search, as a continued turn of fhirgate's makes: the
  * conversations rotate as fhirgate's measured requests do) and sent with the request; the two records every turn
  * must store are written exactly as the standalone host stores them (the same elements: the request body, the
- * history window, the exchange's digest, the server-owned meta with the project's and the patient's compartments).
+ * history window, the usage (a stream's too), the exchange's digest, the server-owned meta with the project's and the
+ * patient's compartments).
  * The prompt's Communication is written (Medplum's validation, the search index, a durable commit: SQLite WAL,
  * group commit, the log synced before the write is acknowledged) before the upstream is called, and the reply's
  * after the reply, before the client gets its end (the JSON body, or a stream's last chunk and `[DONE]`), as
@@ -101,7 +102,10 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
     response.end(JSON.stringify(completion));
     return;
   }
-  const stream = await client.chat.completions.create({ ...body, messages, stream: true }, { signal });
+  // The usage is asked for, as fhirgate asks its provider (plugin/llm/openai-chat-model.ts): the reply's record holds
+  // it, as a JSON reply's does.
+  const stream = await client.chat.completions.create({ ...body, messages, stream: true, stream_options: { include_usage: true } }, { signal });
+  const forwardUsage = body.stream_options?.include_usage === true;
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   let first = true;
   let reply = '';
@@ -110,6 +114,11 @@ async function relay(request: IncomingMessage, response: ServerResponse, signal:
   for await (const chunk of stream) {
     reply += chunk.choices[0]?.delta?.content ?? '';
     usage = chunk.usage ?? usage;
+    if (chunk.choices.length === 0 && chunk.usage) {
+      // The usage chunk follows the finish reason's, and waits with it (sent only when the client asked for it).
+      if (forwardUsage) last = `${last ?? ''}data: ${JSON.stringify(chunk)}\n\n`;
+      continue;
+    }
     // The chunk with the finish reason waits for the reply's record, as fhirgate's last chunk does.
     if (chunk.choices[0]?.finish_reason) {
       last = `data: ${JSON.stringify(chunk)}\n\n`;

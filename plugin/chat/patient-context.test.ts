@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { MemoryRepository } from '@medplum/fhir-router';
 import type { Condition, Observation, Patient } from '@medplum/fhirtypes';
 import { loadFhirDefinitions } from '../hosts/standalone/fhir-definitions.ts';
@@ -74,6 +75,28 @@ describe('buildPatientContext', () => {
     // Only records whose line is in the text count as shared.
     const listed = context.text.split('\n').filter((line) => line.startsWith('- ')).length;
     expect(context.shared).toHaveLength(1 + listed);
+  });
+
+  test("the types' searches are sent together, and the summary keeps the types' order whichever answers first", async () => {
+    // A repository that answers over the network: each search takes a while, the first type's longest.
+    const search = repo.searchResources.bind(repo);
+    let inFlight = 0;
+    let mostAtOnce = 0;
+    jest.spyOn(repo, 'searchResources').mockImplementation(async (request) => {
+      inFlight++;
+      mostAtOnce = Math.max(mostAtOnce, inFlight);
+      const turns = request.resourceType === 'Condition' ? 5 : 1;
+      for (let turn = 0; turn < turns; turn++) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      inFlight--;
+      return search(request);
+    });
+    const context = await buildPatientContext(repo, patient, { resourceTypes: ['Condition', 'Observation'], maxPerType: 1, maxCharacters: 5000 });
+
+    expect(mostAtOnce).toBe(2);
+    expect(context.text.split('\n').filter((line) => line.endsWith(':'))).toEqual(['Active problems:', 'Recent vital signs and labs:']);
+    expect(recordsOf(context.text).map((record) => record.text)).toEqual(['Ana Silva, female, born 1970-01-02', 'Diabetes mellitus type 2', '2026-10-30 Glucose 130 mg/dL']);
   });
 
   test("a project's setting narrows the server's types, never widens them", () => {

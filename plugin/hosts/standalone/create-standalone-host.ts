@@ -141,6 +141,9 @@ export async function createStandaloneHost(options: StandaloneHostOptions): Prom
 
   const app = express();
   app.disable('x-powered-by');
+  // As Medplum's server (app.ts): no ETag hashed from each body by express. A FHIR read sets its version's itself
+  // (fhir-routes.ts); a chat answer is never cached.
+  app.set('etag', false);
   app.set('trust proxy', options.trustProxy ?? DEFAULT_TRUST_PROXY);
   const allowedOrigins = options.allowedOrigins ?? [];
   app.use(createCorsMiddleware(allowedOrigins));
