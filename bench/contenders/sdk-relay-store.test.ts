@@ -3,6 +3,7 @@
  * provider is asked for it (as fhirgate asks); the client gets the usage chunk only when it asked for it.
  */
 import { startLlmEmulator, type LlmEmulator } from '../../test/emulator/index.ts';
+import { sseEvents } from '../../test/support/sse-events.ts';
 import { plainChatBody } from './contender.ts';
 import { startSdkRelayWithStore } from './start-proxies.ts';
 import type { Contender } from './contender.ts';
@@ -19,28 +20,26 @@ describe('the floor (SDK relay + store), streamed', () => {
     await emulator?.close();
   });
 
-  const eventsOf = async (body: string): Promise<string[]> => {
+  /** A streamed turn's body as the client reads it. */
+  const streamOf = async (body: string): Promise<string> => {
     const response = await fetch(floor.chatUrl, { method: 'POST', headers: floor.headers, body });
     expect(response.status).toBe(200);
-    return (await response.text())
-      .split('\n\n')
-      .filter((event) => event.startsWith('data: '))
-      .map((event) => event.slice('data: '.length));
+    return response.text();
   };
+  type Chunk = { choices: { finish_reason?: string | null }[]; usage?: { total_tokens: number } | null };
 
   test('asks the provider for the usage, as fhirgate does, and keeps its chunk from a client that did not ask', async () => {
-    const events = await eventsOf(plainChatBody(true));
+    const text = await streamOf(plainChatBody(true));
     expect(emulator.received.at(-1)?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
-    expect(events.at(-1)).toBe('[DONE]');
-    const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as { choices: { finish_reason?: string | null }[]; usage?: unknown });
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    const chunks = sseEvents<Chunk>(text).map((event) => event.data);
     expect(chunks.filter((chunk) => chunk.choices.length === 0)).toEqual([]);
     expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
   });
 
   test('a client that asked for the usage gets its chunk last, after the finish reason', async () => {
     const body = { ...(JSON.parse(plainChatBody(true)) as object), stream_options: { include_usage: true } };
-    const events = await eventsOf(JSON.stringify(body));
-    const chunks = events.slice(0, -1).map((event) => JSON.parse(event) as { choices: { finish_reason?: string | null }[]; usage?: { total_tokens: number } | null });
+    const chunks = sseEvents<Chunk>(await streamOf(JSON.stringify(body))).map((event) => event.data);
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { total_tokens: expect.any(Number) } });
     expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe('stop');
   });
