@@ -19,6 +19,7 @@ import { formatNumber, median, ratiosByRound } from '../lib/statistics.ts';
 import { runLoad } from '../load/run-load.ts';
 import type { StreamsResult, ThroughputResult } from '../load/load-job.ts';
 import { writeRaw, type BenchContext } from './bench-context.ts';
+import { aboveTheFloor, describeFloorBudget, floorBudget } from './target-budget.ts';
 
 /** What is profiled: a contender and the bodies it is sent. */
 interface Subject {
@@ -234,6 +235,10 @@ function explain(json: Map<string, Profiled>, streamed: Map<string, Profiled>): 
       `the same turn with \`patient_context: "none"\` ${micros(plain.busyPerTurn)}, so the chart summary costs ${micros(full.busyPerTurn - plain.busyPerTurn)} a turn. ` +
       `The floor does neither: like for like, fhirgate without the chart is ${micros(plain.busyPerTurn - floor.busyPerTurn)} above it (the last column); ` +
       `point 2's ≥ 0.9 × the floor's requests/s would leave ${micros(floor.busyPerTurn / 0.9)}.`,
+    `${describeFloorBudget('Target 2 (≥ 0.33 × the SDK relay\'s requests/s)', floor.perTurn, floorBudget(floor.perTurn, relay.busyPerTurn / 0.33), 'a turn')} ` +
+      `(The relay's own provider call is ${micros(relay.perTurn.get(PROVIDER_CALL) ?? 0)}: the rest of the floor's is the history page it sends.)`,
+    `Where fhirgate without the chart spends more than the floor, by part (µs a turn): ${listed(aboveTheFloor(plain.perTurn, floor.perTurn))}. ` +
+      `What the chart summary adds, by part: ${listed(aboveTheFloor(full.perTurn, plain.perTurn))}, and garbage collection ${micros((full.perTurn.get('garbage collection') ?? 0) - (plain.perTurn.get('garbage collection') ?? 0))}.`,
   ];
   notes.push(
     `CPU per JSON turn in each round, in order (the figures above are their medians): ${[...json]
@@ -257,6 +262,24 @@ function explain(json: Map<string, Profiled>, streamed: Map<string, Profiled>): 
       `Streamed: the floor spends ${perChunk(floorStream)} a chunk, fhirgate ${perChunk(plainStream)} without the chart and ${perChunk(fullStream)} with it ` +
         `(point 2: ≤ 1.05 × the floor's, ${formatNumber((1.05 * floorStream.busyPerTurn) / floorStream.eventsPerTurn, 1)} µs).`,
     );
+    const relayStream = streamed.get('SDK relay');
+    if (relayStream?.eventsPerTurn) {
+      const chunkParts = perChunkParts(floorStream);
+      notes.push(describeFloorBudget("Target 3's CPU per streamed chunk (≤ 1.5 × the SDK relay's)", chunkParts, floorBudget(chunkParts, (1.5 * relayStream.busyPerTurn) / relayStream.eventsPerTurn), 'a chunk', 1));
+    }
   }
   return notes;
+}
+
+const PROVIDER_CALL = 'provider call (openai SDK, undici)';
+
+/** A streamed run's parts per chunk. */
+function perChunkParts(run: Profiled): Map<string, number> {
+  return new Map([...run.perTurn].map(([part, value]) => [part, value / (run.eventsPerTurn ?? 1)]));
+}
+
+/** The first parts of a list, largest first, as a report lists them. */
+function listed(entries: readonly { readonly part: string; readonly extra: number }[]): string {
+  const shown = entries.filter((entry) => entry.extra >= 5).slice(0, 6);
+  return shown.length === 0 ? 'none above 5 µs' : shown.map((entry) => `${entry.part} ${formatNumber(entry.extra, 0)}`).join('; ');
 }
