@@ -7,15 +7,15 @@
  */
 import { formatNumber } from '../lib/statistics.ts';
 
-/** Parts of a turn that are not fhirgate's code, whatever gateway runs them. */
-export const NOT_FHIRGATES = [
-  "Medplum's validation of each record",
-  'provider call (openai SDK, undici)',
-  'HTTP server (node:http, express, router)',
-  'Medplum (other)',
-  'the relay itself (bench code)',
-  'Node and V8, unattributed',
-] as const;
+/** Parts of a turn that are not fhirgate's code, whatever gateway runs them, with the name a sentence gives each. */
+const NOT_FHIRGATES: ReadonlyMap<string, string> = new Map([
+  ["Medplum's validation of each record", "Medplum's validation"],
+  ['provider call (openai SDK, undici)', 'the provider call through the SDK'],
+  ['HTTP server (node:http, express, router)', 'the HTTP server'],
+  ['Medplum (other)', 'Medplum (other)'],
+  ['the relay itself (bench code)', "the relay's own code"],
+  ['Node and V8, unattributed', 'Node and V8'],
+]);
 
 const GC = 'garbage collection';
 
@@ -34,7 +34,7 @@ export interface FloorBudget {
 /** The floor's CPU, by part, against what a target leaves (the same unit for both). */
 export function floorBudget(perUnit: ReadonlyMap<string, number>, budget: number): FloorBudget {
   const sum = (parts: readonly string[]) => parts.reduce((total, part) => total + (perUnit.get(part) ?? 0), 0);
-  const notOurs = sum(NOT_FHIRGATES);
+  const notOurs = sum([...NOT_FHIRGATES.keys()]);
   const store = sum([...perUnit.keys()].filter((part) => part.startsWith('store:')));
   return { budget, notOurs, store, gc: perUnit.get(GC) ?? 0, room: budget - notOurs };
 }
@@ -42,14 +42,15 @@ export function floorBudget(perUnit: ReadonlyMap<string, number>, budget: number
 /** The sentence a report gives a floor budget: `what` names the target, `unit` the figures' ('a turn', 'a chunk'). */
 export function describeFloorBudget(what: string, perUnit: ReadonlyMap<string, number>, budget: FloorBudget, unit: string, decimals = 0): string {
   const figure = (value: number) => `${formatNumber(value, decimals)} µs`;
-  const named = NOT_FHIRGATES.filter((part) => (perUnit.get(part) ?? 0) >= 0.5 * 10 ** -decimals)
-    .map((part) => `${shortName(part)} ${figure(perUnit.get(part) ?? 0)}`)
+  const named = [...NOT_FHIRGATES]
+    .filter(([part]) => (perUnit.get(part) ?? 0) >= 0.5 * 10 ** -decimals)
+    .map(([part, name]) => `${name} ${figure(perUnit.get(part) ?? 0)}`)
     .join(', ');
   const verdict =
     budget.room <= 0
       ? `so the code that is not fhirgate's alone is over the target by ${figure(-budget.room)} ${unit}, before the store's own parts (${figure(budget.store)}) and garbage collection (${figure(budget.gc)}): out of reach for a store that writes through Medplum's validation and sends the history through the SDK`
       : `which leaves ${figure(budget.room)} ${unit} for the store's own parts and garbage collection, where the floor spends ${figure(budget.store)} and ${figure(budget.gc)}: ` +
-        `${formatNumber((budget.store + budget.gc) / Math.max(budget.room, 1e-9), 1)} times the room`;
+        `${formatNumber((budget.store + budget.gc) / budget.room, 1)} times the room`;
   return `${what} leaves ${figure(budget.budget)} ${unit}. Of the floor's, ${figure(budget.notOurs)} is code that is not fhirgate's (${named}), ${verdict}.`;
 }
 
@@ -62,19 +63,3 @@ export function aboveTheFloor(fhirgate: ReadonlyMap<string, number>, floor: Read
     .sort((a, b) => b.extra - a.extra);
 }
 
-function shortName(part: string): string {
-  switch (part) {
-    case "Medplum's validation of each record":
-      return "Medplum's validation";
-    case 'provider call (openai SDK, undici)':
-      return 'the provider call through the SDK';
-    case 'HTTP server (node:http, express, router)':
-      return 'the HTTP server';
-    case 'the relay itself (bench code)':
-      return "the relay's own code";
-    case 'Node and V8, unattributed':
-      return 'Node and V8';
-    default:
-      return part;
-  }
-}
